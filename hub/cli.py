@@ -1,0 +1,199 @@
+"""Command line: `hub serve`, `hub check`, `hub list`, `hub call`.
+
+`serve` speaks MCP to the host on stdio (or Streamable HTTP with --http). The other commands start the hub
+in-process, wait (bounded) for the children, and talk to it through the SDK's client exactly as a host would.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from collections.abc import Sequence
+from typing import Any, TextIO
+
+import anyio
+from mcp import Client
+
+from hub import __version__
+from hub.config import ConfigError, LoadedConfig, load_config
+from hub.front import serve_http, serve_stdio
+from hub.hub import Hub
+from hub.logs import configure_logging
+from hub.server import build_server
+
+DEFAULT_CONFIG = "servers.yaml"
+EXIT_CONFIG = 2
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="hub", description="One MCP entry for your host, many MCP servers behind it.")
+    parser.add_argument("--version", action="version", version=f"hub {__version__}")
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument("-c", "--config", default=os.environ.get("HUB_CONFIG", DEFAULT_CONFIG),
+                        help="path of servers.yaml (default: $HUB_CONFIG or ./servers.yaml)")
+    common.add_argument("--log-format", choices=["json", "console"], default=None,
+                        help="json (default for serve) or console (default for the other commands)")
+    common.add_argument("--log-level", default=None, help="debug, info, warning, error")
+    common.add_argument("--log-file", default=None, help="append logs to this file instead of stderr")
+    commands = parser.add_subparsers(dest="command", required=True)
+
+    serve = commands.add_parser("serve", parents=[common], help="serve MCP to a host (stdio by default)")
+    serve.add_argument("--http", metavar="[HOST:]PORT", help="serve Streamable HTTP at /mcp instead of stdio")
+    serve.add_argument("--allow-host", action="append", default=[], metavar="HOST[:PORT]",
+                       help="extra Host/Origin allowed over HTTP (DNS-rebinding protection); repeatable")
+
+    commands.add_parser("check", parents=[common], help="start every server and report its state")
+    listing = commands.add_parser("list", parents=[common], help="print the merged catalog as the host sees it")
+    listing.add_argument("--json", action="store_true", help="machine-readable output")
+    call = commands.add_parser("call", parents=[common], help="call one tool and print the result")
+    call.add_argument("name", help="exposed tool name, e.g. time_get_current_time")
+    call.add_argument("arguments", nargs="?", default="{}", help="JSON object of arguments")
+    for sub in (commands.choices["check"], listing, call):
+        sub.add_argument("--wait", type=float, default=None, metavar="SECONDS",
+                         help="how long to wait for servers to start (default: the longest connect_timeout)")
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    serving = args.command == "serve"
+    configure_logging(
+        args.log_format or ("json" if serving else "console"),
+        args.log_level or ("info" if serving else "warning"),
+        args.log_file,
+    )
+    try:
+        loaded = load_config(args.config)
+    except ConfigError as exc:
+        print(f"hub: {exc}", file=sys.stderr)
+        return EXIT_CONFIG
+    try:
+        if serving:
+            if args.http:
+                anyio.run(serve_http, loaded, args.http, args.allow_host)
+            else:
+                anyio.run(serve_stdio, loaded)
+            return 0
+        return anyio.run(_one_shot, loaded, args)
+    except KeyboardInterrupt:
+        return 130
+
+
+async def _one_shot(loaded: LoadedConfig, args: argparse.Namespace) -> int:
+    hub = Hub(loaded)
+    wait = args.wait if args.wait is not None else max(
+        (s.connect_timeout for s in loaded.config.servers.values()), default=1.0
+    )
+    async with hub.running():
+        await hub.wait_settled(wait)
+        if args.command == "check":
+            return _print_check(hub, sys.stdout)
+        server = build_server(hub)
+        async with Client(server, mode="legacy") as client:
+            if args.command == "list":
+                return await _print_list(hub, client, args.json, sys.stdout)
+            return await _print_call(client, args.name, args.arguments, sys.stdout)
+
+
+def _table(rows: list[list[str]], out: TextIO) -> None:
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+    for row in rows:
+        out.write("  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip() + "\n")
+
+
+def _print_check(hub: Hub, out: TextIO) -> int:
+    report = hub.health()
+    rows = [["SERVER", "STATE", "TOOLS", "RESOURCES", "PROMPTS", "START_MS", "ERROR"]]
+    for s in report["servers"]:
+        rows.append([s["name"], s["state"], str(s["tools"]), str(s["resources"]), str(s["prompts"]),
+                     "" if s["start_ms"] is None else f"{s['start_ms']:.0f}", s["last_error"] or ""])
+    _table(rows, out)
+    for c in report["collisions"]:
+        out.write(f"collision: {c['kind']} {c['exposed']!r} kept from '{c['kept']}', dropped from '{c['dropped']}'\n")
+    failed = [s["name"] for s in report["servers"] if s["state"] != "ready"]
+    out.write(f"{len(report['servers']) - len(failed)}/{len(report['servers'])} servers ready ({hub.loaded.path})\n")
+    return 1 if failed else 0
+
+
+def _tokens(value: Any) -> tuple[int, int]:
+    """Size of a listing in bytes and in approximate LLM tokens (about 4 bytes per token for JSON)."""
+    size = len(json.dumps(value, separators=(",", ":")))
+    return size, (size + 3) // 4
+
+
+async def _print_list(hub: Hub, client: Client, as_json: bool, out: TextIO) -> int:
+    tools = (await client.session.list_tools()).model_dump(by_alias=True, exclude_none=True, mode="json")["tools"]
+    resources = (await client.session.list_resources()).model_dump(by_alias=True, exclude_none=True, mode="json")
+    templates = (await client.session.list_resource_templates()).model_dump(by_alias=True, exclude_none=True,
+                                                                            mode="json")
+    prompts = (await client.session.list_prompts()).model_dump(by_alias=True, exclude_none=True, mode="json")
+    owner = {name: route.child for name, route in hub.namespace.tool_routes.items()}
+    per_child: dict[str, list[dict[str, Any]]] = {}
+    for tool in tools:
+        per_child.setdefault(owner.get(tool["name"], "hub"), []).append(tool)
+    servers = []
+    for name, child in [("hub", None), *hub.children.items()]:
+        size, tokens = _tokens(per_child.get(name, []))
+        servers.append({"name": name, "state": str(child.state) if child else "ready",
+                        "tools": len(per_child.get(name, [])), "bytes": size, "approx_tokens": tokens})
+    total_bytes, total_tokens = _tokens(tools)
+    if as_json:
+        json.dump({"tools": tools, "resources": resources["resources"],
+                   "resourceTemplates": templates["resourceTemplates"], "prompts": prompts["prompts"],
+                   "servers": servers, "total": {"tools": len(tools), "bytes": total_bytes,
+                                                 "approx_tokens": total_tokens},
+                   "collisions": [c.__dict__ for c in hub.namespace.collisions]}, out, indent=2)
+        out.write("\n")
+        return 0
+    rows = [["TOOL", "SERVER", "DESCRIPTION"]]
+    for tool in tools:
+        description = (tool.get("description") or "").strip().splitlines()
+        first = description[0] if description else ""
+        rows.append([tool["name"], owner.get(tool["name"], "hub"), first[:70] + ("..." if len(first) > 70 else "")])
+    _table(rows, out)
+    for kind, items, key in (("resource", resources["resources"], "uri"),
+                             ("template", templates["resourceTemplates"], "uriTemplate"),
+                             ("prompt", prompts["prompts"], "name")):
+        for item in items:
+            out.write(f"{kind}: {item[key]}\n")
+    out.write("\n")
+    rows = [["SERVER", "STATE", "TOOLS", "LISTING_BYTES", "~TOKENS"]]
+    rows += [[s["name"], s["state"], str(s["tools"]), str(s["bytes"]), str(s["approx_tokens"])] for s in servers]
+    rows.append(["total", "", str(len(tools)), str(total_bytes), str(total_tokens)])
+    _table(rows, out)
+    for c in hub.namespace.collisions:
+        out.write(f"collision: {c.kind} {c.exposed!r} kept from '{c.kept}', dropped from '{c.dropped}'\n")
+    return 0
+
+
+async def _print_call(client: Client, name: str, arguments: str, out: TextIO) -> int:
+    try:
+        parsed = json.loads(arguments)
+    except json.JSONDecodeError as exc:
+        print(f"hub: arguments must be a JSON object: {exc}", file=sys.stderr)
+        return EXIT_CONFIG
+    if not isinstance(parsed, dict):
+        print("hub: arguments must be a JSON object, e.g. '{\"timezone\": \"UTC\"}'", file=sys.stderr)
+        return EXIT_CONFIG
+    from mcp.shared.exceptions import MCPError
+    import mcp_types as types
+
+    try:
+        result = await client.session.send_request(
+            types.CallToolRequest(params=types.CallToolRequestParams(name=name, arguments=parsed)),
+            types.CallToolResult,
+        )
+    except MCPError as exc:
+        print(f"hub: {exc.error.message} (code {exc.error.code})", file=sys.stderr)
+        return 1
+    dumped = result.model_dump(by_alias=True, exclude_none=True, mode="json")
+    for block in dumped.get("content", []):
+        if block.get("type") == "text":
+            out.write(block["text"].rstrip("\n") + "\n")
+        else:
+            out.write(json.dumps(block) + "\n")
+    if "structuredContent" in dumped:
+        out.write("structuredContent: " + json.dumps(dumped["structuredContent"]) + "\n")
+    return 1 if dumped.get("isError") else 0

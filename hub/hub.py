@@ -1,0 +1,180 @@
+"""The composition root: one `Hub` owns its children, the merged namespace, the host connections and the router.
+
+`async with Hub(config).running():` starts every child concurrently in one task group and returns at once:
+the host is served while slow children are still starting, and their tools appear (with list_changed)
+when they are ready. Leaving the block stops every child, each shutdown bounded in time.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
+from typing import Any
+
+import anyio
+import mcp_types as types
+import structlog
+
+from hub import __version__
+from hub.child import Child, ChildState
+from hub.config import LoadedConfig
+from hub.hosts import HostConnections
+from hub.naming import expose_uri
+from hub.registry import Namespace, build_namespace
+from hub.relay import forward_child_log, forward_child_request
+from hub.router import Router
+
+HEALTH_TOOL = "hub_health"
+# How long roots/list_changed may take to reach each child.
+NOTIFY_TIMEOUT = 5.0
+
+_HEALTH_TOOL_DEF: dict[str, Any] = {
+    "name": HEALTH_TOOL,
+    "title": "Hub health",
+    "description": "State of the MCP hub and of each server behind it: ready, restarting or failed, with counts "
+    "and the last error. Call it when a tool of another server fails.",
+    "inputSchema": {"type": "object", "properties": {}},
+    "annotations": {"readOnlyHint": True, "openWorldHint": False},
+}
+
+
+class Hub:
+    def __init__(self, loaded: LoadedConfig) -> None:
+        self.loaded = loaded
+        self.children: dict[str, Child] = {
+            name: Child(name=name, prefix=loaded.prefix_of(name), config=server, observer=self)
+            for name, server in loaded.config.servers.items()
+            if server.enabled
+        }
+        self.namespace = Namespace()
+        self.hosts = HostConnections()
+        self.router = Router(self)
+        self.started = time.monotonic()
+        self._log = structlog.get_logger("hub")
+        self._reported_collisions: set[tuple[str, str, str]] = set()
+        self._reported_renames: set[tuple[str, str]] = set()
+
+    @asynccontextmanager
+    async def running(self) -> AsyncIterator[Hub]:
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(self.hosts.run)
+            for child in self.children.values():
+                tg.start_soon(child.run)
+            self._log.info("hub_started", config=str(self.loaded.path), children=list(self.children))
+            try:
+                yield self
+            finally:
+                tg.cancel_scope.cancel()
+
+    async def wait_settled(self, timeout: float) -> None:
+        """Wait (bounded) until every child is ready or has failed at least once; for one-shot CLI commands."""
+        with anyio.move_on_after(timeout):
+            while any(c.state is ChildState.STARTING for c in self.children.values()):
+                await anyio.sleep(0.05)
+
+    # ---- the namespace --------------------------------------------------------------------------------
+
+    def tool_listing(self) -> list[dict[str, Any]]:
+        tools = list(self.namespace.tools)
+        if self.loaded.config.hub.health_tool:
+            tools.insert(0, _HEALTH_TOOL_DEF)
+        return tools
+
+    def builtin_tool(self, name: str) -> Callable[[dict[str, Any]], Awaitable[dict[str, Any]]] | None:
+        if name == HEALTH_TOOL and self.loaded.config.hub.health_tool:
+            return self._health_tool
+        return None
+
+    async def _health_tool(self, arguments: dict[str, Any]) -> dict[str, Any]:
+        report = self.health()
+        import json
+
+        return {"content": [{"type": "text", "text": json.dumps(report, indent=2)}], "structuredContent": report}
+
+    def health(self) -> dict[str, Any]:
+        return {
+            "version": __version__,
+            "config": str(self.loaded.path),
+            "uptime_s": round(time.monotonic() - self.started, 1),
+            "servers": [
+                {
+                    "name": c.name, "prefix": c.prefix, "state": str(c.state), "restarts": c.restarts,
+                    "start_ms": c.start_ms, "last_error": c.last_error, "tools": len(c.listing.tools),
+                    "resources": len(c.listing.resources) + len(c.listing.templates),
+                    "prompts": len(c.listing.prompts),
+                    "uptime_s": round(time.monotonic() - c.started_at, 1) if c.started_at else None,
+                }
+                for c in self.children.values()
+            ],
+            "collisions": [c.__dict__ for c in self.namespace.collisions],
+        }
+
+    def log_arguments(self, child: Child) -> bool:
+        own = child.config.log_arguments
+        return self.loaded.config.hub.log_arguments if own is None else own
+
+    # ---- what children report (ChildObserver) ---------------------------------------------------------
+
+    async def listing_changed(self, child: Child) -> None:
+        old, new = self.namespace, build_namespace(list(self.children.values()), reserved=self._reserved())
+        self.namespace = new
+        self._report(new)
+        changed = [
+            kind
+            for kind, before, after in (
+                ("tools", old.tools, new.tools),
+                ("prompts", old.prompts, new.prompts),
+                ("resources", old.resources + old.templates, new.resources + new.templates),
+            )
+            if before != after
+        ]
+        if changed:
+            self.hosts.list_changed(*changed)
+
+    def _reserved(self) -> frozenset[str]:
+        return frozenset({HEALTH_TOOL}) if self.loaded.config.hub.health_tool else frozenset()
+
+    def _report(self, namespace: Namespace) -> None:
+        for c in namespace.collisions:
+            key = (c.kind, c.exposed, c.dropped)
+            if key not in self._reported_collisions:
+                self._reported_collisions.add(key)
+                self._log.warning(
+                    "name_collision", kind=c.kind, name=c.exposed, kept=c.kept, dropped=c.dropped,
+                    fix=f"give server '{c.dropped}' a different prefix in servers.yaml",
+                )
+        for r in namespace.renamed:
+            if (r.child, r.original) not in self._reported_renames:
+                self._reported_renames.add((r.child, r.original))
+                self._log.warning("tool_renamed", child=r.child, original=r.original, exposed=r.exposed,
+                                  reason="exposed tool names must match ^[A-Za-z0-9_-]{1,64}$")
+
+    async def child_log(self, child: Child, params: types.LoggingMessageNotificationParams) -> None:
+        await forward_child_log(child, params, self.hosts)
+
+    async def resource_updated(self, child: Child, uri: str) -> None:
+        await self.hosts.resource_updated(expose_uri(child.prefix, uri))
+
+    async def child_request(self, child: Child, request: types.ServerRequest) -> Any:
+        return await forward_child_request(child, request)
+
+    # ---- what the host asks of every child ------------------------------------------------------------
+
+    async def set_log_level(self, level: types.LoggingLevel) -> None:
+        async with anyio.create_task_group() as tg:
+            for child in self.children.values():
+                tg.start_soon(self._quietly, child, child.set_log_level(level))
+
+    async def roots_changed(self) -> None:
+        async with anyio.create_task_group() as tg:
+            for child in self.children.values():
+                tg.start_soon(self._quietly, child, child.roots_changed())
+
+    async def _quietly(self, child: Child, work: Awaitable[None]) -> None:
+        """One child's failure to take a broadcast must not fail it for the others."""
+        try:
+            with anyio.fail_after(NOTIFY_TIMEOUT):
+                await work
+        except Exception as exc:
+            self._log.warning("child_broadcast_failed", child=child.name, error=str(exc) or type(exc).__name__)

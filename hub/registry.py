@@ -1,0 +1,149 @@
+"""The merged namespace: an immutable snapshot of what the host sees, rebuilt whenever a child's listing changes.
+
+Collisions (two children exposing one name) are resolved by config order: the child declared first in
+servers.yaml keeps the name, later ones are left out of the listing and reported (log, `hub list`,
+`hub check`). Adding a server therefore never renames or takes over an existing one's tools.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from mcp.shared.uri_template import UriTemplate
+
+from hub.child import Child
+from hub.naming import expose_name, expose_tool_name, expose_uri, split_uri
+
+
+@dataclass(frozen=True)
+class Route:
+    """Where an exposed name leads: the child's name and the child's own name or URI for the item."""
+
+    child: str
+    original: str
+
+
+@dataclass(frozen=True)
+class Collision:
+    kind: str
+    exposed: str
+    kept: str
+    dropped: str
+
+
+@dataclass(frozen=True)
+class Renamed:
+    child: str
+    original: str
+    exposed: str
+
+
+@dataclass(frozen=True)
+class Namespace:
+    tools: tuple[dict[str, Any], ...] = ()
+    prompts: tuple[dict[str, Any], ...] = ()
+    resources: tuple[dict[str, Any], ...] = ()
+    templates: tuple[dict[str, Any], ...] = ()
+    tool_routes: dict[str, Route] = field(default_factory=dict)
+    prompt_routes: dict[str, Route] = field(default_factory=dict)
+    resource_routes: dict[str, Route] = field(default_factory=dict)
+    template_routes: dict[str, Route] = field(default_factory=dict)
+    # Children in config order with their prefix and templates, for routing URIs that no listing names.
+    prefixes: dict[str, str] = field(default_factory=dict)
+    child_templates: dict[str, tuple[UriTemplate, ...]] = field(default_factory=dict)
+    collisions: tuple[Collision, ...] = ()
+    renamed: tuple[Renamed, ...] = ()
+    hidden_tools: dict[str, int] = field(default_factory=dict)
+
+    def route_uri(self, exposed: str) -> Route | None:
+        """The child that owns an exposed URI: listed, prefixed, or matched by an unprefixed child's template."""
+        if (route := self.resource_routes.get(exposed)) is not None:
+            return route
+        by_prefix = {p: name for name, p in self.prefixes.items() if p}
+        prefix, uri = split_uri(exposed, frozenset(by_prefix))
+        if prefix:
+            return Route(by_prefix[prefix], uri)
+        unprefixed = [name for name, p in self.prefixes.items() if not p]
+        for name in unprefixed:
+            if any(t.match(uri) is not None for t in self.child_templates.get(name, ())):
+                return Route(name, uri)
+        return Route(unprefixed[0], uri) if len(unprefixed) == 1 else None
+
+
+def tool_allowed(child: Child, name: str) -> bool:
+    rules = child.config.tools
+    return any(fnmatch.fnmatchcase(name, p) for p in rules.allow) and not any(
+        fnmatch.fnmatchcase(name, p) for p in rules.deny
+    )
+
+
+class _Merger:
+    def __init__(self) -> None:
+        self.collisions: list[Collision] = []
+
+    def add(
+        self, kind: str, items: list[dict[str, Any]], routes: dict[str, Route], item: dict[str, Any],
+        exposed: str, route: Route, key: str,
+    ) -> None:
+        if exposed in routes:
+            self.collisions.append(Collision(kind, exposed, routes[exposed].child, route.child))
+            return
+        routes[exposed] = route
+        items.append(item if item.get(key) == exposed else {**item, key: exposed})
+
+
+def build_namespace(children: Sequence[Child], reserved: frozenset[str] = frozenset()) -> Namespace:
+    """Merge the listings of `children` (in config order) into one namespace; `reserved` tool names are the hub's."""
+    merger = _Merger()
+    tools: list[dict[str, Any]] = []
+    prompts: list[dict[str, Any]] = []
+    resources: list[dict[str, Any]] = []
+    templates: list[dict[str, Any]] = []
+    tool_routes: dict[str, Route] = {name: Route("hub", name) for name in reserved}
+    prompt_routes: dict[str, Route] = {}
+    resource_routes: dict[str, Route] = {}
+    template_routes: dict[str, Route] = {}
+    renamed: list[Renamed] = []
+    hidden: dict[str, int] = {}
+    child_templates: dict[str, tuple[UriTemplate, ...]] = {}
+    for child in children:
+        listing, prefix = child.listing, child.prefix
+        for tool in listing.tools:
+            name = str(tool.get("name", ""))
+            if not tool_allowed(child, name):
+                hidden[child.name] = hidden.get(child.name, 0) + 1
+                continue
+            exposed = expose_tool_name(prefix, name)
+            if exposed != expose_name(prefix, name):
+                renamed.append(Renamed(child.name, name, exposed))
+            merger.add("tool", tools, tool_routes, tool, exposed, Route(child.name, name), "name")
+        for prompt in listing.prompts:
+            name = str(prompt.get("name", ""))
+            merger.add("prompt", prompts, prompt_routes, prompt, expose_name(prefix, name), Route(child.name, name),
+                       "name")
+        for resource in listing.resources:
+            uri = str(resource.get("uri", ""))
+            merger.add("resource", resources, resource_routes, resource, expose_uri(prefix, uri),
+                       Route(child.name, uri), "uri")
+        parsed: list[UriTemplate] = []
+        for template in listing.templates:
+            uri_template = str(template.get("uriTemplate", ""))
+            merger.add("template", templates, template_routes, template, expose_uri(prefix, uri_template),
+                       Route(child.name, uri_template), "uriTemplate")
+            try:
+                parsed.append(UriTemplate.parse(uri_template))
+            except Exception:  # a template we cannot parse still lists; it just routes by prefix only
+                continue
+        child_templates[child.name] = tuple(parsed)
+    for name in reserved:
+        del tool_routes[name]
+    return Namespace(
+        tools=tuple(tools), prompts=tuple(prompts), resources=tuple(resources), templates=tuple(templates),
+        tool_routes=tool_routes, prompt_routes=prompt_routes, resource_routes=resource_routes,
+        template_routes=template_routes, prefixes={c.name: c.prefix for c in children},
+        child_templates=child_templates, collisions=tuple(merger.collisions), renamed=tuple(renamed),
+        hidden_tools=hidden,
+    )

@@ -1,0 +1,268 @@
+"""Routing of host requests to the owning child, and the one call-log line each of them produces.
+
+Results pass through as the child's raw JSON (content blocks, structuredContent, isError, `_meta`), with
+only the URIs it hands out renamed into the hub's namespace. Failures map to what a host can act on:
+
+- unknown name -> JSON-RPC INVALID_PARAMS naming it;
+- child down, timed out or gone mid-call -> for tools an `isError` result naming the child (the model can
+  read it and move on), for other requests a JSON-RPC INTERNAL_ERROR naming the child;
+- the child's own JSON-RPC error -> same code and data, message prefixed with the child's name.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Awaitable, Callable, Iterator, Mapping
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import anyio
+import mcp_types as types
+import structlog
+from mcp.server.context import ServerRequestContext
+from mcp.shared.exceptions import MCPError
+
+from hub.child import Child, ChildUnavailable
+from hub.naming import expose_uri, map_uris
+
+if TYPE_CHECKING:
+    from hub.hub import Hub
+
+RESERVED_META_PREFIX = "io.modelcontextprotocol/"
+
+
+def forward_meta(meta: Mapping[str, Any] | None) -> dict[str, Any] | None:
+    """The host's `_meta` as the child should see it: vendor keys kept; progress token and protocol keys dropped.
+
+    The child gets its own progress token from the SDK (the hub re-emits progress under the host's), and
+    the reserved protocol keys describe the host's connection, not the hub's connection to the child.
+    """
+    if not meta:
+        return None
+    kept = {k: v for k, v in meta.items() if k != "progress_token" and not k.startswith(RESERVED_META_PREFIX)}
+    return kept or None
+
+
+def _size(value: Any) -> int:
+    return len(json.dumps(value, separators=(",", ":"), default=str)) if value is not None else 0
+
+
+@dataclass
+class _Call:
+    """What the call log records about one routed request."""
+
+    method: str
+    exposed: str
+    child: str | None = None
+    original: str | None = None
+    outcome: str = "ok"
+    error_code: int | None = None
+    error_message: str | None = None
+    bytes_in: int = 0
+    bytes_out: int = 0
+    arguments: Any = None
+
+
+class Router:
+    def __init__(self, hub: Hub) -> None:
+        self._hub = hub
+        self._log = structlog.get_logger("hub.calls")
+
+    # ---- tools ----------------------------------------------------------------------------------------
+
+    async def call_tool(self, ctx: ServerRequestContext[Any, Any], params: types.CallToolRequestParams) -> Any:
+        call = _Call("tools/call", params.name, bytes_in=_size(params.arguments))
+        with self._logged(ctx, call):
+            route = self._hub.namespace.tool_routes.get(params.name)
+            if route is None:
+                builtin = self._hub.builtin_tool(params.name)
+                if builtin is not None:
+                    call.child = "hub"
+                    return await builtin(params.arguments or {})
+                call.outcome, call.error_code = "error", types.INVALID_PARAMS
+                call.error_message = f"Unknown tool: {params.name!r}"
+                raise MCPError(code=types.INVALID_PARAMS, message=call.error_message)
+            child = self._hub.children[route.child]
+            call.child, call.original = child.name, route.original
+            if self._hub.log_arguments(child):
+                call.arguments = params.arguments
+            request = types.CallToolRequest(
+                params=params.model_copy(update={"name": route.original, "meta": forward_meta(params.meta)})
+            )
+            try:
+                result = await self._forward(ctx, child, request)
+            except _Failure as failure:
+                call.outcome, call.error_code, call.error_message = failure.outcome, failure.code, failure.message
+                return {"content": [{"type": "text", "text": failure.message}], "isError": True}
+            if result.get("isError"):
+                call.outcome = "tool_error"
+            result = map_uris(result, lambda uri: expose_uri(child.prefix, uri))
+            call.bytes_out = _size(result)
+            return result
+
+    # ---- resources, prompts, completion ----------------------------------------------------------------
+
+    async def read_resource(self, ctx: ServerRequestContext[Any, Any], params: types.ReadResourceRequestParams) -> Any:
+        call = _Call("resources/read", str(params.uri))
+        with self._logged(ctx, call):
+            child, uri = self._resource_owner(call, str(params.uri))
+            request = types.ReadResourceRequest(
+                params=params.model_copy(update={"uri": uri, "meta": forward_meta(params.meta)})
+            )
+            result = await self._forward_or_raise(ctx, child, request, call)
+            result = map_uris(result, lambda u: expose_uri(child.prefix, u))
+            call.bytes_out = _size(result)
+            return result
+
+    async def subscribe(self, ctx: ServerRequestContext[Any, Any], params: types.SubscribeRequestParams) -> Any:
+        call = _Call("resources/subscribe", str(params.uri))
+        with self._logged(ctx, call):
+            child, uri = self._resource_owner(call, str(params.uri))
+            if self._hub.hosts.subscribe(ctx.session._connection, str(params.uri)):
+                request = types.SubscribeRequest(params=types.SubscribeRequestParams(uri=uri))
+                await self._forward_or_raise(ctx, child, request, call)
+            return {}
+
+    async def unsubscribe(self, ctx: ServerRequestContext[Any, Any], params: types.UnsubscribeRequestParams) -> Any:
+        call = _Call("resources/unsubscribe", str(params.uri))
+        with self._logged(ctx, call):
+            child, uri = self._resource_owner(call, str(params.uri))
+            if self._hub.hosts.unsubscribe(ctx.session._connection, str(params.uri)):
+                request = types.UnsubscribeRequest(params=types.UnsubscribeRequestParams(uri=uri))
+                await self._forward_or_raise(ctx, child, request, call)
+            return {}
+
+    async def get_prompt(self, ctx: ServerRequestContext[Any, Any], params: types.GetPromptRequestParams) -> Any:
+        call = _Call("prompts/get", params.name, bytes_in=_size(params.arguments))
+        with self._logged(ctx, call):
+            route = self._hub.namespace.prompt_routes.get(params.name)
+            if route is None:
+                self._unknown(call, "prompt", params.name)
+            child = self._hub.children[route.child]
+            call.child, call.original = child.name, route.original
+            request = types.GetPromptRequest(
+                params=params.model_copy(update={"name": route.original, "meta": forward_meta(params.meta)})
+            )
+            result = await self._forward_or_raise(ctx, child, request, call)
+            result = map_uris(result, lambda u: expose_uri(child.prefix, u))
+            call.bytes_out = _size(result)
+            return result
+
+    async def complete(self, ctx: ServerRequestContext[Any, Any], params: types.CompleteRequestParams) -> Any:
+        ref = params.ref
+        namespace = self._hub.namespace
+        if isinstance(ref, types.PromptReference):
+            call = _Call("completion/complete", ref.name)
+            route = namespace.prompt_routes.get(ref.name)
+            new_ref: Any = ref.model_copy(update={"name": route.original}) if route else None
+        else:
+            call = _Call("completion/complete", ref.uri)
+            route = namespace.template_routes.get(ref.uri) or namespace.route_uri(ref.uri)
+            new_ref = ref.model_copy(update={"uri": route.original}) if route else None
+        with self._logged(ctx, call):
+            if route is None:
+                self._unknown(call, "prompt or resource template", call.exposed)
+            child = self._hub.children[route.child]
+            call.child, call.original = child.name, route.original
+            request = types.CompleteRequest(
+                params=params.model_copy(update={"ref": new_ref, "meta": forward_meta(params.meta)})
+            )
+            return await self._forward_or_raise(ctx, child, request, call)
+
+    # ---- shared machinery -----------------------------------------------------------------------------
+
+    def _resource_owner(self, call: _Call, exposed: str) -> tuple[Child, str]:
+        route = self._hub.namespace.route_uri(exposed)
+        if route is None or route.child not in self._hub.children:
+            self._unknown(call, "resource", exposed)
+        child = self._hub.children[route.child]
+        call.child, call.original = child.name, route.original
+        return child, route.original
+
+    @staticmethod
+    def _unknown(call: _Call, kind: str, name: str) -> Any:
+        call.outcome, call.error_code = "error", types.INVALID_PARAMS
+        call.error_message = f"Unknown {kind}: {name!r}"
+        raise MCPError(code=types.INVALID_PARAMS, message=call.error_message)
+
+    async def _forward_or_raise(
+        self, ctx: ServerRequestContext[Any, Any], child: Child, request: Any, call: _Call
+    ) -> dict[str, Any]:
+        try:
+            return await self._forward(ctx, child, request)
+        except _Failure as failure:
+            call.outcome, call.error_code, call.error_message = failure.outcome, failure.code, failure.message
+            raise MCPError(code=failure.code, message=failure.message, data=failure.data) from None
+
+    async def _forward(self, ctx: ServerRequestContext[Any, Any], child: Child, request: Any) -> dict[str, Any]:
+        progress = _progress_relay(ctx)
+        child.inflight.append(ctx)
+        try:
+            return await child.request(request, progress=progress)
+        except ChildUnavailable as exc:
+            raise _Failure("unavailable", types.INTERNAL_ERROR, str(exc), {"server": child.name}) from None
+        except MCPError as exc:
+            error = exc.error
+            if error.code == types.REQUEST_TIMEOUT:
+                message = f"server '{child.name}' did not answer within {child.config.timeout:g}s"
+                raise _Failure("timeout", types.REQUEST_TIMEOUT, message, {"server": child.name}) from None
+            if error.code == types.CONNECTION_CLOSED:
+                message = child.connection_lost_reason()
+                raise _Failure("unavailable", types.INTERNAL_ERROR, message, {"server": child.name}) from None
+            raise _Failure("error", error.code, f"{child.name}: {error.message}", error.data) from None
+        finally:
+            child.inflight.remove(ctx)
+
+    @contextmanager
+    def _logged(self, ctx: ServerRequestContext[Any, Any], call: _Call) -> Iterator[None]:
+        began = time.perf_counter()
+        try:
+            yield
+        except anyio.get_cancelled_exc_class():
+            call.outcome = "cancelled"
+            raise
+        except MCPError as exc:
+            if call.outcome == "ok":
+                call.outcome, call.error_code, call.error_message = "error", exc.error.code, exc.error.message
+            raise
+        except Exception as exc:
+            call.outcome, call.error_message = "error", f"{type(exc).__name__}: {exc}"
+            raise
+        finally:
+            fields: dict[str, Any] = {
+                "method": call.method, "host_session": _session_id(ctx), "request_id": ctx.request_id,
+                "child": call.child, "name": call.exposed, "original": call.original,
+                "duration_ms": round((time.perf_counter() - began) * 1000, 2), "outcome": call.outcome,
+                "bytes_in": call.bytes_in, "bytes_out": call.bytes_out,
+            }
+            if call.error_code is not None or call.error_message is not None:
+                fields["error_code"], fields["error_message"] = call.error_code, call.error_message
+            if call.arguments is not None:
+                fields["arguments"] = call.arguments
+            self._log.info("call", **fields)
+
+
+class _Failure(Exception):
+    def __init__(self, outcome: str, code: int, message: str, data: Any = None) -> None:
+        super().__init__(message)
+        self.outcome, self.code, self.message, self.data = outcome, code, message, data
+
+
+def _session_id(ctx: ServerRequestContext[Any, Any]) -> str:
+    connection = ctx.session._connection
+    return connection.session_id or f"conn-{id(connection):x}"
+
+
+def _progress_relay(
+    ctx: ServerRequestContext[Any, Any],
+) -> Callable[[float, float | None, str | None], Awaitable[None]] | None:
+    """Progress from the child, re-emitted under the host's own token (None if the host asked for none)."""
+    if not ctx.meta or ctx.meta.get("progress_token") is None:
+        return None
+
+    async def relay(progress: float, total: float | None, message: str | None) -> None:
+        await ctx.session.report_progress(progress, total, message)
+
+    return relay

@@ -1,0 +1,110 @@
+"""The host-facing MCP server: the SDK's low-level `Server`, its handlers answered from the hub.
+
+Listings come from the hub's cached namespace (never by asking every child again); everything addressed to
+one item goes through the router. One `Server` serves both protocol eras on any transport.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import anyio
+import mcp_types as types
+from mcp.server import NotificationOptions, Server, ServerRequestContext
+from mcp.server.lowlevel.server import InitializationOptions
+from mcp.server.subscriptions import ListenHandler
+from mcp_types.version import MODERN_PROTOCOL_VERSIONS
+
+from hub import __version__
+
+if TYPE_CHECKING:
+    from hub.hub import Hub
+
+# How long logging/setLevel waits for the slowest child before answering the host.
+SET_LEVEL_TIMEOUT = 5.0
+
+
+class HubServer(Server[Any]):
+    """Advertises listChanged for every list: the SDK's HTTP session manager would otherwise say false."""
+
+    def create_initialization_options(
+        self,
+        notification_options: NotificationOptions | None = None,
+        experimental_capabilities: dict[str, dict[str, Any]] | None = None,
+        extensions: dict[str, dict[str, Any]] | None = None,
+    ) -> InitializationOptions:
+        return super().create_initialization_options(
+            NotificationOptions(prompts_changed=True, resources_changed=True, tools_changed=True),
+            experimental_capabilities,
+            extensions,
+        )
+
+
+def build_server(hub: Hub) -> HubServer:
+    def track(ctx: ServerRequestContext[Any, Any]) -> None:
+        # Handshake-era connections are remembered for notifications sent outside any request.
+        connection = ctx.session._connection
+        if connection.protocol_version not in MODERN_PROTOCOL_VERSIONS:
+            hub.hosts.add(connection)
+
+    async def list_tools(ctx: ServerRequestContext[Any, Any], params: types.PaginatedRequestParams | None) -> Any:
+        track(ctx)
+        return {"tools": hub.tool_listing()}
+
+    async def list_resources(ctx: ServerRequestContext[Any, Any], params: types.PaginatedRequestParams | None) -> Any:
+        track(ctx)
+        return {"resources": list(hub.namespace.resources)}
+
+    async def list_templates(ctx: ServerRequestContext[Any, Any], params: types.PaginatedRequestParams | None) -> Any:
+        track(ctx)
+        return {"resourceTemplates": list(hub.namespace.templates)}
+
+    async def list_prompts(ctx: ServerRequestContext[Any, Any], params: types.PaginatedRequestParams | None) -> Any:
+        track(ctx)
+        return {"prompts": list(hub.namespace.prompts)}
+
+    async def set_level(ctx: ServerRequestContext[Any, Any], params: types.SetLevelRequestParams) -> Any:
+        track(ctx)
+        with anyio.move_on_after(SET_LEVEL_TIMEOUT):
+            await hub.set_log_level(params.level)
+        return {}
+
+    async def on_initialized(ctx: ServerRequestContext[Any, Any], params: types.NotificationParams | None) -> None:
+        track(ctx)
+
+    async def on_roots_changed(ctx: ServerRequestContext[Any, Any], params: types.NotificationParams | None) -> None:
+        await hub.roots_changed()
+
+    def input_schema(name: str) -> dict[str, Any] | None:
+        route = hub.namespace.tool_routes.get(name)
+        if route is None:
+            return None
+        for tool in hub.namespace.tools:
+            if tool.get("name") == name:
+                schema = tool.get("inputSchema")
+                return schema if isinstance(schema, dict) else None
+        return None
+
+    router = hub.router
+    server = HubServer(
+        "mcp-hub",
+        version=__version__,
+        title="MCP hub",
+        description="Aggregates many MCP servers behind one entry.",
+        get_tool_input_schema=input_schema,
+        on_list_tools=list_tools,
+        on_call_tool=router.call_tool,
+        on_list_resources=list_resources,
+        on_list_resource_templates=list_templates,
+        on_read_resource=router.read_resource,
+        on_subscribe_resource=router.subscribe,
+        on_unsubscribe_resource=router.unsubscribe,
+        on_subscriptions_listen=ListenHandler(hub.hosts.bus),
+        on_list_prompts=list_prompts,
+        on_get_prompt=router.get_prompt,
+        on_completion=router.complete,
+    )
+    server.add_request_handler("logging/setLevel", types.SetLevelRequestParams, set_level)
+    server.add_notification_handler("notifications/initialized", types.NotificationParams, on_initialized)
+    server.add_notification_handler("notifications/roots/list_changed", types.NotificationParams, on_roots_changed)
+    return server

@@ -1,0 +1,199 @@
+"""Connections to children: a `ServerConfig` becomes an MCP transport (an async context manager of streams).
+
+The stdio transport is the hub's own rather than the SDK's `stdio_client` because a supervisor needs what
+that one hides: the process's exit code or signal, its pid, a bounded tail of its stderr for error messages,
+and tolerance of a child that prints non-JSON on stdout (logged and skipped, not fatal).
+
+Environment of a stdio child: only `BASE_ENV` names from the hub's environment, plus the names listed in
+`inherit_env`, plus `env`. Nothing else leaks from the hub (its secrets stay its own).
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+from collections import deque
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager, suppress
+from typing import Any
+
+import anyio
+import mcp_types as types
+import structlog
+from anyio.abc import Process
+from mcp.client._transport import TransportStreams
+from mcp.client.sse import sse_client
+from mcp.client.streamable_http import streamable_http_client
+from mcp.shared._httpx_utils import create_mcp_http_client
+from mcp.shared.message import SessionMessage
+
+from hub.config import ServerConfig
+
+BASE_ENV = ("HOME", "LOGNAME", "PATH", "SHELL", "TERM", "USER", "LANG", "LC_ALL", "LC_CTYPE", "TZ", "TMPDIR")
+# Lines of a child's stderr kept for error messages.
+STDERR_TAIL_LINES = 20
+# Grace period for a child to exit by itself after its stdin closes (the spec's first shutdown step).
+EXIT_GRACE = 2.0
+# Time between SIGTERM and SIGKILL of the child's process group.
+KILL_GRACE = 2.0
+# A stdout line longer than this is not a message we will hold in memory.
+MAX_LINE_BYTES = 64 * 1024 * 1024
+
+
+def child_environment(config: ServerConfig, environ: dict[str, str] | None = None) -> dict[str, str]:
+    source = os.environ if environ is None else environ
+    names = (*BASE_ENV, *config.inherit_env)
+    return {name: source[name] for name in names if name in source} | config.env
+
+
+def describe_exit(returncode: int | None) -> str:
+    if returncode is None:
+        return "still running"
+    if returncode < 0:
+        try:
+            return f"killed by {signal.Signals(-returncode).name}"
+        except ValueError:
+            return f"killed by signal {-returncode}"
+    return f"exited with code {returncode}"
+
+
+class StdioProcess:
+    """One run of a stdio child process; `connect()` yields the MCP streams."""
+
+    def __init__(self, name: str, config: ServerConfig) -> None:
+        assert config.command is not None
+        self.name = name
+        self.config = config
+        self.stderr_tail: deque[str] = deque(maxlen=STDERR_TAIL_LINES)
+        self.pid: int | None = None
+        self.returncode: int | None = None
+        self.exited = anyio.Event()
+        self._log = structlog.get_logger("hub.child").bind(child=name)
+
+    @asynccontextmanager
+    async def connect(self) -> AsyncIterator[TransportStreams]:
+        assert self.config.command is not None
+        process = await anyio.open_process(
+            [self.config.command, *self.config.args],
+            env=child_environment(self.config),
+            cwd=self.config.cwd,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            start_new_session=True,  # its own process group, so that we can end its descendants too
+        )
+        self.pid = process.pid
+        read_send, read_recv = anyio.create_memory_object_stream[SessionMessage | Exception](16)
+        write_send, write_recv = anyio.create_memory_object_stream[SessionMessage](16)
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(self._read_stdout, process, read_send)
+            tg.start_soon(self._write_stdin, process, write_recv, read_send.clone())
+            tg.start_soon(self._read_stderr, process)
+            tg.start_soon(self._wait_exit, process)
+            try:
+                yield read_recv, write_send
+            finally:
+                with anyio.CancelScope(shield=True):
+                    await write_send.aclose()
+                    await self._stop(process)
+                    await read_recv.aclose()
+                tg.cancel_scope.cancel()
+
+    async def _read_stdout(self, process: Process, sink: Any) -> None:
+        assert process.stdout is not None
+        pending = bytearray()
+        async with sink:
+            with suppress(anyio.EndOfStream, anyio.ClosedResourceError, anyio.BrokenResourceError, OSError):
+                async for chunk in process.stdout:
+                    pending += chunk
+                    if b"\n" not in chunk:
+                        if len(pending) > MAX_LINE_BYTES:
+                            self._log.warning("child_stdout_line_too_long", bytes=len(pending))
+                            pending.clear()
+                        continue
+                    *lines, rest = pending.split(b"\n")
+                    pending = bytearray(rest)
+                    for line in lines:
+                        message = self._parse(line)
+                        if message is not None:
+                            await sink.send(message)
+
+    def _parse(self, line: bytes) -> SessionMessage | None:
+        if not line.strip():
+            return None
+        try:
+            return SessionMessage(types.jsonrpc_message_adapter.validate_json(line, by_name=False))
+        except ValueError:
+            # A child that prints banners or debug output on stdout: keep serving, say so once per line.
+            self._log.warning("child_stdout_not_jsonrpc", line=line[:200].decode("utf-8", "replace"))
+            return None
+
+    async def _write_stdin(self, process: Process, source: Any, reader_sink: Any) -> None:
+        assert process.stdin is not None
+        async with source, reader_sink:
+            try:
+                async for message in source:
+                    data = message.message.model_dump_json(by_alias=True, exclude_unset=True)
+                    await process.stdin.send(data.encode() + b"\n")
+            except (anyio.ClosedResourceError, anyio.BrokenResourceError, OSError):
+                pass  # the child is gone; the reader's end of stream tells the session
+
+    async def _read_stderr(self, process: Process) -> None:
+        assert process.stderr is not None
+        pending = b""
+        with suppress(anyio.EndOfStream, anyio.ClosedResourceError, anyio.BrokenResourceError, OSError):
+            async for chunk in process.stderr:
+                *lines, pending = (pending + chunk).split(b"\n")
+                for raw in lines:
+                    line = raw.decode("utf-8", "replace").rstrip()
+                    if line:
+                        self.stderr_tail.append(line)
+                        self._log.info("child_stderr", line=line)
+                if len(pending) > 65536:
+                    pending = pending[-65536:]
+
+    async def _wait_exit(self, process: Process) -> None:
+        # Polled rather than process.wait(): that also waits for pipe EOF, which a grandchild can hold open.
+        while process.returncode is None:
+            await anyio.sleep(0.05)
+        self.returncode = process.returncode
+        self.exited.set()
+
+    async def _stop(self, process: Process) -> None:
+        """Close stdin, wait, then SIGTERM and SIGKILL the whole process group; every wait bounded."""
+        assert process.stdin is not None
+        with suppress(OSError, anyio.BrokenResourceError, anyio.ClosedResourceError):
+            await process.stdin.aclose()
+        for sig, grace in ((None, EXIT_GRACE), (signal.SIGTERM, KILL_GRACE), (signal.SIGKILL, KILL_GRACE)):
+            if sig is not None:
+                with suppress(ProcessLookupError, PermissionError):
+                    os.killpg(process.pid, sig)
+            with anyio.move_on_after(grace):
+                while process.returncode is None:
+                    await anyio.sleep(0.02)
+            if process.returncode is not None:
+                break
+        # Descendants that outlived the leader still share its group.
+        with suppress(ProcessLookupError, PermissionError):
+            os.killpg(process.pid, signal.SIGKILL)
+        self.returncode = process.returncode
+        for stream in (process.stdout, process.stderr):
+            if stream is not None:
+                with suppress(OSError, anyio.BrokenResourceError, anyio.ClosedResourceError):
+                    await stream.aclose()
+
+
+def url_transport(config: ServerConfig) -> Any:
+    """An SDK transport for a URL child; its headers may carry secrets and are never logged."""
+    assert config.url is not None
+    if config.kind == "sse":
+        return sse_client(config.url, headers=dict(config.headers) or None, timeout=config.connect_timeout)
+    http = create_mcp_http_client(headers=dict(config.headers) or None)
+    return _owned_http(config.url, http)
+
+
+@asynccontextmanager
+async def _owned_http(url: str, http: Any) -> AsyncIterator[TransportStreams]:
+    async with http, streamable_http_client(url, http_client=http) as streams:
+        yield streams
