@@ -26,13 +26,16 @@ import structlog
 from mcp import Client
 from mcp.client.context import ClientRequestContext
 from mcp.client.session import IncomingMessage
+from mcp.shared.dispatcher import ProgressFnT
 from mcp.shared.exceptions import MCPError
 from pydantic import TypeAdapter
 
 from hub.config import ServerConfig
 from hub.transports import StdioProcess, describe_exit, url_transport
 
-RAW_RESULT: TypeAdapter[dict[str, Any]] = TypeAdapter(dict[str, Any])
+# Results are kept as the raw JSON the child sent: nothing is lost, and nothing is re-validated into models.
+# (The SDK types `send_request` for models only; a TypeAdapter of dict works the same at run time.)
+RAW_RESULT: Any = TypeAdapter(dict[str, Any])
 # A child that stays up this long has its restart count reset.
 STABLE_AFTER = 60.0
 # Backoff between restarts: BASE * 2**n, capped, times a jitter in [0.5, 1.5).
@@ -81,11 +84,11 @@ class ChildObserver(Protocol):
     async def child_request(self, child: Child, request: types.ServerRequest) -> Any: ...
 
 
-_LIST_METHODS: dict[str, tuple[type[types.Request[Any, Any]], str]] = {
-    "tools": (types.ListToolsRequest, "tools"),
-    "resources": (types.ListResourcesRequest, "resources"),
-    "templates": (types.ListResourceTemplatesRequest, "resourceTemplates"),
-    "prompts": (types.ListPromptsRequest, "prompts"),
+_LIST_METHODS: dict[str, tuple[Callable[[types.PaginatedRequestParams | None], Any], str]] = {
+    "tools": (lambda p: types.ListToolsRequest(params=p), "tools"),
+    "resources": (lambda p: types.ListResourcesRequest(params=p), "resources"),
+    "templates": (lambda p: types.ListResourceTemplatesRequest(params=p), "resourceTemplates"),
+    "prompts": (lambda p: types.ListPromptsRequest(params=p), "prompts"),
 }
 
 
@@ -109,7 +112,8 @@ class Child:
     _restart: anyio.Event = field(default_factory=anyio.Event)
     _dirty: set[str] = field(default_factory=set)
     _dirty_event: anyio.Event = field(default_factory=anyio.Event)
-    _stopped_listing: bool = False
+    # Set once the first start attempt is over, ready or not: one-shot CLI commands wait for it.
+    settled: anyio.Event = field(default_factory=anyio.Event)
 
     def __post_init__(self) -> None:
         self._log = structlog.get_logger("hub.child").bind(child=self.name)
@@ -123,8 +127,8 @@ class Child:
         self,
         request: types.ClientRequest | types.Request[Any, Any],
         *,
-        progress: Callable[[float, float | None, str | None], Awaitable[None]] | None = None,
-        timeout: float | None = None,
+        progress: ProgressFnT | None = None,
+        timeout_s: float | None = None,
     ) -> dict[str, Any]:
         """Send one request and return the child's raw result.
 
@@ -135,12 +139,13 @@ class Child:
         client = self._client
         if client is None or self.state is not ChildState.READY:
             raise ChildUnavailable(self.unavailable_reason())
-        return await client.session.send_request(
+        result: dict[str, Any] = await client.session.send_request(
             request,
             RAW_RESULT,
-            request_read_timeout_seconds=timeout or self.config.timeout,
+            request_read_timeout_seconds=timeout_s or self.config.timeout,
             progress_callback=progress,
         )
+        return result
 
     def unavailable_reason(self) -> str:
         reason = f"server '{self.name}' is unavailable (state: {self.state})"
@@ -207,7 +212,10 @@ class Child:
                 self.restarts += 1
                 self.state = ChildState.RESTARTING
                 self._log.warning(
-                    "child_restarting", attempt=failures, backoff_s=round(delay, 2), error=self.last_error,
+                    "child_restarting",
+                    attempt=failures,
+                    backoff_s=round(delay, 2),
+                    error=self.last_error,
                     uptime_s=round(time.monotonic() - began, 2),
                 )
                 with anyio.move_on_after(delay):
@@ -230,11 +238,16 @@ class Child:
                     self.started_at = time.monotonic()
                     self.state = ChildState.READY
                     self.last_error = None
+                    self.settled.set()
                     self._log.info(
-                        "child_ready", start_ms=self.start_ms, protocol=client.protocol_version,
+                        "child_ready",
+                        start_ms=self.start_ms,
+                        protocol=client.protocol_version,
                         server=client.server_info.name if client.server_info else None,
-                        tools=len(self.listing.tools), resources=len(self.listing.resources),
-                        templates=len(self.listing.templates), prompts=len(self.listing.prompts),
+                        tools=len(self.listing.tools),
+                        resources=len(self.listing.resources),
+                        templates=len(self.listing.templates),
+                        prompts=len(self.listing.prompts),
                     )
                     await self.observer.listing_changed(self)
                     if self.log_level is not None and self._supports("logging"):
@@ -248,6 +261,7 @@ class Child:
             self.last_error = self._describe_failure(exc)
         finally:
             self._client = None
+            self.settled.set()
         if self.last_error is None:
             self.last_error = self.connection_lost_reason()
         self._log.warning("child_exited", error=self.last_error)
@@ -316,10 +330,16 @@ class Child:
 
     async def _load_all(self, client: Client) -> None:
         caps = client.session.server_capabilities or types.ServerCapabilities()
-        kinds = [k for k, present in (
-            ("tools", caps.tools), ("resources", caps.resources), ("templates", caps.resources),
-            ("prompts", caps.prompts),
-        ) if present is not None]
+        kinds = [
+            k
+            for k, present in (
+                ("tools", caps.tools),
+                ("resources", caps.resources),
+                ("templates", caps.resources),
+                ("prompts", caps.prompts),
+            )
+            if present is not None
+        ]
         self.listing = await self._read_lists(client, kinds, Listing())
 
     async def _read_lists(self, client: Client, kinds: list[str], base: Listing) -> Listing:
@@ -332,7 +352,7 @@ class Child:
             while True:
                 params = types.PaginatedRequestParams(cursor=cursor) if cursor else None
                 try:
-                    page = await client.session.send_request(request_type(params=params), RAW_RESULT)
+                    page = await client.session.send_request(request_type(params), RAW_RESULT)
                 except MCPError as exc:
                     if exc.error.code == types.METHOD_NOT_FOUND:
                         break  # advertised but not served (e.g. templates): treat as empty
@@ -388,9 +408,7 @@ class Child:
     async def _on_log(self, params: types.LoggingMessageNotificationParams) -> None:
         await self.observer.child_log(self, params)
 
-    async def _on_sampling(
-        self, context: ClientRequestContext, params: types.CreateMessageRequestParams
-    ) -> Any:
+    async def _on_sampling(self, context: ClientRequestContext, params: types.CreateMessageRequestParams) -> Any:
         return await self.observer.child_request(self, types.CreateMessageRequest(params=params))
 
     async def _on_elicitation(self, context: ClientRequestContext, params: types.ElicitRequestParams) -> Any:

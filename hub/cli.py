@@ -31,18 +31,31 @@ def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="hub", description="One MCP entry for your host, many MCP servers behind it.")
     parser.add_argument("--version", action="version", version=f"hub {__version__}")
     common = argparse.ArgumentParser(add_help=False)
-    common.add_argument("-c", "--config", default=os.environ.get("HUB_CONFIG", DEFAULT_CONFIG),
-                        help="path of servers.yaml (default: $HUB_CONFIG or ./servers.yaml)")
-    common.add_argument("--log-format", choices=["json", "console"], default=None,
-                        help="json (default for serve) or console (default for the other commands)")
+    common.add_argument(
+        "-c",
+        "--config",
+        default=os.environ.get("HUB_CONFIG", DEFAULT_CONFIG),
+        help="path of servers.yaml (default: $HUB_CONFIG or ./servers.yaml)",
+    )
+    common.add_argument(
+        "--log-format",
+        choices=["json", "console"],
+        default=None,
+        help="json (default for serve) or console (default for the other commands)",
+    )
     common.add_argument("--log-level", default=None, help="debug, info, warning, error")
     common.add_argument("--log-file", default=None, help="append logs to this file instead of stderr")
     commands = parser.add_subparsers(dest="command", required=True)
 
     serve = commands.add_parser("serve", parents=[common], help="serve MCP to a host (stdio by default)")
     serve.add_argument("--http", metavar="[HOST:]PORT", help="serve Streamable HTTP at /mcp instead of stdio")
-    serve.add_argument("--allow-host", action="append", default=[], metavar="HOST[:PORT]",
-                       help="extra Host/Origin allowed over HTTP (DNS-rebinding protection); repeatable")
+    serve.add_argument(
+        "--allow-host",
+        action="append",
+        default=[],
+        metavar="HOST[:PORT]",
+        help="extra Host/Origin allowed over HTTP (DNS-rebinding protection); repeatable",
+    )
 
     commands.add_parser("check", parents=[common], help="start every server and report its state")
     listing = commands.add_parser("list", parents=[common], help="print the merged catalog as the host sees it")
@@ -51,8 +64,13 @@ def _parser() -> argparse.ArgumentParser:
     call.add_argument("name", help="exposed tool name, e.g. time_get_current_time")
     call.add_argument("arguments", nargs="?", default="{}", help="JSON object of arguments")
     for sub in (commands.choices["check"], listing, call):
-        sub.add_argument("--wait", type=float, default=None, metavar="SECONDS",
-                         help="how long to wait for servers to start (default: the longest connect_timeout)")
+        sub.add_argument(
+            "--wait",
+            type=float,
+            default=None,
+            metavar="SECONDS",
+            help="how long to wait for servers to start (default: the longest connect_timeout)",
+        )
     return parser
 
 
@@ -83,8 +101,10 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 async def _one_shot(loaded: LoadedConfig, args: argparse.Namespace) -> int:
     hub = Hub(loaded)
-    wait = args.wait if args.wait is not None else max(
-        (s.connect_timeout for s in loaded.config.servers.values()), default=1.0
+    wait = (
+        args.wait
+        if args.wait is not None
+        else max((s.connect_timeout for s in loaded.config.servers.values()), default=1.0)
     )
     async with hub.running():
         await hub.wait_settled(wait)
@@ -107,8 +127,17 @@ def _print_check(hub: Hub, out: TextIO) -> int:
     report = hub.health()
     rows = [["SERVER", "STATE", "TOOLS", "RESOURCES", "PROMPTS", "START_MS", "ERROR"]]
     for s in report["servers"]:
-        rows.append([s["name"], s["state"], str(s["tools"]), str(s["resources"]), str(s["prompts"]),
-                     "" if s["start_ms"] is None else f"{s['start_ms']:.0f}", s["last_error"] or ""])
+        rows.append(
+            [
+                s["name"],
+                s["state"],
+                str(s["tools"]),
+                str(s["resources"]),
+                str(s["prompts"]),
+                "" if s["start_ms"] is None else f"{s['start_ms']:.0f}",
+                s["last_error"] or "",
+            ]
+        )
     _table(rows, out)
     for c in report["collisions"]:
         out.write(f"collision: {c['kind']} {c['exposed']!r} kept from '{c['kept']}', dropped from '{c['dropped']}'\n")
@@ -126,25 +155,41 @@ def _tokens(value: Any) -> tuple[int, int]:
 async def _print_list(hub: Hub, client: Client, as_json: bool, out: TextIO) -> int:
     tools = (await client.session.list_tools()).model_dump(by_alias=True, exclude_none=True, mode="json")["tools"]
     resources = (await client.session.list_resources()).model_dump(by_alias=True, exclude_none=True, mode="json")
-    templates = (await client.session.list_resource_templates()).model_dump(by_alias=True, exclude_none=True,
-                                                                            mode="json")
+    templates = (await client.session.list_resource_templates()).model_dump(
+        by_alias=True, exclude_none=True, mode="json"
+    )
     prompts = (await client.session.list_prompts()).model_dump(by_alias=True, exclude_none=True, mode="json")
     owner = {name: route.child for name, route in hub.namespace.tool_routes.items()}
     per_child: dict[str, list[dict[str, Any]]] = {}
     for tool in tools:
         per_child.setdefault(owner.get(tool["name"], "hub"), []).append(tool)
-    servers = []
+    servers: list[dict[str, Any]] = []
     for name, child in [("hub", None), *hub.children.items()]:
         size, tokens = _tokens(per_child.get(name, []))
-        servers.append({"name": name, "state": str(child.state) if child else "ready",
-                        "tools": len(per_child.get(name, [])), "bytes": size, "approx_tokens": tokens})
+        servers.append(
+            {
+                "name": name,
+                "state": str(child.state) if child else "ready",
+                "tools": len(per_child.get(name, [])),
+                "bytes": size,
+                "approx_tokens": tokens,
+            }
+        )
     total_bytes, total_tokens = _tokens(tools)
     if as_json:
-        json.dump({"tools": tools, "resources": resources["resources"],
-                   "resourceTemplates": templates["resourceTemplates"], "prompts": prompts["prompts"],
-                   "servers": servers, "total": {"tools": len(tools), "bytes": total_bytes,
-                                                 "approx_tokens": total_tokens},
-                   "collisions": [c.__dict__ for c in hub.namespace.collisions]}, out, indent=2)
+        json.dump(
+            {
+                "tools": tools,
+                "resources": resources["resources"],
+                "resourceTemplates": templates["resourceTemplates"],
+                "prompts": prompts["prompts"],
+                "servers": servers,
+                "total": {"tools": len(tools), "bytes": total_bytes, "approx_tokens": total_tokens},
+                "collisions": [c.__dict__ for c in hub.namespace.collisions],
+            },
+            out,
+            indent=2,
+        )
         out.write("\n")
         return 0
     rows = [["TOOL", "SERVER", "DESCRIPTION"]]
@@ -153,9 +198,11 @@ async def _print_list(hub: Hub, client: Client, as_json: bool, out: TextIO) -> i
         first = description[0] if description else ""
         rows.append([tool["name"], owner.get(tool["name"], "hub"), first[:70] + ("..." if len(first) > 70 else "")])
     _table(rows, out)
-    for kind, items, key in (("resource", resources["resources"], "uri"),
-                             ("template", templates["resourceTemplates"], "uriTemplate"),
-                             ("prompt", prompts["prompts"], "name")):
+    for kind, items, key in (
+        ("resource", resources["resources"], "uri"),
+        ("template", templates["resourceTemplates"], "uriTemplate"),
+        ("prompt", prompts["prompts"], "name"),
+    ):
         for item in items:
             out.write(f"{kind}: {item[key]}\n")
     out.write("\n")
@@ -175,10 +222,10 @@ async def _print_call(client: Client, name: str, arguments: str, out: TextIO) ->
         print(f"hub: arguments must be a JSON object: {exc}", file=sys.stderr)
         return EXIT_CONFIG
     if not isinstance(parsed, dict):
-        print("hub: arguments must be a JSON object, e.g. '{\"timezone\": \"UTC\"}'", file=sys.stderr)
+        print('hub: arguments must be a JSON object, e.g. \'{"timezone": "UTC"}\'', file=sys.stderr)
         return EXIT_CONFIG
-    from mcp.shared.exceptions import MCPError
     import mcp_types as types
+    from mcp.shared.exceptions import MCPError
 
     try:
         result = await client.session.send_request(

@@ -171,13 +171,13 @@ def _construct_mapping(loader: _LineLoader, node: yaml.MappingNode) -> dict[Any,
     mapping: dict[Any, Any] = {}
     lines: dict[Any, int] = {}
     for key_node, value_node in node.value:
-        key = loader.construct_object(key_node, deep=True)  # type: ignore[no-untyped-call]
+        key = loader.construct_object(key_node, deep=True)
         if key in mapping:
             raise ConfigError(
                 f"line {key_node.start_mark.line + 1}: duplicate key {key!r} "
                 f"(first at line {lines[key]}); keep only one"
             )
-        mapping[key] = loader.construct_object(value_node, deep=True)  # type: ignore[no-untyped-call]
+        mapping[key] = loader.construct_object(value_node, deep=True)
         lines[key] = key_node.start_mark.line + 1
     return _Mapping(mapping, lines, node.start_mark.line + 1)
 
@@ -189,7 +189,7 @@ class _Mapping(dict[Any, Any]):
         self.line = line
 
 
-_LineLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _construct_mapping)  # type: ignore[arg-type]
+_LineLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _construct_mapping)
 
 
 def _line_of(tree: Any, loc: tuple[int | str, ...]) -> int | None:
@@ -272,7 +272,7 @@ def parse_config(text: str, file: Path, environ: Mapping[str, str] | None = None
         ConfigError: the text is not valid YAML or not a valid configuration.
     """
     try:
-        tree = yaml.load(text, Loader=_LineLoader)  # noqa: S506 - a SafeLoader subclass
+        tree = yaml.load(text, Loader=_LineLoader)
     except ConfigError as exc:
         raise ConfigError(f"{file}: {exc}") from None
     except yaml.YAMLError as exc:
@@ -301,7 +301,8 @@ def load_config(path: str | Path, environ: Mapping[str, str] | None = None) -> L
     try:
         text = file.read_text(encoding="utf-8")
     except FileNotFoundError:
-        raise ConfigError(f"{file}: no such file; pass --config PATH or create it (see docs/configuration.md)") from None
+        hint = "pass --config PATH or create it (see docs/configuration.md)"
+        raise ConfigError(f"{file}: no such file; {hint}") from None
     except OSError as exc:
         raise ConfigError(f"{file}: cannot read it: {exc.strerror}") from None
     return LoadedConfig(path=file.resolve(), config=parse_config(text, file, environ))

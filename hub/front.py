@@ -39,11 +39,11 @@ def security_settings(host: str, port: int, allowed: list[str]) -> TransportSecu
     names = [*LOOPBACK, *allowed]
     if host not in ("127.0.0.1", "localhost", "::1", "0.0.0.0", "::"):
         names.append(host)
-    hosts = [name if name.rpartition(":")[2].isdigit() and not name.endswith("]") else f"{name}:{port}"
-             for name in names]
+    hosts = [
+        name if name.rpartition(":")[2].isdigit() and not name.endswith("]") else f"{name}:{port}" for name in names
+    ]
     origins = [f"{scheme}://{h}" for h in hosts for scheme in ("http", "https")]
-    return TransportSecuritySettings(enable_dns_rebinding_protection=True, allowed_hosts=hosts,
-                                     allowed_origins=origins)
+    return TransportSecuritySettings(enable_dns_rebinding_protection=True, allowed_hosts=hosts, allowed_origins=origins)
 
 
 async def serve_http(loaded: LoadedConfig, bind: str, allowed: list[str]) -> None:

@@ -17,7 +17,7 @@ import mcp_types as types
 import structlog
 
 from hub import __version__
-from hub.child import Child, ChildState
+from hub.child import Child
 from hub.config import LoadedConfig
 from hub.hosts import HostConnections
 from hub.naming import expose_uri
@@ -67,11 +67,11 @@ class Hub:
             finally:
                 tg.cancel_scope.cancel()
 
-    async def wait_settled(self, timeout: float) -> None:
+    async def wait_settled(self, limit_s: float) -> None:
         """Wait (bounded) until every child is ready or has failed at least once; for one-shot CLI commands."""
-        with anyio.move_on_after(timeout):
-            while any(c.state is ChildState.STARTING for c in self.children.values()):
-                await anyio.sleep(0.05)
+        with anyio.move_on_after(limit_s):
+            for child in self.children.values():
+                await child.settled.wait()
 
     # ---- the namespace --------------------------------------------------------------------------------
 
@@ -99,8 +99,13 @@ class Hub:
             "uptime_s": round(time.monotonic() - self.started, 1),
             "servers": [
                 {
-                    "name": c.name, "prefix": c.prefix, "state": str(c.state), "restarts": c.restarts,
-                    "start_ms": c.start_ms, "last_error": c.last_error, "tools": len(c.listing.tools),
+                    "name": c.name,
+                    "prefix": c.prefix,
+                    "state": str(c.state),
+                    "restarts": c.restarts,
+                    "start_ms": c.start_ms,
+                    "last_error": c.last_error,
+                    "tools": len(c.listing.tools),
                     "resources": len(c.listing.resources) + len(c.listing.templates),
                     "prompts": len(c.listing.prompts),
                     "uptime_s": round(time.monotonic() - c.started_at, 1) if c.started_at else None,
@@ -141,14 +146,23 @@ class Hub:
             if key not in self._reported_collisions:
                 self._reported_collisions.add(key)
                 self._log.warning(
-                    "name_collision", kind=c.kind, name=c.exposed, kept=c.kept, dropped=c.dropped,
+                    "name_collision",
+                    kind=c.kind,
+                    name=c.exposed,
+                    kept=c.kept,
+                    dropped=c.dropped,
                     fix=f"give server '{c.dropped}' a different prefix in servers.yaml",
                 )
         for r in namespace.renamed:
             if (r.child, r.original) not in self._reported_renames:
                 self._reported_renames.add((r.child, r.original))
-                self._log.warning("tool_renamed", child=r.child, original=r.original, exposed=r.exposed,
-                                  reason="exposed tool names must match ^[A-Za-z0-9_-]{1,64}$")
+                self._log.warning(
+                    "tool_renamed",
+                    child=r.child,
+                    original=r.original,
+                    exposed=r.exposed,
+                    reason="exposed tool names must match ^[A-Za-z0-9_-]{1,64}$",
+                )
 
     async def child_log(self, child: Child, params: types.LoggingMessageNotificationParams) -> None:
         await forward_child_log(child, params, self.hosts)

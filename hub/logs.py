@@ -7,16 +7,16 @@ from __future__ import annotations
 
 import logging
 import sys
-from typing import IO, Literal
+from typing import Literal, TextIO
 
 import structlog
 
 LogFormat = Literal["json", "console"]
 
 
-def configure_logging(fmt: LogFormat = "json", level: str = "info", file: str | None = None) -> IO[str]:
+def configure_logging(fmt: LogFormat = "json", level: str = "info", file: str | None = None) -> TextIO:
     """Route structlog and stdlib logging to one stream; returns that stream."""
-    stream: IO[str] = open(file, "a", encoding="utf-8", buffering=1) if file else sys.stderr  # noqa: SIM115
+    stream: TextIO = open(file, "a", encoding="utf-8", buffering=1) if file else sys.stderr  # noqa: SIM115
     numeric = logging.getLevelNamesMapping().get(level.upper(), logging.INFO)
     shared: list[structlog.types.Processor] = [
         structlog.contextvars.merge_contextvars,
@@ -24,9 +24,7 @@ def configure_logging(fmt: LogFormat = "json", level: str = "info", file: str | 
         structlog.processors.TimeStamper(fmt="iso", utc=True),
     ]
     renderer: structlog.types.Processor = (
-        structlog.processors.JSONRenderer()
-        if fmt == "json"
-        else structlog.dev.ConsoleRenderer(colors=stream.isatty())
+        structlog.processors.JSONRenderer() if fmt == "json" else structlog.dev.ConsoleRenderer(colors=stream.isatty())
     )
     structlog.configure(
         processors=[*shared, structlog.processors.format_exc_info, renderer],
@@ -36,10 +34,13 @@ def configure_logging(fmt: LogFormat = "json", level: str = "info", file: str | 
     )
     handler = logging.StreamHandler(stream)
     handler.setFormatter(
-        structlog.stdlib.ProcessorFormatter(foreign_pre_chain=shared, processors=[
-            structlog.stdlib.ProcessorFormatter.remove_processors_meta,
-            renderer,
-        ])
+        structlog.stdlib.ProcessorFormatter(
+            foreign_pre_chain=shared,
+            processors=[
+                structlog.stdlib.ProcessorFormatter.remove_processors_meta,
+                renderer,
+            ],
+        )
     )
     root = logging.getLogger()
     root.handlers[:] = [handler]

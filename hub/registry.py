@@ -85,8 +85,14 @@ class _Merger:
         self.collisions: list[Collision] = []
 
     def add(
-        self, kind: str, items: list[dict[str, Any]], routes: dict[str, Route], item: dict[str, Any],
-        exposed: str, route: Route, key: str,
+        self,
+        kind: str,
+        items: list[dict[str, Any]],
+        routes: dict[str, Route],
+        item: dict[str, Any],
+        exposed: str,
+        route: Route,
+        key: str,
     ) -> None:
         if exposed in routes:
             self.collisions.append(Collision(kind, exposed, routes[exposed].child, route.child))
@@ -122,17 +128,26 @@ def build_namespace(children: Sequence[Child], reserved: frozenset[str] = frozen
             merger.add("tool", tools, tool_routes, tool, exposed, Route(child.name, name), "name")
         for prompt in listing.prompts:
             name = str(prompt.get("name", ""))
-            merger.add("prompt", prompts, prompt_routes, prompt, expose_name(prefix, name), Route(child.name, name),
-                       "name")
+            merger.add(
+                "prompt", prompts, prompt_routes, prompt, expose_name(prefix, name), Route(child.name, name), "name"
+            )
         for resource in listing.resources:
             uri = str(resource.get("uri", ""))
-            merger.add("resource", resources, resource_routes, resource, expose_uri(prefix, uri),
-                       Route(child.name, uri), "uri")
+            merger.add(
+                "resource", resources, resource_routes, resource, expose_uri(prefix, uri), Route(child.name, uri), "uri"
+            )
         parsed: list[UriTemplate] = []
         for template in listing.templates:
             uri_template = str(template.get("uriTemplate", ""))
-            merger.add("template", templates, template_routes, template, expose_uri(prefix, uri_template),
-                       Route(child.name, uri_template), "uriTemplate")
+            merger.add(
+                "template",
+                templates,
+                template_routes,
+                template,
+                expose_uri(prefix, uri_template),
+                Route(child.name, uri_template),
+                "uriTemplate",
+            )
             try:
                 parsed.append(UriTemplate.parse(uri_template))
             except Exception:  # a template we cannot parse still lists; it just routes by prefix only
@@ -141,9 +156,17 @@ def build_namespace(children: Sequence[Child], reserved: frozenset[str] = frozen
     for name in reserved:
         del tool_routes[name]
     return Namespace(
-        tools=tuple(tools), prompts=tuple(prompts), resources=tuple(resources), templates=tuple(templates),
-        tool_routes=tool_routes, prompt_routes=prompt_routes, resource_routes=resource_routes,
-        template_routes=template_routes, prefixes={c.name: c.prefix for c in children},
-        child_templates=child_templates, collisions=tuple(merger.collisions), renamed=tuple(renamed),
+        tools=tuple(tools),
+        prompts=tuple(prompts),
+        resources=tuple(resources),
+        templates=tuple(templates),
+        tool_routes=tool_routes,
+        prompt_routes=prompt_routes,
+        resource_routes=resource_routes,
+        template_routes=template_routes,
+        prefixes={c.name: c.prefix for c in children},
+        child_templates=child_templates,
+        collisions=tuple(merger.collisions),
+        renamed=tuple(renamed),
         hidden_tools=hidden,
     )

@@ -43,7 +43,8 @@ async def forward_child_request(child: Child, request: types.ServerRequest) -> A
             "host to go to",
         )
     if not ctx.session.check_client_capability(capability):
-        return types.ErrorData(code=types.INVALID_REQUEST, message=f"hub: the host did not declare the {what} capability")
+        message = f"hub: the host did not declare the {what} capability"
+        return types.ErrorData(code=types.INVALID_REQUEST, message=message)
     try:
         # On the stream of the host request that caused it, so an HTTP host sees it on that request's SSE stream.
         return await ctx.session.send_request(

@@ -13,15 +13,16 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Awaitable, Callable, Iterator, Mapping
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NoReturn
 
 import anyio
 import mcp_types as types
 import structlog
 from mcp.server.context import ServerRequestContext
+from mcp.shared.dispatcher import ProgressFnT
 from mcp.shared.exceptions import MCPError
 
 from hub.child import Child, ChildUnavailable
@@ -182,7 +183,7 @@ class Router:
         return child, route.original
 
     @staticmethod
-    def _unknown(call: _Call, kind: str, name: str) -> Any:
+    def _unknown(call: _Call, kind: str, name: str) -> NoReturn:
         call.outcome, call.error_code = "error", types.INVALID_PARAMS
         call.error_message = f"Unknown {kind}: {name!r}"
         raise MCPError(code=types.INVALID_PARAMS, message=call.error_message)
@@ -232,10 +233,16 @@ class Router:
             raise
         finally:
             fields: dict[str, Any] = {
-                "method": call.method, "host_session": _session_id(ctx), "request_id": ctx.request_id,
-                "child": call.child, "name": call.exposed, "original": call.original,
-                "duration_ms": round((time.perf_counter() - began) * 1000, 2), "outcome": call.outcome,
-                "bytes_in": call.bytes_in, "bytes_out": call.bytes_out,
+                "method": call.method,
+                "host_session": _session_id(ctx),
+                "request_id": ctx.request_id,
+                "child": call.child,
+                "name": call.exposed,
+                "original": call.original,
+                "duration_ms": round((time.perf_counter() - began) * 1000, 2),
+                "outcome": call.outcome,
+                "bytes_in": call.bytes_in,
+                "bytes_out": call.bytes_out,
             }
             if call.error_code is not None or call.error_message is not None:
                 fields["error_code"], fields["error_message"] = call.error_code, call.error_message
@@ -255,9 +262,7 @@ def _session_id(ctx: ServerRequestContext[Any, Any]) -> str:
     return connection.session_id or f"conn-{id(connection):x}"
 
 
-def _progress_relay(
-    ctx: ServerRequestContext[Any, Any],
-) -> Callable[[float, float | None, str | None], Awaitable[None]] | None:
+def _progress_relay(ctx: ServerRequestContext[Any, Any]) -> ProgressFnT | None:
     """Progress from the child, re-emitted under the host's own token (None if the host asked for none)."""
     if not ctx.meta or ctx.meta.get("progress_token") is None:
         return None

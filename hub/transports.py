@@ -119,7 +119,7 @@ class StdioProcess:
                         if message is not None:
                             await sink.send(message)
 
-    def _parse(self, line: bytes) -> SessionMessage | None:
+    def _parse(self, line: bytes | bytearray) -> SessionMessage | None:
         if not line.strip():
             return None
         try:
@@ -155,7 +155,7 @@ class StdioProcess:
 
     async def _wait_exit(self, process: Process) -> None:
         # Polled rather than process.wait(): that also waits for pipe EOF, which a grandchild can hold open.
-        while process.returncode is None:
+        while process.returncode is None:  # noqa: ASYNC110 - no event exists for this
             await anyio.sleep(0.05)
         self.returncode = process.returncode
         self.exited.set()
@@ -170,7 +170,7 @@ class StdioProcess:
                 with suppress(ProcessLookupError, PermissionError):
                     os.killpg(process.pid, sig)
             with anyio.move_on_after(grace):
-                while process.returncode is None:
+                while process.returncode is None:  # noqa: ASYNC110 - see _wait_exit
                     await anyio.sleep(0.02)
             if process.returncode is not None:
                 break
