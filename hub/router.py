@@ -96,6 +96,8 @@ class Router:
                 result = await self._forward(ctx, child, request)
             except _Failure as failure:
                 call.outcome, call.error_code, call.error_message = failure.outcome, failure.code, failure.message
+                if failure.outcome == "error":  # the child's own protocol error keeps its code
+                    raise MCPError(code=failure.code, message=failure.message, data=failure.data) from None
                 return {"content": [{"type": "text", "text": failure.message}], "isError": True}
             if result.get("isError"):
                 call.outcome = "tool_error"
