@@ -10,11 +10,13 @@ import argparse
 import json
 import os
 import sys
+import warnings
 from collections.abc import Sequence
 from typing import Any, TextIO
 
 import anyio
 from mcp import Client
+from mcp.shared.exceptions import MCPDeprecationWarning
 
 from hub import __version__
 from hub.config import ConfigError, LoadedConfig, load_config
@@ -75,6 +77,8 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    # The hub forwards handshake-era features (logging, roots, subscribe) on purpose; the SDK warns on each use.
+    warnings.filterwarnings("ignore", category=MCPDeprecationWarning)
     args = _parser().parse_args(argv)
     serving = args.command == "serve"
     configure_logging(
