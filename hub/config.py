@@ -117,16 +117,6 @@ class HubConfig(_Strict):
     hub: HubSettings = HubSettings()
     servers: dict[str, ServerConfig] = Field(default_factory=dict)
 
-    @field_validator("servers")
-    @classmethod
-    def _check_names(cls, servers: dict[str, ServerConfig]) -> dict[str, ServerConfig]:
-        for name, server in servers.items():
-            if server.prefix is None and not re.fullmatch(PREFIX_PATTERN, name):
-                raise ValueError(
-                    f"server name {name!r} cannot be used as a prefix (1-32 lowercase letters, digits or '-', "
-                    f"starting with a letter); rename it or set 'prefix:' for it"
-                )
-        return servers
 
 
 @dataclass(frozen=True)
@@ -284,11 +274,31 @@ def parse_config(text: str, file: Path, environ: Mapping[str, str] | None = None
     if not isinstance(tree, _Mapping):
         raise ConfigError(f"{file}: the top level must be a mapping with a 'servers:' key")
     tree = _expand_tree(tree, os.environ if environ is None else environ, (), tree, file)
+    problems = _name_problems(tree, file)
     try:
-        return HubConfig.model_validate(tree)
+        config = HubConfig.model_validate(tree)
     except ValidationError as exc:
-        problems = "\n".join(f"  - {_describe(e, file, tree)}" for e in exc.errors())
-        raise ConfigError(f"{file} is not a valid hub configuration:\n{problems}") from None
+        problems += [_describe(e, file, tree) for e in exc.errors()]
+    if problems:
+        listed = "\n".join(f"  - {p}" for p in problems)
+        raise ConfigError(f"{file} is not a valid hub configuration:\n{listed}")
+    return config
+
+
+def _name_problems(tree: _Mapping, file: Path) -> list[str]:
+    """A server's key is its prefix unless `prefix:` says otherwise, so it must then be a valid prefix."""
+    servers = tree.get("servers")
+    if not isinstance(servers, _Mapping):
+        return []
+    problems = []
+    for name, server in servers.items():
+        if isinstance(server, dict) and "prefix" not in server and not re.fullmatch(PREFIX_PATTERN, str(name)):
+            where = _format_where(file, _line_of(tree, ("servers", name)), ("servers", name))
+            problems.append(
+                f"{where}: server name {name!r} cannot be used as a prefix (1-32 lowercase letters, digits or '-', "
+                "starting with a letter); rename it or set 'prefix:' for it"
+            )
+    return problems
 
 
 def load_config(path: str | Path, environ: Mapping[str, str] | None = None) -> LoadedConfig:

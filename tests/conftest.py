@@ -139,3 +139,10 @@ async def wait_for_tools(client: Client, host: Host, names: set[str], limit: flo
             if names <= {t.name for t in tools}:
                 return tools
             await changed.wait()
+
+
+async def wait_for_file(path: Path, limit: float = WAIT) -> None:
+    """Bounded wait for a file that a child process writes (its only way to tell us something happened)."""
+    with anyio.fail_after(limit):
+        while not await anyio.Path(path).exists():  # noqa: ASYNC110 - another process writes it; no event exists
+            await anyio.sleep(0.05)

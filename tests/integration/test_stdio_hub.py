@@ -23,13 +23,13 @@ from mcp.shared.exceptions import MCPError
 from pydantic import TypeAdapter
 
 from tests.conftest import (
-    WAIT,
     Host,
     connect_direct,
     connect_hub,
     everything_server,
     hub_params,
     python_child,
+    wait_for_file,
     wait_for_tools,
     write_config,
 )
@@ -279,13 +279,9 @@ async def test_the_hosts_cancellation_reaches_the_child(hub: Session) -> None:
     marker = hub.tmp / "cancel-marker"
     async with anyio.create_task_group() as tg:
         tg.start_soon(hub.call, "kitchen_wait_for_cancel", {"marker": str(marker)})
-        with anyio.fail_after(WAIT):
-            while not Path(f"{marker}.started").exists():
-                await anyio.sleep(0.05)
+        await wait_for_file(Path(f"{marker}.started"))
         tg.cancel_scope.cancel()
-    with anyio.fail_after(WAIT):
-        while not marker.exists():
-            await anyio.sleep(0.05)
+    await wait_for_file(marker)
     assert marker.read_text() == "cancelled"
     assert (await hub.call("kitchen_echo", {"text": "after"}))["content"][0]["text"] == "after"
 
