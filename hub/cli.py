@@ -15,8 +15,9 @@ from collections.abc import Sequence
 from typing import Any, TextIO
 
 import anyio
+import mcp_types as types
 from mcp import Client
-from mcp.shared.exceptions import MCPDeprecationWarning
+from mcp.shared.exceptions import MCPDeprecationWarning, MCPError
 
 from hub import __version__
 from hub.config import ConfigError, LoadedConfig, load_config
@@ -228,8 +229,6 @@ async def _print_call(client: Client, name: str, arguments: str, out: TextIO) ->
     if not isinstance(parsed, dict):
         print('hub: arguments must be a JSON object, e.g. \'{"timezone": "UTC"}\'', file=sys.stderr)
         return EXIT_CONFIG
-    import mcp_types as types
-    from mcp.shared.exceptions import MCPError
 
     try:
         result = await client.session.send_request(

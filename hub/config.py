@@ -118,7 +118,6 @@ class HubConfig(_Strict):
     servers: dict[str, ServerConfig] = Field(default_factory=dict)
 
 
-
 @dataclass(frozen=True)
 class LoadedConfig:
     path: Path

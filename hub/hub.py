@@ -7,6 +7,7 @@ when they are ready. Leaving the block stops every child, each shutdown bounded 
 
 from __future__ import annotations
 
+import json
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
@@ -88,8 +89,6 @@ class Hub:
 
     async def _health_tool(self, arguments: dict[str, Any]) -> dict[str, Any]:
         report = self.health()
-        import json
-
         return {"content": [{"type": "text", "text": json.dumps(report, indent=2)}], "structuredContent": report}
 
     def health(self) -> dict[str, Any]:
