@@ -271,6 +271,8 @@ class Child:
             leaves = exc.exceptions
             return "; ".join(self._describe_failure(e) for e in leaves[:3])
         if isinstance(exc, FileNotFoundError):
+            if self.config.cwd is not None and exc.filename == self.config.cwd:
+                return f"working directory not found: {self.config.cwd!r} (check 'cwd:')"
             return f"command not found: {self.config.command!r} (is it installed and on PATH?)"
         if isinstance(exc, MCPError):
             return f"{exc.error.message} (code {exc.error.code}); " + self.connection_lost_reason()
@@ -290,7 +292,7 @@ class Child:
             mode=self.config.protocol,
             cache=None,
             client_info=HUB_INFO,
-            read_timeout_seconds=self.config.timeout,
+            read_timeout_seconds=self.config.connect_timeout,  # initialize and listings; calls pass `timeout`
             message_handler=self._on_message,
             logging_callback=self._on_log,
             sampling_callback=self._on_sampling,

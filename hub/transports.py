@@ -88,7 +88,7 @@ class StdioProcess:
         write_send, write_recv = anyio.create_memory_object_stream[SessionMessage](16)
         async with anyio.create_task_group() as tg:
             tg.start_soon(self._read_stdout, process, read_send)
-            tg.start_soon(self._write_stdin, process, write_recv, read_send.clone())
+            tg.start_soon(self._write_stdin, process, write_recv)
             tg.start_soon(self._read_stderr, process)
             tg.start_soon(self._wait_exit, process)
             try:
@@ -129,9 +129,9 @@ class StdioProcess:
             self._log.warning("child_stdout_not_jsonrpc", line=line[:200].decode("utf-8", "replace"))
             return None
 
-    async def _write_stdin(self, process: Process, source: Any, reader_sink: Any) -> None:
+    async def _write_stdin(self, process: Process, source: Any) -> None:
         assert process.stdin is not None
-        async with source, reader_sink:
+        async with source:
             try:
                 async for message in source:
                     data = message.message.model_dump_json(by_alias=True, exclude_unset=True)
