@@ -157,15 +157,21 @@ class _LineLoader(yaml.SafeLoader):
 
 
 def _construct_mapping(loader: _LineLoader, node: yaml.MappingNode) -> dict[Any, Any]:
+    own = sum(1 for key_node, _ in node.value if key_node.tag != "tag:yaml.org,2002:merge")
+    loader.flatten_mapping(node)  # YAML merge keys (`<<: *anchor`): merged pairs first, then the node's own
+    first_own = len(node.value) - own
     mapping: dict[Any, Any] = {}
     lines: dict[Any, int] = {}
-    for key_node, value_node in node.value:
+    own_keys: set[Any] = set()
+    for index, (key_node, value_node) in enumerate(node.value):
         key = loader.construct_object(key_node, deep=True)
-        if key in mapping:
-            raise ConfigError(
-                f"line {key_node.start_mark.line + 1}: duplicate key {key!r} "
-                f"(first at line {lines[key]}); keep only one"
-            )
+        if index >= first_own:
+            if key in own_keys:  # a merged key may be overridden; two keys written in this mapping may not
+                raise ConfigError(
+                    f"line {key_node.start_mark.line + 1}: duplicate key {key!r} "
+                    f"(first at line {lines[key]}); keep only one"
+                )
+            own_keys.add(key)
         mapping[key] = loader.construct_object(value_node, deep=True)
         lines[key] = key_node.start_mark.line + 1
     return _Mapping(mapping, lines, node.start_mark.line + 1)
@@ -291,7 +297,7 @@ def _name_problems(tree: _Mapping, file: Path) -> list[str]:
         return []
     problems = []
     for name, server in servers.items():
-        if isinstance(server, dict) and "prefix" not in server and not re.fullmatch(PREFIX_PATTERN, str(name)):
+        if isinstance(server, dict) and server.get("prefix") is None and not re.fullmatch(PREFIX_PATTERN, str(name)):
             where = _format_where(file, _line_of(tree, ("servers", name)), ("servers", name))
             problems.append(
                 f"{where}: server name {name!r} cannot be used as a prefix (1-32 lowercase letters, digits or '-', "
