@@ -25,6 +25,7 @@ from hub.front import serve_http, serve_stdio
 from hub.hub import Hub
 from hub.logs import configure_logging
 from hub.server import build_server
+from hub.transports import EXIT_GRACE, KILL_GRACE
 
 DEFAULT_CONFIG = "servers.yaml"
 EXIT_CONFIG = 2
@@ -109,7 +110,8 @@ async def _one_shot(loaded: LoadedConfig, args: argparse.Namespace) -> int:
     wait = (
         args.wait
         if args.wait is not None
-        else max((s.connect_timeout for s in loaded.config.servers.values()), default=1.0)
+        # A child that hangs settles after its connect_timeout plus the time it is given to exit.
+        else max((s.connect_timeout for s in loaded.config.servers.values()), default=1.0) + EXIT_GRACE + KILL_GRACE + 1
     )
     async with hub.running():
         await hub.wait_settled(wait)
