@@ -1,0 +1,206 @@
+"""Exposed names and URIs: `<prefix>_<name>`, `<prefix>+<uri>`, tool names that fit every host, URI renaming."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import pytest
+
+from hub.naming import expose_name, expose_tool_name, expose_uri, map_uris, split_uri
+
+HOST_TOOL_NAME = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
+
+
+def time_prefix(uri: str) -> str:
+    return expose_uri("time", uri)
+
+
+# ---- names ---------------------------------------------------------------------------------------------
+
+
+def test_expose_name_joins_prefix_and_name_with_an_underscore() -> None:
+    assert expose_name("time", "get_current_time") == "time_get_current_time"
+
+
+def test_expose_name_without_prefix_is_the_name_itself() -> None:
+    assert expose_name("", "get_current_time") == "get_current_time"
+
+
+@pytest.mark.parametrize(
+    ("prefix", "name"),
+    [("time", "get_current_time"), ("git", "git-status"), ("", "A_b-9"), ("a", "x" * 62), ("", "x" * 64)],
+)
+def test_a_tool_name_that_already_fits_is_unchanged(prefix: str, name: str) -> None:
+    assert expose_tool_name(prefix, name) == expose_name(prefix, name)
+
+
+@pytest.mark.parametrize(
+    ("prefix", "name", "exposed"),
+    [
+        ("fs", "read.file", "fs_read-file"),
+        ("", "a.b.c", "a-b-c"),
+        ("web", "search web/images", "web_search-web-images"),
+        ("x", "café", "x_caf-"),
+    ],
+)
+def test_characters_outside_the_host_alphabet_become_dashes(prefix: str, name: str, exposed: str) -> None:
+    assert expose_tool_name(prefix, name) == exposed
+
+
+def test_a_name_over_64_characters_is_cut_and_given_an_8_hex_hash() -> None:
+    exposed = expose_tool_name("svc", "a" * 100)
+    assert len(exposed) == 64
+    assert exposed.startswith("svc_" + "a" * 51)
+    assert re.fullmatch(r"-[0-9a-f]{8}", exposed[-9:])
+
+
+def test_a_cut_name_is_deterministic() -> None:
+    assert expose_tool_name("svc", "b" * 80) == expose_tool_name("svc", "b" * 80)
+
+
+def test_two_long_names_sharing_a_prefix_stay_distinct() -> None:
+    shared = "describe_the_resource_in_great_detail_and_with_every_field_"
+    first = expose_tool_name("svc", shared + "including_history")
+    second = expose_tool_name("svc", shared + "excluding_history")
+    assert first[:55] == second[:55]  # the cut parts are identical...
+    assert first != second  # ...and the hash tells them apart
+
+
+def test_a_long_name_with_invalid_characters_is_both_cleaned_and_cut() -> None:
+    exposed = expose_tool_name("svc", "x." * 50)
+    assert len(exposed) == 64
+    assert "." not in exposed
+    assert re.fullmatch(r"-[0-9a-f]{8}", exposed[-9:])
+
+
+TRICKY = [
+    ("time", "get_current_time"),
+    ("", ""),
+    ("", "."),
+    ("a", " "),
+    ("a", "名前"),
+    ("a", "emoji🙂tool"),
+    ("a", "tab\tand\nnewline"),
+    ("", "x" * 65),
+    ("prefix-with-dashes", "y" * 200),
+    ("", "-" * 70),
+    ("a", "semi;colon:colon,comma"),
+    ("a", "../../etc/passwd"),
+]
+
+
+@pytest.mark.parametrize(("prefix", "name"), TRICKY)
+def test_every_exposed_tool_name_matches_the_strictest_host_rule(prefix: str, name: str) -> None:
+    assert HOST_TOOL_NAME.match(expose_tool_name(prefix, name))
+
+
+# ---- URIs ----------------------------------------------------------------------------------------------
+
+
+def test_expose_uri_puts_the_prefix_in_front_of_the_scheme() -> None:
+    assert expose_uri("time", "file:///etc/zones") == "time+file:///etc/zones"
+
+
+def test_expose_uri_without_prefix_is_the_uri_itself() -> None:
+    assert expose_uri("", "file:///etc/zones") == "file:///etc/zones"
+
+
+def test_split_uri_takes_off_one_of_our_prefixes() -> None:
+    assert split_uri("time+file:///etc/zones", frozenset({"time", "git"})) == ("time", "file:///etc/zones")
+
+
+def test_split_uri_only_splits_at_the_first_plus() -> None:
+    assert split_uri("git+git+ssh://host/repo", frozenset({"git"})) == ("git", "git+ssh://host/repo")
+
+
+def test_split_uri_leaves_an_unprefixed_uri_whole() -> None:
+    assert split_uri("file:///etc/zones", frozenset({"time"})) == ("", "file:///etc/zones")
+
+
+def test_split_uri_leaves_a_plus_scheme_that_is_not_our_prefix_whole() -> None:
+    assert split_uri("git+ssh://host/repo", frozenset({"time"})) == ("", "git+ssh://host/repo")
+
+
+def test_split_uri_inverts_expose_uri() -> None:
+    uri = "svn+ssh://host/repo?rev=1#frag"
+    assert split_uri(expose_uri("code", uri), frozenset({"code"})) == ("code", uri)
+
+
+# ---- URIs inside results -------------------------------------------------------------------------------
+
+
+def test_a_resource_link_in_a_tool_result_is_renamed() -> None:
+    result: dict[str, Any] = {
+        "content": [
+            {"type": "text", "text": "see the link"},
+            {"type": "resource_link", "uri": "file:///a.txt", "name": "a"},
+        ],
+        "isError": False,
+    }
+    mapped = map_uris(result, time_prefix)
+    assert mapped["content"][1] == {"type": "resource_link", "uri": "time+file:///a.txt", "name": "a"}
+    assert mapped["content"][0] is result["content"][0]
+    assert mapped["isError"] is False
+    assert result["content"][1]["uri"] == "file:///a.txt"  # the child's result is not modified
+
+
+def test_an_embedded_resource_in_a_tool_result_is_renamed() -> None:
+    result = {
+        "content": [{"type": "resource", "resource": {"uri": "file:///b.bin", "blob": "AAE=", "mimeType": "x/y"}}]
+    }
+    mapped = map_uris(result, time_prefix)
+    assert mapped["content"][0]["resource"] == {"uri": "time+file:///b.bin", "blob": "AAE=", "mimeType": "x/y"}
+
+
+def test_the_contents_of_a_read_result_are_renamed() -> None:
+    result = {
+        "contents": [
+            {"uri": "file:///a.txt", "text": "hello", "mimeType": "text/plain"},
+            {"uri": "file:///b.bin", "blob": "AAE="},
+        ]
+    }
+    mapped = map_uris(result, time_prefix)
+    assert [c["uri"] for c in mapped["contents"]] == ["time+file:///a.txt", "time+file:///b.bin"]
+    assert mapped["contents"][0]["text"] == "hello"
+
+
+def test_an_embedded_resource_as_the_single_content_of_a_prompt_message_is_renamed() -> None:
+    result = {
+        "description": "review",
+        "messages": [
+            {"role": "user", "content": {"type": "text", "text": "please review"}},
+            {"role": "user", "content": {"type": "resource", "resource": {"uri": "file:///c.py", "text": "x = 1"}}},
+        ],
+    }
+    mapped = map_uris(result, time_prefix)
+    assert mapped["messages"][1]["content"]["resource"]["uri"] == "time+file:///c.py"
+    assert mapped["messages"][0] is result["messages"][0]
+    assert mapped["description"] == "review"
+
+
+def test_a_uri_key_outside_a_resource_shape_is_not_renamed() -> None:
+    # A tool's own data that happens to have a "uri" field is not a resource the hub serves.
+    result = {"content": [{"type": "text", "text": "x", "uri": "file:///not-a-resource"}]}
+    assert map_uris(result, time_prefix) is result
+
+
+def test_a_result_without_uris_is_returned_as_the_very_same_object() -> None:
+    calls: list[str] = []
+
+    def rename(uri: str) -> str:
+        calls.append(uri)
+        return "renamed"
+
+    results: list[Any] = [
+        {"content": [{"type": "text", "text": "12:00"}], "structuredContent": {"uri": "x"}, "isError": False},
+        {"messages": [{"role": "user", "content": {"type": "text", "text": "hi"}}]},
+        {"contents": []},
+        {},
+        [],
+        "text",
+        None,
+    ]
+    for result in results:
+        assert map_uris(result, rename) is result
+    assert calls == []

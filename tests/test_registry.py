@@ -1,0 +1,250 @@
+"""The merged namespace built from children's listings: prefixes, filters, collisions, renames, URI routing."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from hub.child import Child, Listing
+from hub.config import ServerConfig, ToolFilter
+from hub.registry import Collision, Renamed, Route, build_namespace
+
+
+def child(
+    name: str,
+    prefix: str | None = None,
+    *,
+    tools: list[str] | None = None,
+    prompts: list[str] | None = None,
+    resources: list[str] | None = None,
+    templates: list[str] | None = None,
+    allow: tuple[str, ...] = ("*",),
+    deny: tuple[str, ...] = (),
+) -> Child:
+    made = Child(
+        name=name,
+        prefix=name if prefix is None else prefix,
+        config=ServerConfig(command="x", tools=ToolFilter(allow=allow, deny=deny)),
+        observer=None,  # type: ignore[arg-type]  # build_namespace never reports to it
+    )
+    made.listing = Listing(
+        tools=tuple(
+            {"name": t, "description": f"{name}'s {t}", "inputSchema": {"type": "object"}} for t in tools or ()
+        ),
+        prompts=tuple({"name": p} for p in prompts or ()),
+        resources=tuple({"uri": u, "name": u.rsplit("/", 1)[-1]} for u in resources or ()),
+        templates=tuple({"uriTemplate": t, "name": "tpl"} for t in templates or ()),
+    )
+    return made
+
+
+def names(items: tuple[dict[str, Any], ...], key: str = "name") -> list[str]:
+    return [item[key] for item in items]
+
+
+# ---- prefixes ------------------------------------------------------------------------------------------
+
+
+def test_tools_and_prompts_get_prefix_underscore_name() -> None:
+    ns = build_namespace([child("time", tools=["get_current_time", "convert_time"], prompts=["explain"])])
+    assert names(ns.tools) == ["time_get_current_time", "time_convert_time"]
+    assert names(ns.prompts) == ["time_explain"]
+    assert ns.tool_routes["time_convert_time"] == Route("time", "convert_time")
+    assert ns.prompt_routes["time_explain"] == Route("time", "explain")
+
+
+def test_resources_and_templates_get_prefix_plus_uri() -> None:
+    ns = build_namespace([child("docs", resources=["file:///a.md"], templates=["file:///{path}"])])
+    assert names(ns.resources, "uri") == ["docs+file:///a.md"]
+    assert names(ns.templates, "uriTemplate") == ["docs+file:///{path}"]
+    assert ns.resource_routes["docs+file:///a.md"] == Route("docs", "file:///a.md")
+    assert ns.template_routes["docs+file:///{path}"] == Route("docs", "file:///{path}")
+
+
+def test_other_fields_of_an_item_pass_through_and_the_childs_listing_is_not_modified() -> None:
+    time = child("time", tools=["now"])
+    ns = build_namespace([time])
+    assert ns.tools[0] == {"name": "time_now", "description": "time's now", "inputSchema": {"type": "object"}}
+    assert time.listing.tools[0]["name"] == "now"
+
+
+def test_an_empty_prefix_exposes_names_and_uris_unchanged() -> None:
+    ns = build_namespace([child("plain", "", tools=["search"], resources=["note://1"], templates=["note://{id}"])])
+    assert names(ns.tools) == ["search"]
+    assert names(ns.resources, "uri") == ["note://1"]
+    assert names(ns.templates, "uriTemplate") == ["note://{id}"]
+    assert ns.tool_routes["search"] == Route("plain", "search")
+
+
+def test_the_listing_follows_config_order() -> None:
+    ns = build_namespace([child("b", tools=["x"]), child("a", tools=["x"])])
+    assert names(ns.tools) == ["b_x", "a_x"]
+    assert list(ns.prefixes) == ["b", "a"]
+
+
+# ---- tool filters --------------------------------------------------------------------------------------
+
+
+def test_allow_and_deny_globs_hide_tools_and_count_them() -> None:
+    git = child(
+        "git",
+        tools=["git_status", "git_log", "git_commit", "git_reset", "other"],
+        allow=("git_*",),
+        deny=("git_commit", "git_re*"),
+    )
+    ns = build_namespace([git])
+    assert names(ns.tools) == ["git_git_status", "git_git_log"]
+    assert "git_git_commit" not in ns.tool_routes
+    assert "git_other" not in ns.tool_routes
+    assert ns.hidden_tools == {"git": 3}
+
+
+def test_deny_wins_over_allow() -> None:
+    ns = build_namespace([child("a", tools=["run"], allow=("run",), deny=("run",))])
+    assert ns.tools == ()
+    assert ns.hidden_tools == {"a": 1}
+
+
+def test_globs_are_case_sensitive() -> None:
+    ns = build_namespace([child("a", tools=["Delete", "delete"], deny=("delete",))])
+    assert names(ns.tools) == ["a_Delete"]
+
+
+def test_filters_apply_to_tools_only() -> None:
+    ns = build_namespace([child("a", tools=["t"], prompts=["t"], resources=["x://t"], allow=())])
+    assert ns.tools == ()
+    assert names(ns.prompts) == ["a_t"]
+    assert names(ns.resources, "uri") == ["a+x://t"]
+
+
+def test_a_child_with_nothing_hidden_is_not_in_hidden_tools() -> None:
+    ns = build_namespace([child("a", tools=["t"]), child("b", tools=["u"], deny=("u",))])
+    assert ns.hidden_tools == {"b": 1}
+
+
+# ---- collisions ----------------------------------------------------------------------------------------
+
+
+def test_a_collision_between_unprefixed_children_keeps_the_first_in_config_order() -> None:
+    first = child("first", "", tools=["search", "only_first"], prompts=["p"], resources=["note://1"])
+    second = child("second", "", tools=["search", "only_second"], prompts=["p"], resources=["note://1"])
+    ns = build_namespace([first, second])
+    assert names(ns.tools) == ["search", "only_first", "only_second"]
+    assert ns.tools[0]["description"] == "first's search"
+    assert ns.tool_routes["search"] == Route("first", "search")
+    assert ns.prompt_routes["p"].child == "first"
+    assert ns.resource_routes["note://1"].child == "first"
+    assert set(ns.collisions) == {
+        Collision("tool", "search", kept="first", dropped="second"),
+        Collision("prompt", "p", kept="first", dropped="second"),
+        Collision("resource", "note://1", kept="first", dropped="second"),
+    }
+
+
+def test_swapping_config_order_swaps_the_winner() -> None:
+    ns = build_namespace([child("second", "", tools=["search"]), child("first", "", tools=["search"])])
+    assert ns.tool_routes["search"].child == "second"
+    assert ns.collisions == (Collision("tool", "search", kept="second", dropped="first"),)
+
+
+def test_a_prefixed_name_can_collide_with_an_unprefixed_one() -> None:
+    ns = build_namespace([child("plain", "", tools=["time_now"]), child("time", tools=["now"])])
+    assert ns.tool_routes["time_now"] == Route("plain", "time_now")
+    assert ns.collisions == (Collision("tool", "time_now", kept="plain", dropped="time"),)
+
+
+def test_a_reserved_name_wins_over_a_childs_tool() -> None:
+    ns = build_namespace(
+        [child("hub", tools=["health", "other"]), child("plain", "", tools=["hub_health"])],
+        reserved=frozenset({"hub_health"}),
+    )
+    assert "hub_health" not in names(ns.tools)
+    assert "hub_health" not in ns.tool_routes  # the hub answers it itself, no child does
+    assert names(ns.tools) == ["hub_other"]
+    assert set(ns.collisions) == {
+        Collision("tool", "hub_health", kept="hub", dropped="hub"),
+        Collision("tool", "hub_health", kept="hub", dropped="plain"),
+    }
+
+
+def test_without_reservation_a_child_may_use_the_name() -> None:
+    ns = build_namespace([child("plain", "", tools=["hub_health"])])
+    assert ns.tool_routes["hub_health"] == Route("plain", "hub_health")
+    assert ns.collisions == ()
+
+
+# ---- renamed tools -------------------------------------------------------------------------------------
+
+
+def test_a_tool_name_that_needs_renaming_is_recorded_and_routed_to_the_original() -> None:
+    long_name = "x" * 80
+    ns = build_namespace([child("fs", tools=["read.file", "plain", long_name])])
+    exposed = names(ns.tools)
+    assert exposed[:2] == ["fs_read-file", "fs_plain"]
+    assert len(exposed[2]) == 64
+    assert ns.renamed == (Renamed("fs", "read.file", "fs_read-file"), Renamed("fs", long_name, exposed[2]))
+    assert ns.tool_routes["fs_read-file"] == Route("fs", "read.file")
+    assert ns.tool_routes[exposed[2]] == Route("fs", long_name)
+
+
+def test_a_renamed_tool_that_lands_on_an_existing_name_is_a_collision_not_an_overwrite() -> None:
+    ns = build_namespace([child("fs", tools=["read-file", "read.file"])])
+    assert ns.tool_routes["fs_read-file"] == Route("fs", "read-file")
+    assert ns.collisions == (Collision("tool", "fs_read-file", kept="fs", dropped="fs"),)
+    assert names(ns.tools) == ["fs_read-file"]
+
+
+# ---- routing URIs --------------------------------------------------------------------------------------
+
+
+def test_route_uri_finds_a_listed_resource() -> None:
+    ns = build_namespace([child("time", resources=["file:///zones"]), child("plain", "", resources=["note://1"])])
+    assert ns.route_uri("time+file:///zones") == Route("time", "file:///zones")
+    assert ns.route_uri("note://1") == Route("plain", "note://1")
+
+
+def test_route_uri_sends_an_unlisted_prefixed_uri_to_the_prefix_owner() -> None:
+    ns = build_namespace([child("time"), child("git", resources=["file:///listed"])])
+    assert ns.route_uri("git+file:///not/listed") == Route("git", "file:///not/listed")
+
+
+def test_route_uri_uses_a_custom_prefix_not_the_server_name() -> None:
+    ns = build_namespace([child("filesystem", "fs")])
+    assert ns.route_uri("fs+file:///x") == Route("filesystem", "file:///x")
+    assert ns.route_uri("filesystem+file:///x") is None
+
+
+def test_route_uri_matches_an_unprefixed_childs_template() -> None:
+    ns = build_namespace(
+        [child("notes", "", templates=["note://{id}"]), child("tickets", "", templates=["ticket://{project}/{id}"])]
+    )
+    assert ns.route_uri("ticket://hub/42") == Route("tickets", "ticket://hub/42")
+    assert ns.route_uri("note://7") == Route("notes", "note://7")
+
+
+def test_route_uri_of_an_unknown_uri_with_two_unprefixed_children_is_none() -> None:
+    ns = build_namespace([child("notes", "", templates=["note://{id}"]), child("tickets", "")])
+    assert ns.route_uri("mail://inbox/1") is None
+
+
+def test_route_uri_of_an_unknown_uri_goes_to_the_only_unprefixed_child() -> None:
+    ns = build_namespace([child("time"), child("plain", "")])
+    assert ns.route_uri("mail://inbox/1") == Route("plain", "mail://inbox/1")
+
+
+def test_route_uri_with_only_prefixed_children_and_no_prefix_is_none() -> None:
+    ns = build_namespace([child("time"), child("git")])
+    assert ns.route_uri("file:///x") is None
+    assert ns.route_uri("other+file:///x") is None
+
+
+def test_a_template_that_cannot_be_parsed_is_still_listed() -> None:
+    ns = build_namespace([child("odd", templates=["broken://{unclosed"])])
+    assert names(ns.templates, "uriTemplate") == ["odd+broken://{unclosed"]
+    assert ns.route_uri("odd+broken://x") == Route("odd", "broken://x")
+
+
+def test_an_empty_list_of_children_is_an_empty_namespace() -> None:
+    ns = build_namespace([], reserved=frozenset({"hub_health"}))
+    assert ns.tools == ns.prompts == ns.resources == ns.templates == ()
+    assert ns.tool_routes == {}
+    assert ns.route_uri("file:///x") is None
