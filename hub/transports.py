@@ -10,13 +10,16 @@ Environment of a stdio child: only `BASE_ENV` names from the hub's environment, 
 
 from __future__ import annotations
 
+import json
 import os
+import re
 import signal
 import subprocess
+import sys
 from collections import deque
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager, suppress
-from typing import Any
+from typing import Any, Protocol
 
 import anyio
 import mcp_types as types
@@ -37,8 +40,66 @@ STDERR_TAIL_LINES = 20
 EXIT_GRACE = 2.0
 # Time between SIGTERM and SIGKILL of the child's process group.
 KILL_GRACE = 2.0
-# A stdout line longer than this is not a message we will hold in memory.
-MAX_LINE_BYTES = 64 * 1024 * 1024
+# After the process exits, how long its last output may take to be read before the connection is closed.
+DRAIN_AFTER_EXIT = 0.5
+# Bytes kept from each end of an oversized line, to find its request id.
+_EDGE = 512
+_ID_AT_START = re.compile(rb'^\s*\{\s*"jsonrpc"\s*:\s*"2\.0"\s*,\s*"id"\s*:\s*(-?\d+|"(?:[^"\\]|\\.)*")')
+_ID_AT_END = re.compile(rb'"id"\s*:\s*(-?\d+|"(?:[^"\\]|\\.)*")\s*\}\s*$')
+
+
+class ProcessGroups(Protocol):
+    """Where child process groups are registered so that they can be ended even if the hub is killed."""
+
+    def add(self, pgid: int) -> None: ...
+
+    def discard(self, pgid: int) -> None: ...
+
+
+class Reaper:
+    """The hub's side of `hub.reaper`: a watchdog process that outlives a SIGKILLed hub just long enough."""
+
+    def __init__(self) -> None:
+        self._process: subprocess.Popen[str] | None = None
+
+    def start(self) -> None:
+        self._process = subprocess.Popen(
+            [sys.executable, "-m", "hub.reaper"],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            text=True,
+            bufsize=1,
+            start_new_session=True,  # a Ctrl-C to the hub's terminal must not end the reaper first
+        )
+
+    def _tell(self, line: str) -> None:
+        process = self._process
+        if process is not None and process.stdin is not None:
+            with suppress(OSError, ValueError):
+                process.stdin.write(line + "\n")
+
+    def add(self, pgid: int) -> None:
+        self._tell(f"+ {pgid}")
+
+    def discard(self, pgid: int) -> None:
+        self._tell(f"- {pgid}")
+
+    def close(self) -> None:
+        process, self._process = self._process, None
+        if process is not None and process.stdin is not None:
+            with suppress(OSError):
+                process.stdin.close()
+            with suppress(subprocess.TimeoutExpired):
+                process.wait(timeout=5)
+
+
+class NoProcessGroups:
+    def add(self, pgid: int) -> None:
+        pass
+
+    def discard(self, pgid: int) -> None:
+        pass
 
 
 def child_environment(config: ServerConfig, environ: dict[str, str] | None = None) -> dict[str, str]:
@@ -61,10 +122,11 @@ def describe_exit(returncode: int | None) -> str:
 class StdioProcess:
     """One run of a stdio child process; `connect()` yields the MCP streams."""
 
-    def __init__(self, name: str, config: ServerConfig) -> None:
+    def __init__(self, name: str, config: ServerConfig, groups: ProcessGroups | None = None) -> None:
         assert config.command is not None
         self.name = name
         self.config = config
+        self.groups: ProcessGroups = groups or NoProcessGroups()
         self.stderr_tail: deque[str] = deque(maxlen=STDERR_TAIL_LINES)
         self.pid: int | None = None
         self.returncode: int | None = None
@@ -84,13 +146,15 @@ class StdioProcess:
             start_new_session=True,  # its own process group, so that we can end its descendants too
         )
         self.pid = process.pid
+        self.groups.add(process.pid)
         read_send, read_recv = anyio.create_memory_object_stream[SessionMessage | Exception](16)
         write_send, write_recv = anyio.create_memory_object_stream[SessionMessage](16)
         async with anyio.create_task_group() as tg:
-            tg.start_soon(self._read_stdout, process, read_send)
+            reader = anyio.CancelScope()
+            tg.start_soon(self._read_stdout, process, read_send, reader)
             tg.start_soon(self._write_stdin, process, write_recv)
             tg.start_soon(self._read_stderr, process)
-            tg.start_soon(self._wait_exit, process)
+            tg.start_soon(self._wait_exit, process, reader)
             try:
                 yield read_recv, write_send
             finally:
@@ -100,24 +164,54 @@ class StdioProcess:
                     await read_recv.aclose()
                 tg.cancel_scope.cancel()
 
-    async def _read_stdout(self, process: Process, sink: Any) -> None:
+    async def _read_stdout(self, process: Process, sink: Any, scope: anyio.CancelScope) -> None:
+        """Newline-delimited JSON-RPC from the child; a line over max_result_bytes is never held in memory."""
         assert process.stdout is not None
+        limit = self.config.max_result_bytes
         pending = bytearray()
+        skipping: tuple[bytes, bytearray, int] | None = None  # (head, tail, size) of an oversized line
         async with sink:
-            with suppress(anyio.EndOfStream, anyio.ClosedResourceError, anyio.BrokenResourceError, OSError):
+            with scope, suppress(anyio.EndOfStream, anyio.ClosedResourceError, anyio.BrokenResourceError, OSError):
                 async for chunk in process.stdout:
+                    if skipping is not None:
+                        head, tail, size = skipping
+                        end = chunk.find(b"\n")
+                        piece = chunk if end < 0 else chunk[:end]
+                        tail = (tail + piece)[-_EDGE:]
+                        skipping = (head, tail, size + len(piece))
+                        if end < 0:
+                            continue
+                        await self._refuse(sink, head, bytes(tail), size + len(piece))
+                        skipping, chunk = None, chunk[end + 1 :]
                     pending += chunk
-                    if b"\n" not in chunk:
-                        if len(pending) > MAX_LINE_BYTES:
-                            self._log.warning("child_stdout_line_too_long", bytes=len(pending))
-                            pending.clear()
-                        continue
-                    *lines, rest = pending.split(b"\n")
-                    pending = bytearray(rest)
-                    for line in lines:
-                        message = self._parse(line)
-                        if message is not None:
-                            await sink.send(message)
+                    if b"\n" in chunk:
+                        *lines, rest = pending.split(b"\n")
+                        pending = bytearray(rest)
+                        for line in lines:
+                            if len(line) > limit:
+                                await self._refuse(sink, bytes(line[:_EDGE]), bytes(line[-_EDGE:]), len(line))
+                            elif (message := self._parse(line)) is not None:
+                                await sink.send(message)
+                    if len(pending) > limit:
+                        skipping = (bytes(pending[:_EDGE]), bytearray(pending[-_EDGE:]), len(pending))
+                        pending = bytearray()
+
+    async def _refuse(self, sink: Any, head: bytes, tail: bytes, size: int) -> None:
+        """Answer the request an oversized result belonged to with an error, instead of the result."""
+        found = _ID_AT_START.match(head) or _ID_AT_END.search(tail)
+        limit = self.config.max_result_bytes
+        self._log.warning("child_result_too_large", bytes=size, limit=limit, answered=found is not None)
+        if found is None:
+            return
+        request_id = json.loads(found.group(1))
+        message = (
+            f"server '{self.name}' sent a result of {size} bytes, more than its max_result_bytes ({limit}); "
+            "raise max_result_bytes in servers.yaml or ask for less"
+        )
+        error = types.JSONRPCError(
+            jsonrpc="2.0", id=request_id, error=types.ErrorData(code=types.INTERNAL_ERROR, message=message)
+        )
+        await sink.send(SessionMessage(error))
 
     def _parse(self, line: bytes | bytearray) -> SessionMessage | None:
         if not line.strip():
@@ -153,12 +247,15 @@ class StdioProcess:
                 if len(pending) > 65536:
                     pending = pending[-65536:]
 
-    async def _wait_exit(self, process: Process) -> None:
+    async def _wait_exit(self, process: Process, reader: anyio.CancelScope) -> None:
         # Polled rather than process.wait(): that also waits for pipe EOF, which a grandchild can hold open.
         while process.returncode is None:  # noqa: ASYNC110 - no event exists for this
             await anyio.sleep(0.05)
         self.returncode = process.returncode
         self.exited.set()
+        # A descendant holding stdout open must not keep the session waiting: in-flight requests fail now.
+        await anyio.sleep(DRAIN_AFTER_EXIT)
+        reader.cancel()
 
     async def _stop(self, process: Process) -> None:
         """Close stdin, wait, then SIGTERM and SIGKILL the whole process group; every wait bounded."""
@@ -177,6 +274,7 @@ class StdioProcess:
         # Descendants that outlived the leader still share its group.
         with suppress(ProcessLookupError, PermissionError):
             os.killpg(process.pid, signal.SIGKILL)
+        self.groups.discard(process.pid)
         self.returncode = process.returncode
         for stream in (process.stdout, process.stderr):
             if stream is not None:
