@@ -31,7 +31,7 @@ from mcp.shared.exceptions import MCPError
 from pydantic import TypeAdapter
 
 from hub.config import ServerConfig
-from hub.transports import StdioProcess, describe_exit, url_transport
+from hub.transports import ProcessGroups, StdioProcess, describe_exit, url_transport
 
 # Results are kept as the raw JSON the child sent: nothing is lost, and nothing is re-validated into models.
 # (The SDK types `send_request` for models only; a TypeAdapter of dict works the same at run time.)
@@ -60,6 +60,14 @@ class ChildState(enum.StrEnum):
 
 class ChildUnavailable(Exception):
     """The child cannot take requests now; the message names it, its state and why."""
+
+
+class ChildBusy(Exception):
+    """The child has max_concurrency requests in flight and max_queue waiting; this one is refused at once."""
+
+
+class RequestTimedOut(Exception):
+    """The child did not answer before the request's deadline; the request was cancelled at the child."""
 
 
 @dataclass(frozen=True)
@@ -114,8 +122,12 @@ class Child:
     _dirty_event: anyio.Event = field(default_factory=anyio.Event)
     # Set once the first start attempt is over, ready or not: one-shot CLI commands wait for it.
     settled: anyio.Event = field(default_factory=anyio.Event)
+    groups: ProcessGroups | None = None
+    _limiter: anyio.CapacityLimiter = field(init=False)
+    _waiting: int = 0
 
     def __post_init__(self) -> None:
+        self._limiter = anyio.CapacityLimiter(self.config.max_concurrency)
         self._log = structlog.get_logger("hub.child").bind(child=self.name)
 
     def __repr__(self) -> str:
@@ -132,20 +144,61 @@ class Child:
     ) -> dict[str, Any]:
         """Send one request and return the child's raw result.
 
+        The deadline is `timeout_s` (default: the child's `timeout`); each progress notification from the child
+        moves it to `timeout_s` from now, but never past `max_timeout` after the start.
+
         Raises:
             ChildUnavailable: the child is not connected.
-            MCPError: the child answered with an error, timed out, or its connection closed.
+            ChildBusy: too many requests are in flight and waiting.
+            RequestTimedOut: no answer before the deadline (the request is cancelled at the child).
+            MCPError: the child answered with an error, or its connection closed.
         """
         client = self._client
         if client is None or self.state is not ChildState.READY:
             raise ChildUnavailable(self.unavailable_reason())
-        result: dict[str, Any] = await client.session.send_request(
-            request,
-            RAW_RESULT,
-            request_read_timeout_seconds=timeout_s or self.config.timeout,
-            progress_callback=progress,
-        )
-        return result
+        config = self.config
+        if self._limiter.available_tokens == 0 and self._waiting >= config.max_queue:
+            raise ChildBusy(
+                f"server '{self.name}' is busy: {config.max_concurrency} requests in flight and {self._waiting} "
+                "waiting; try again, or raise max_concurrency / max_queue in servers.yaml"
+            )
+        timeout = timeout_s or config.timeout
+        relay = progress
+        self._waiting += 1
+        try:
+            await self._limiter.acquire()
+        finally:
+            self._waiting -= 1
+        try:
+            began = anyio.current_time()
+            ceiling = began + max(config.max_timeout, timeout)
+            with anyio.CancelScope(deadline=began + timeout) as deadline:
+
+                async def on_progress(progress: float, total: float | None, message: str | None) -> None:
+                    deadline.deadline = min(anyio.current_time() + timeout, ceiling)
+                    if relay is not None:
+                        await relay(progress, total, message)
+
+                result: dict[str, Any] = await client.session.send_request(
+                    request,
+                    RAW_RESULT,
+                    request_read_timeout_seconds=ceiling - began + 1,  # a backstop; the scope decides
+                    progress_callback=on_progress,
+                )
+                return result
+            raise RequestTimedOut(
+                f"server '{self.name}' did not answer within {anyio.current_time() - began:.3g}s "
+                f"(timeout {timeout:g}s); the request was cancelled"
+            )
+        finally:
+            self._limiter.release()
+
+    async def settle_exit(self, limit_s: float = 1.0) -> None:
+        """Give a child whose connection just closed a moment to report its exit status (bounded)."""
+        process = self._process
+        if process is not None:
+            with anyio.move_on_after(limit_s):
+                await process.exited.wait()
 
     def unavailable_reason(self) -> str:
         reason = f"server '{self.name}' is unavailable (state: {self.state})"
@@ -282,7 +335,7 @@ class Child:
     @asynccontextmanager
     async def _connect(self) -> AsyncIterator[Client]:
         if self.config.kind == "stdio":
-            self._process = StdioProcess(self.name, self.config)
+            self._process = StdioProcess(self.name, self.config, self.groups)
             transport: Any = self._process.connect()
         else:
             self._process = None

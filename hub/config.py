@@ -8,6 +8,7 @@ wrong and how to fix it (`ConfigError`). Values may reference the hub's environm
 from __future__ import annotations
 
 import difflib
+import fnmatch
 import os
 import re
 from collections.abc import Mapping
@@ -16,7 +17,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, PositiveFloat, ValidationError, field_validator, model_validator
 
 from hub.naming import PREFIX_PATTERN
 
@@ -28,6 +29,7 @@ ChildProtocol = Literal["legacy", "auto", "2026-07-28"]
 
 DEFAULT_REQUEST_TIMEOUT = 120.0
 DEFAULT_CONNECT_TIMEOUT = 60.0
+DEFAULT_MAX_TIMEOUT = 600.0
 
 
 class ConfigError(Exception):
@@ -63,6 +65,15 @@ class ServerConfig(_Strict):
     tools: ToolFilter = ToolFilter()
     protocol: ChildProtocol = "legacy"
     timeout: float = Field(default=DEFAULT_REQUEST_TIMEOUT, gt=0, description="Seconds a request may take.")
+    tool_timeouts: dict[str, PositiveFloat] = Field(
+        default_factory=dict, description="Tool-name glob -> seconds; overrides `timeout` for matching tools."
+    )
+    max_timeout: float = Field(
+        default=DEFAULT_MAX_TIMEOUT, gt=0, description="Ceiling in seconds when progress keeps extending a deadline."
+    )
+    max_concurrency: int = Field(default=16, ge=1, description="Requests in flight to this child at once.")
+    max_queue: int = Field(default=64, ge=0, description="Requests waiting beyond max_concurrency; more are refused.")
+    max_result_bytes: int = Field(default=16 * 1024 * 1024, ge=1024, description="Larger results are refused.")
     connect_timeout: float = Field(default=DEFAULT_CONNECT_TIMEOUT, gt=0, description="Seconds to connect and list.")
     max_restarts: int = Field(default=5, ge=0, description="Restarts in a row before the child is left failed.")
     log_arguments: bool | None = Field(default=None, description="Overrides hub.log_arguments for this child.")
@@ -96,6 +107,14 @@ class ServerConfig(_Strict):
                 raise ValueError(f"transport {self.transport!r} needs 'url', not 'command'")
         return self
 
+    def timeout_for(self, tool: str | None) -> float:
+        """The deadline of one request: the first matching `tool_timeouts` glob, else `timeout`."""
+        if tool is not None:
+            for pattern, seconds in self.tool_timeouts.items():
+                if fnmatch.fnmatchcase(tool, pattern):
+                    return seconds
+        return self.timeout
+
     @property
     def kind(self) -> TransportKind:
         if self.command is not None:
@@ -111,6 +130,7 @@ class HubSettings(_Strict):
 
     log_arguments: bool = Field(default=False, description="Put tool argument values in the call log.")
     health_tool: bool = Field(default=True, description="Expose the built-in hub_health tool.")
+    watch: bool = Field(default=True, description="Reload servers.yaml when it changes on disk.")
 
 
 class HubConfig(_Strict):

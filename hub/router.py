@@ -25,7 +25,7 @@ from mcp.server.context import ServerRequestContext
 from mcp.shared.dispatcher import ProgressFnT
 from mcp.shared.exceptions import MCPError
 
-from hub.child import Child, ChildUnavailable
+from hub.child import Child, ChildBusy, ChildUnavailable, RequestTimedOut
 from hub.naming import expose_uri, map_uris
 
 if TYPE_CHECKING:
@@ -93,7 +93,9 @@ class Router:
                 params=params.model_copy(update={"name": route.original, "meta": forward_meta(params.meta)})
             )
             try:
-                result = await self._forward(ctx, child, request)
+                result, call.bytes_out = await self._forward(
+                    ctx, child, request, child.config.timeout_for(route.original)
+                )
             except _Failure as failure:
                 call.outcome, call.error_code, call.error_message = failure.outcome, failure.code, failure.message
                 if failure.outcome == "error":  # the child's own protocol error keeps its code
@@ -101,9 +103,7 @@ class Router:
                 return {"content": [{"type": "text", "text": failure.message}], "isError": True}
             if result.get("isError"):
                 call.outcome = "tool_error"
-            result = map_uris(result, lambda uri: expose_uri(child.prefix, uri))
-            call.bytes_out = _size(result)
-            return result
+            return map_uris(result, lambda uri: expose_uri(child.prefix, uri))
 
     # ---- resources, prompts, completion ----------------------------------------------------------------
 
@@ -115,9 +115,7 @@ class Router:
                 params=params.model_copy(update={"uri": uri, "meta": forward_meta(params.meta)})
             )
             result = await self._forward_or_raise(ctx, child, request, call)
-            result = map_uris(result, lambda u: expose_uri(child.prefix, u))
-            call.bytes_out = _size(result)
-            return result
+            return map_uris(result, lambda u: expose_uri(child.prefix, u))
 
     async def subscribe(self, ctx: ServerRequestContext[Any, Any], params: types.SubscribeRequestParams) -> Any:
         call = _Call("resources/subscribe", str(params.uri))
@@ -149,9 +147,7 @@ class Router:
                 params=params.model_copy(update={"name": route.original, "meta": forward_meta(params.meta)})
             )
             result = await self._forward_or_raise(ctx, child, request, call)
-            result = map_uris(result, lambda u: expose_uri(child.prefix, u))
-            call.bytes_out = _size(result)
-            return result
+            return map_uris(result, lambda u: expose_uri(child.prefix, u))
 
     async def complete(self, ctx: ServerRequestContext[Any, Any], params: types.CompleteRequestParams) -> Any:
         ref = params.ref
@@ -194,29 +190,43 @@ class Router:
         self, ctx: ServerRequestContext[Any, Any], child: Child, request: Any, call: _Call
     ) -> dict[str, Any]:
         try:
-            return await self._forward(ctx, child, request)
+            result, call.bytes_out = await self._forward(ctx, child, request)
+            return result
         except _Failure as failure:
             call.outcome, call.error_code, call.error_message = failure.outcome, failure.code, failure.message
             raise MCPError(code=failure.code, message=failure.message, data=failure.data) from None
 
-    async def _forward(self, ctx: ServerRequestContext[Any, Any], child: Child, request: Any) -> dict[str, Any]:
+    async def _forward(
+        self, ctx: ServerRequestContext[Any, Any], child: Child, request: Any, timeout_s: float | None = None
+    ) -> tuple[dict[str, Any], int]:
+        """The child's raw result and its size in bytes (for the call log and max_result_bytes)."""
         progress = _progress_relay(ctx)
+        data = {"server": child.name}
         child.inflight.append(ctx)
         try:
-            return await child.request(request, progress=progress)
-        except ChildUnavailable as exc:
-            raise _Failure("unavailable", types.INTERNAL_ERROR, str(exc), {"server": child.name}) from None
+            result = await child.request(request, progress=progress, timeout_s=timeout_s)
+        except (ChildUnavailable, ChildBusy) as exc:
+            raise _Failure("unavailable", types.INTERNAL_ERROR, str(exc), data) from None
+        except RequestTimedOut as exc:
+            raise _Failure("timeout", types.REQUEST_TIMEOUT, str(exc), data) from None
         except MCPError as exc:
             error = exc.error
             if error.code == types.REQUEST_TIMEOUT:
-                message = f"server '{child.name}' did not answer within {child.config.timeout:g}s"
-                raise _Failure("timeout", types.REQUEST_TIMEOUT, message, {"server": child.name}) from None
+                raise _Failure("timeout", types.REQUEST_TIMEOUT, f"{child.name}: {error.message}", data) from None
             if error.code == types.CONNECTION_CLOSED:
-                message = child.connection_lost_reason()
-                raise _Failure("unavailable", types.INTERNAL_ERROR, message, {"server": child.name}) from None
+                await child.settle_exit()
+                raise _Failure("unavailable", types.INTERNAL_ERROR, child.connection_lost_reason(), data) from None
             raise _Failure("error", error.code, f"{child.name}: {error.message}", error.data) from None
         finally:
             child.inflight.remove(ctx)
+        size = _size(result)
+        if size > child.config.max_result_bytes:
+            message = (
+                f"server '{child.name}' sent a result of {size} bytes, more than its max_result_bytes "
+                f"({child.config.max_result_bytes}); raise max_result_bytes in servers.yaml or ask for less"
+            )
+            raise _Failure("error", types.INTERNAL_ERROR, message, data)
+        return result, size
 
     @contextmanager
     def _logged(self, ctx: ServerRequestContext[Any, Any], call: _Call) -> Iterator[None]:
