@@ -9,7 +9,10 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import signal
 import sys
+import urllib.error
+import urllib.request
 import warnings
 from collections.abc import Sequence
 from typing import Any, TextIO
@@ -67,6 +70,10 @@ def _parser() -> argparse.ArgumentParser:
     call = commands.add_parser("call", parents=[common], help="call one tool and print the result")
     call.add_argument("name", help="exposed tool name, e.g. time_get_current_time")
     call.add_argument("arguments", nargs="?", default="{}", help="JSON object of arguments")
+    reload = commands.add_parser("reload", help="make a running hub re-read its servers.yaml")
+    target = reload.add_mutually_exclusive_group(required=True)
+    target.add_argument("--pid", type=int, help="process id of a hub (sends it SIGHUP)")
+    target.add_argument("--url", help="base URL of a hub serving HTTP, e.g. http://127.0.0.1:8000 (POST /reload)")
     for sub in (commands.choices["check"], listing, call):
         sub.add_argument(
             "--wait",
@@ -82,6 +89,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     # The hub forwards handshake-era features (logging, roots, subscribe) on purpose; the SDK warns on each use.
     warnings.filterwarnings("ignore", category=MCPDeprecationWarning)
     args = _parser().parse_args(argv)
+    if args.command == "reload":
+        return _reload(args.pid, args.url)
     serving = args.command == "serve"
     configure_logging(
         args.log_format or ("json" if serving else "console"),
@@ -103,6 +112,28 @@ def main(argv: Sequence[str] | None = None) -> int:
         return anyio.run(_one_shot, loaded, args)
     except KeyboardInterrupt:
         return 130
+
+
+def _reload(pid: int | None, url: str | None) -> int:
+    if pid is not None:
+        try:
+            os.kill(pid, signal.SIGHUP)
+        except ProcessLookupError:
+            print(f"hub: no process {pid}", file=sys.stderr)
+            return 1
+        print(f"sent SIGHUP to {pid}; the hub logs config_reloaded or config_rejected")
+        return 0
+    assert url is not None
+    request = urllib.request.Request(url.rstrip("/") + "/reload", method="POST")
+    try:
+        with urllib.request.urlopen(request, timeout=30) as response:
+            print(response.read().decode())
+            return 0
+    except urllib.error.HTTPError as exc:
+        print(f"hub: {exc.code}: {exc.read().decode()}", file=sys.stderr)
+    except OSError as exc:
+        print(f"hub: cannot reach {url}: {exc}", file=sys.stderr)
+    return 1
 
 
 async def _one_shot(loaded: LoadedConfig, args: argparse.Namespace) -> int:

@@ -5,28 +5,56 @@ log line goes to stderr or the log file.
 
 Over HTTP the hub binds to 127.0.0.1 unless told otherwise, and checks Host and Origin (DNS-rebinding
 protection): loopback names are allowed at the served port; other names must be listed with --allow-host.
+`/healthz` says the hub is up, `/readyz` which children are ready (503 until all are), and `POST /reload`
+(from loopback only) re-reads servers.yaml.
 """
 
 from __future__ import annotations
 
+import signal
+from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager, contextmanager
+
+import anyio
 import structlog
 import uvicorn
 from mcp.server.stdio import stdio_server
 from mcp.server.transport_security import TransportSecuritySettings
+from starlette.requests import Request
+from starlette.responses import JSONResponse
+from starlette.routing import Route
 
+from hub.child import ChildState
 from hub.config import LoadedConfig
 from hub.hub import Hub
+from hub.reload import handle_signals, reload_from_disk, watch_config
 from hub.server import build_server
 
 LOOPBACK = ("127.0.0.1", "localhost", "[::1]")
+_STOP_SIGNALS = (signal.SIGHUP, signal.SIGTERM, signal.SIGINT)
+
+
+@asynccontextmanager
+async def _serving(loaded: LoadedConfig) -> AsyncIterator[tuple[Hub, anyio.CancelScope]]:
+    """A running hub with its config watch and signal handling; cancelling the scope stops it gracefully."""
+    hub = Hub(loaded)
+    stop = anyio.CancelScope()  # entered by the caller around what it serves
+    async with hub.running(), anyio.create_task_group() as tg:
+        tg.start_soon(watch_config, hub)
+        tg.start_soon(handle_signals, hub, stop, _STOP_SIGNALS)
+        try:
+            yield hub, stop
+        finally:
+            tg.cancel_scope.cancel()
 
 
 async def serve_stdio(loaded: LoadedConfig) -> None:
-    hub = Hub(loaded)
-    server = build_server(hub)
-    async with hub.running(), stdio_server() as (read, write):
-        await server.run(read, write, server.create_initialization_options())
-    structlog.get_logger("hub").info("hub_stopped", reason="stdin closed")
+    async with _serving(loaded) as (hub, stop):
+        server = build_server(hub)
+        with stop:
+            async with stdio_server() as (read, write):
+                await server.run(read, write, server.create_initialization_options())
+    structlog.get_logger("hub").info("hub_stopped")
 
 
 def parse_bind(value: str) -> tuple[str, int]:
@@ -46,14 +74,48 @@ def security_settings(host: str, port: int, allowed: list[str]) -> TransportSecu
     return TransportSecuritySettings(enable_dns_rebinding_protection=True, allowed_hosts=hosts, allowed_origins=origins)
 
 
+class _Uvicorn(uvicorn.Server):
+    """uvicorn without its signal handlers: the hub handles SIGTERM, SIGINT and SIGHUP itself."""
+
+    @contextmanager
+    def capture_signals(self) -> Iterator[None]:
+        yield
+
+
+def health_routes(hub: Hub) -> list[Route]:
+    async def healthz(request: Request) -> JSONResponse:
+        return JSONResponse({"status": "ok", "uptime_s": hub.health()["uptime_s"]})
+
+    async def readyz(request: Request) -> JSONResponse:
+        servers = {c.name: str(c.state) for c in hub.children.values()}
+        ready = all(c.state is ChildState.READY for c in hub.children.values())
+        return JSONResponse({"ready": ready, "servers": servers}, status_code=200 if ready else 503)
+
+    async def reload(request: Request) -> JSONResponse:
+        client = request.client.host if request.client else ""
+        if client not in ("127.0.0.1", "::1"):
+            return JSONResponse({"error": "reload is accepted from loopback only"}, status_code=403)
+        summary = await reload_from_disk(hub, "POST /reload")
+        if summary is None:
+            return JSONResponse({"error": "the new configuration was rejected; see the hub's log"}, status_code=422)
+        return JSONResponse(summary)
+
+    return [Route("/healthz", healthz), Route("/readyz", readyz), Route("/reload", reload, methods=["POST"])]
+
+
 async def serve_http(loaded: LoadedConfig, bind: str, allowed: list[str]) -> None:
     host, port = parse_bind(bind)
-    hub = Hub(loaded)
-    server = build_server(hub)
-    app = server.streamable_http_app(
-        streamable_http_path="/mcp", host=host, transport_security=security_settings(host, port, allowed)
-    )
-    config = uvicorn.Config(app, host=host, port=port, log_level="warning", lifespan="on")
-    async with hub.running():
+    async with _serving(loaded) as (hub, stop):
+        server = build_server(hub)
+        app = server.streamable_http_app(
+            streamable_http_path="/mcp",
+            host=host,
+            transport_security=security_settings(host, port, allowed),
+            custom_starlette_routes=health_routes(hub),
+        )
+        config = uvicorn.Config(app, host=host, port=port, log_level="warning", lifespan="on", access_log=False)
+        uvicorn_server = _Uvicorn(config)
         structlog.get_logger("hub").info("hub_http_listening", url=f"http://{host}:{port}/mcp")
-        await uvicorn.Server(config).serve()
+        with stop:
+            await uvicorn_server.serve()
+    structlog.get_logger("hub").info("hub_stopped")

@@ -16,15 +16,17 @@ from typing import Any
 import anyio
 import mcp_types as types
 import structlog
+from anyio.abc import TaskGroup
 
 from hub import __version__
 from hub.child import Child
-from hub.config import LoadedConfig
+from hub.config import LoadedConfig, ServerConfig
 from hub.hosts import HostConnections
 from hub.naming import expose_uri
 from hub.registry import Namespace, build_namespace
 from hub.relay import forward_child_log, forward_child_request
 from hub.router import Router
+from hub.transports import Reaper
 
 HEALTH_TOOL = "hub_health"
 # How long roots/list_changed may take to reach each child.
@@ -43,30 +45,73 @@ _HEALTH_TOOL_DEF: dict[str, Any] = {
 class Hub:
     def __init__(self, loaded: LoadedConfig) -> None:
         self.loaded = loaded
-        self.children: dict[str, Child] = {
-            name: Child(name=name, prefix=loaded.prefix_of(name), config=server, observer=self)
-            for name, server in loaded.config.servers.items()
-            if server.enabled
-        }
+        self.children: dict[str, Child] = {}
         self.namespace = Namespace()
         self.hosts = HostConnections()
         self.router = Router(self)
         self.started = time.monotonic()
         self._log = structlog.get_logger("hub")
+        self._reaper = Reaper()
+        self._task_group: TaskGroup | None = None
+        self._scopes: dict[str, anyio.CancelScope] = {}
         self._reported_collisions: set[tuple[str, str, str]] = set()
         self._reported_renames: set[tuple[str, str]] = set()
 
     @asynccontextmanager
     async def running(self) -> AsyncIterator[Hub]:
-        async with anyio.create_task_group() as tg:
-            tg.start_soon(self.hosts.run)
-            for child in self.children.values():
-                tg.start_soon(child.run)
-            self._log.info("hub_started", config=str(self.loaded.path), children=list(self.children))
-            try:
-                yield self
-            finally:
-                tg.cancel_scope.cancel()
+        self._reaper.start()
+        try:
+            async with anyio.create_task_group() as tg:
+                self._task_group = tg
+                tg.start_soon(self.hosts.run)
+                self.children = {name: self._start(name, server) for name, server in self._enabled(self.loaded)}
+                self._log.info("hub_started", config=str(self.loaded.path), children=list(self.children))
+                try:
+                    yield self
+                finally:
+                    tg.cancel_scope.cancel()
+        finally:
+            self._task_group = None
+            self._reaper.close()
+
+    @staticmethod
+    def _enabled(loaded: LoadedConfig) -> list[tuple[str, ServerConfig]]:
+        return [(name, server) for name, server in loaded.config.servers.items() if server.enabled]
+
+    def _start(self, name: str, server: ServerConfig) -> Child:
+        """Create a child and supervise it in its own cancel scope, so that a reload can stop it alone."""
+        assert self._task_group is not None
+        child = Child(name=name, prefix=self.loaded.prefix_of(name), config=server, observer=self, groups=self._reaper)
+        scope = anyio.CancelScope()
+        self._scopes[name] = scope
+
+        async def supervise() -> None:
+            with scope:
+                await child.run()
+
+        self._task_group.start_soon(supervise)
+        return child
+
+    async def reload(self, loaded: LoadedConfig) -> dict[str, list[str]]:
+        """Apply a new configuration: start added children, stop removed ones, restart changed ones.
+
+        Unchanged children are not touched, so their in-flight calls finish. Returns what changed.
+        """
+        old = dict(self._enabled(self.loaded))
+        new = dict(self._enabled(loaded))
+        old_prefixes = {name: self.loaded.prefix_of(name) for name in old}
+        changed = [n for n in new if n in old and (new[n] != old[n] or loaded.prefix_of(n) != old_prefixes[n])]
+        removed = [n for n in old if n not in new]
+        added = [n for n in new if n not in old]
+        for name in (*removed, *changed):
+            self._scopes.pop(name).cancel()
+        self.loaded = loaded
+        kept = {n: c for n, c in self.children.items() if n in new and n not in changed}
+        self.children = {n: kept[n] if n in kept else self._start(n, new[n]) for n in new}
+        summary = {"added": added, "removed": removed, "changed": changed, "unchanged": [n for n in new if n in kept]}
+        self._log.info("config_reloaded", config=str(loaded.path), **summary)
+        await self.listing_changed(None)
+        return summary
 
     async def wait_settled(self, limit_s: float) -> None:
         """Wait (bounded) until every child is ready or has failed at least once; for one-shot CLI commands."""
@@ -120,7 +165,7 @@ class Hub:
 
     # ---- what children report (ChildObserver) ---------------------------------------------------------
 
-    async def listing_changed(self, child: Child) -> None:
+    async def listing_changed(self, child: Child | None) -> None:
         old, new = self.namespace, build_namespace(list(self.children.values()), reserved=self._reserved())
         self.namespace = new
         self._report(new)

@@ -1,0 +1,67 @@
+"""Hot reload of servers.yaml: on a file change, SIGHUP, `hub reload`, or POST /reload over HTTP.
+
+A new file is validated exactly as at start; if it is invalid the error is logged (`config_rejected`) and the
+running configuration stays in force.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+from collections.abc import Iterable
+from pathlib import Path
+
+import anyio
+import structlog
+
+from hub.config import ConfigError, load_config
+from hub.hub import Hub
+
+# How often the config file's size and modification time are compared; a stat per second costs nothing.
+WATCH_INTERVAL = 1.0
+
+
+async def reload_from_disk(hub: Hub, reason: str) -> dict[str, list[str]] | None:
+    """Re-read the hub's config file and apply it; None if the file was rejected."""
+    log = structlog.get_logger("hub")
+    try:
+        loaded = await anyio.to_thread.run_sync(load_config, hub.loaded.path)
+    except ConfigError as exc:
+        log.error("config_rejected", reason=reason, error=str(exc), kept=str(hub.loaded.path))
+        return None
+    log.info("config_reload", reason=reason)
+    return await hub.reload(loaded)
+
+
+def _stamp(path: Path) -> tuple[int, int] | None:
+    try:
+        info = os.stat(path)
+    except OSError:
+        return None
+    return info.st_mtime_ns, info.st_size
+
+
+async def watch_config(hub: Hub) -> None:
+    """Reload when the file's modification time or size changes; editors that replace the file are covered too."""
+    path = hub.loaded.path
+    last = _stamp(path)
+    while True:
+        await anyio.sleep(WATCH_INTERVAL)
+        if not hub.loaded.config.hub.watch:
+            continue
+        current = _stamp(path)
+        if current is not None and current != last:
+            last = current
+            await reload_from_disk(hub, "file changed")
+
+
+async def handle_signals(hub: Hub, stop: anyio.CancelScope, signals: Iterable[signal.Signals]) -> None:
+    """SIGHUP reloads; SIGTERM and SIGINT stop the hub gracefully (children are ended, each in bounded time)."""
+    with anyio.open_signal_receiver(*signals) as received:
+        async for signum in received:
+            if signum == signal.SIGHUP:
+                await reload_from_disk(hub, "SIGHUP")
+            else:
+                structlog.get_logger("hub").info("hub_stopping", signal=signal.Signals(signum).name)
+                stop.cancel()
+                return
