@@ -18,7 +18,6 @@ from contextlib import asynccontextmanager, contextmanager
 import anyio
 import structlog
 import uvicorn
-from mcp.server.stdio import stdio_server
 from mcp.server.transport_security import TransportSecuritySettings
 from starlette.requests import Request
 from starlette.responses import JSONResponse
@@ -29,6 +28,7 @@ from hub.config import LoadedConfig
 from hub.hub import Hub
 from hub.reload import handle_signals, reload_from_disk, watch_config
 from hub.server import build_server
+from hub.stdio_front import stdio_front
 
 LOOPBACK = ("127.0.0.1", "localhost", "[::1]")
 _STOP_SIGNALS = (signal.SIGHUP, signal.SIGTERM, signal.SIGINT)
@@ -52,7 +52,7 @@ async def serve_stdio(loaded: LoadedConfig) -> None:
     async with _serving(loaded) as (hub, stop):
         server = build_server(hub)
         with stop:
-            async with stdio_server() as (read, write):
+            async with stdio_front() as (read, write):
                 await server.run(read, write, server.create_initialization_options())
     structlog.get_logger("hub").info("hub_stopped")
 
