@@ -289,6 +289,8 @@ class Child:
                     self._client = client
                     self.start_ms = round((time.monotonic() - began) * 1000, 1)
                     self.started_at = time.monotonic()
+                    if self.groups is not None:
+                        self.groups.scan()
                     self.state = ChildState.READY
                     self.last_error = None
                     self.settled.set()

@@ -55,6 +55,8 @@ class ProcessGroups(Protocol):
 
     def discard(self, pgid: int) -> None: ...
 
+    def scan(self) -> None: ...
+
 
 class Reaper:
     """The hub's side of `hub.reaper`: a watchdog process that outlives a SIGKILLed hub just long enough."""
@@ -85,6 +87,10 @@ class Reaper:
     def discard(self, pgid: int) -> None:
         self._tell(f"- {pgid}")
 
+    def scan(self) -> None:
+        """Ask the reaper to note every descendant now (a child just finished starting its helpers)."""
+        self._tell("?")
+
     def close(self) -> None:
         process, self._process = self._process, None
         if process is not None and process.stdin is not None:
@@ -99,6 +105,9 @@ class NoProcessGroups:
         pass
 
     def discard(self, pgid: int) -> None:
+        pass
+
+    def scan(self) -> None:
         pass
 
 
@@ -209,7 +218,11 @@ class StdioProcess:
             "raise max_result_bytes in servers.yaml or ask for less"
         )
         error = types.JSONRPCError(
-            jsonrpc="2.0", id=request_id, error=types.ErrorData(code=types.INTERNAL_ERROR, message=message)
+            jsonrpc="2.0",
+            id=request_id,
+            error=types.ErrorData(
+                code=types.INTERNAL_ERROR, message=message, data={"reason": "result_too_large", "bytes": size}
+            ),
         )
         await sink.send(SessionMessage(error))
 
