@@ -98,7 +98,7 @@ class Router:
                 )
             except _Failure as failure:
                 call.outcome, call.error_code, call.error_message = failure.outcome, failure.code, failure.message
-                if failure.outcome == "error":  # the child's own protocol error keeps its code
+                if failure.own_error:  # the child's own protocol error keeps its code
                     raise MCPError(code=failure.code, message=failure.message, data=failure.data) from None
                 return {"content": [{"type": "text", "text": failure.message}], "isError": True}
             if result.get("isError"):
@@ -216,6 +216,8 @@ class Router:
             if error.code == types.CONNECTION_CLOSED:
                 await child.settle_exit()
                 raise _Failure("unavailable", types.INTERNAL_ERROR, child.connection_lost_reason(), data) from None
+            if isinstance(error.data, dict) and error.data.get("reason") == "result_too_large":
+                raise _Failure("too_large", error.code, error.message, data) from None
             raise _Failure("error", error.code, f"{child.name}: {error.message}", error.data) from None
         finally:
             child.inflight.remove(ctx)
@@ -225,7 +227,7 @@ class Router:
                 f"server '{child.name}' sent a result of {size} bytes, more than its max_result_bytes "
                 f"({child.config.max_result_bytes}); raise max_result_bytes in servers.yaml or ask for less"
             )
-            raise _Failure("error", types.INTERNAL_ERROR, message, data)
+            raise _Failure("too_large", types.INTERNAL_ERROR, message, data)
         return result, size
 
     @contextmanager
@@ -264,9 +266,13 @@ class Router:
 
 
 class _Failure(Exception):
+    """A request the hub could not complete; `outcome` is the call log's ("too_large" is logged as "error")."""
+
     def __init__(self, outcome: str, code: int, message: str, data: Any = None) -> None:
         super().__init__(message)
-        self.outcome, self.code, self.message, self.data = outcome, code, message, data
+        self.outcome = "error" if outcome == "too_large" else outcome
+        self.own_error = outcome == "error"  # the child's own JSON-RPC error, passed on as one
+        self.code, self.message, self.data = code, message, data
 
 
 def _session_id(ctx: ServerRequestContext[Any, Any]) -> str:
