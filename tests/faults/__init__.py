@@ -1,0 +1,1 @@
+"""Fault injection: real faulty children behind a real `hub serve`, driven as a host would (issue 4)."""

@@ -1,0 +1,150 @@
+"""HTTP mode for load balancers and supervisors: /healthz (the hub is up) and /readyz (every enabled child ready).
+
+A child that starts only when the test says so (slow_start --gate) makes "not ready yet" an event, not a race; a child
+that dies at start keeps /readyz at 503 with its state; a disabled child does not count.
+"""
+
+from __future__ import annotations
+
+import json
+import socket
+import subprocess
+import urllib.error
+import urllib.request
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+
+from tests.conftest import REPO, WAIT, write_config
+from tests.faults._helpers import KITCHEN, SHUTDOWN_WAIT, fault_child, hub_command
+
+pytestmark = [pytest.mark.anyio, pytest.mark.integration]
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+        return port
+
+
+@contextmanager
+def http_hub(config: Path, log_file: Path, port: int) -> Iterator[subprocess.Popen[bytes]]:
+    process = subprocess.Popen(
+        hub_command(config, log_file, "--http", f"127.0.0.1:{port}"), cwd=REPO, stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )
+    try:
+        yield process
+    finally:
+        process.terminate()
+        try:
+            process.wait(timeout=SHUTDOWN_WAIT)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait(timeout=WAIT)
+
+
+@dataclass
+class Response:
+    status_code: int
+    text: str
+
+    def json(self) -> Any:
+        return json.loads(self.text)
+
+
+class Http:
+    """A tiny GET client (stdlib: the hub's HTTP front is all we test, not a client library)."""
+
+    def __init__(self, port: int) -> None:
+        self.base = f"http://127.0.0.1:{port}"
+
+    def _get(self, path: str) -> Response:
+        try:
+            with urllib.request.urlopen(self.base + path, timeout=WAIT) as answer:
+                return Response(answer.status, answer.read().decode())
+        except urllib.error.HTTPError as answer:
+            return Response(answer.code, answer.read().decode())
+
+    async def get(self, path: str) -> Response:
+        return await anyio.to_thread.run_sync(self._get, path)
+
+
+async def get_when_listening(client: Http, process: subprocess.Popen[bytes], path: str) -> Response:
+    """Bounded: the hub either listens, dies, or the test fails after WAIT seconds."""
+    with anyio.fail_after(WAIT):
+        while True:
+            assert process.poll() is None, f"hub exited with {process.returncode} before listening"
+            try:
+                return await client.get(path)
+            except (urllib.error.URLError, ConnectionError):
+                await anyio.sleep(0.1)
+
+
+async def poll_until(client: Http, path: str, status: int) -> Response:
+    last: Response | None = None
+    try:
+        with anyio.fail_after(WAIT):
+            while True:
+                last = await client.get(path)
+                if last.status_code == status:
+                    return last
+                await anyio.sleep(0.1)
+    except TimeoutError:
+        seen = None if last is None else (last.status_code, last.text)
+        raise AssertionError(f"{path} never answered {status} within {WAIT}s; last: {seen}") from None
+
+
+def states(response: Response) -> dict[str, Any]:
+    body = response.json()
+    assert isinstance(body.get("servers"), dict), body
+    servers: dict[str, Any] = body["servers"]
+    return servers
+
+
+async def test_healthz_at_once_and_readyz_once_every_enabled_child_is_ready(tmp_path: Path) -> None:
+    gate = tmp_path / "go"
+    servers = {
+        "kitchen": KITCHEN,
+        "late": fault_child("slow_start", "--gate", str(gate)),
+        "off": {**fault_child("exit_on_start"), "enabled": False},
+    }
+    config = write_config(tmp_path, servers)
+    port = free_port()
+    with http_hub(config, tmp_path / "hub.log", port) as process:
+        client = Http(port)
+        healthz = await get_when_listening(client, process, "/healthz")
+        assert healthz.status_code == 200, healthz.text
+        # "late" waits for the gate: not ready, whatever the speed of the machine.
+        not_ready = await client.get("/readyz")
+        assert not_ready.status_code == 503, not_ready.text
+        assert states(not_ready)["late"] == "starting"
+        assert "off" not in states(not_ready) or states(not_ready)["off"] != "ready"
+        await anyio.Path(gate).write_text("go")
+        ready = await poll_until(client, "/readyz", 200)
+        assert states(ready)["kitchen"] == "ready" and states(ready)["late"] == "ready", ready.text
+        assert (await client.get("/healthz")).status_code == 200
+
+
+async def test_readyz_stays_503_naming_a_failed_child_while_healthz_is_200(tmp_path: Path) -> None:
+    servers = {"kitchen": KITCHEN, "dies": {**fault_child("exit_on_start"), "max_restarts": 0}}
+    config = write_config(tmp_path, servers)
+    port = free_port()
+    with http_hub(config, tmp_path / "hub.log", port) as process:
+        client = Http(port)
+        assert (await get_when_listening(client, process, "/healthz")).status_code == 200
+        with anyio.fail_after(WAIT):
+            while True:
+                response = await client.get("/readyz")
+                assert response.status_code == 503, response.text
+                seen = states(response)
+                if seen.get("dies") == "failed" and seen.get("kitchen") == "ready":
+                    break
+                await anyio.sleep(0.1)
+        assert (await client.get("/healthz")).status_code == 200

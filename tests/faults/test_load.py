@@ -1,0 +1,69 @@
+"""Load: 1,000 concurrent calls over three children, each answered exactly once, none lost, none mixed up; and the
+per-child limit on requests in flight with its bounded queue."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+
+from tests.conftest import WAIT
+from tests.faults._helpers import AT_ONCE, KITCHEN, fault_child, first_text, running_hub
+
+pytestmark = [pytest.mark.anyio, pytest.mark.integration]
+
+CALLS = 1000
+# Per child, below the default max_concurrency + max_queue (16 + 64): the hub queues, never refuses.
+PER_CHILD = 48
+
+
+async def test_a_thousand_concurrent_calls_over_three_children_are_all_answered_once(tmp_path: Path) -> None:
+    names = ["k1", "k2", "k3"]
+    servers = {name: KITCHEN for name in names}
+    async with running_hub(tmp_path, servers, ready=[f"{n}_echo" for n in names]) as hub:
+        limiters = {name: anyio.CapacityLimiter(PER_CHILD) for name in names}
+        answers: dict[int, dict[str, Any]] = {}
+
+        async def one(i: int) -> None:
+            name = names[i % len(names)]
+            async with limiters[name]:
+                answers[i] = await hub.call(f"{name}_echo", {"text": f"{name}-{i}"})
+
+        with anyio.fail_after(WAIT * 2):
+            async with anyio.create_task_group() as tg:
+                for i in range(CALLS):
+                    tg.start_soon(one, i)
+        assert len(answers) == CALLS, f"{CALLS - len(answers)} calls lost"
+        wrong = {i: a for i, a in answers.items() if a.get("isError") or first_text(a) != f"{names[i % 3]}-{i}"}
+        assert not wrong, f"{len(wrong)} wrong answers, e.g. {list(wrong.items())[:3]}"
+        calls = hub.events("call", method="tools/call")
+        assert sum(c.get("name", "").endswith("_echo") and c.get("outcome") == "ok" for c in calls) >= CALLS
+        for name in names:
+            state = await hub.server(name)
+            assert state["state"] == "ready" and state["restarts"] == 0, state
+        hub.assert_each_request_answered_once()
+
+
+async def test_beyond_max_concurrency_and_max_queue_calls_are_refused_at_once_as_busy(tmp_path: Path) -> None:
+    # One call runs, two wait, the other seven are refused at once, long before the first 2 s sleep ends.
+    servers = {"kitchen": KITCHEN, "narrow": {**fault_child("hang"), "max_concurrency": 1, "max_queue": 2}}
+    async with running_hub(tmp_path, servers, ready=["kitchen_echo", "narrow_sleep"]) as hub:
+        order: list[tuple[str, str]] = []
+
+        async def one() -> None:
+            result = await hub.call("narrow_sleep", {"seconds": 2})
+            order.append(("error" if result.get("isError") else "ok", first_text(result)))
+
+        with anyio.fail_after(3 * 2 + AT_ONCE):
+            async with anyio.create_task_group() as tg:
+                for _ in range(10):
+                    tg.start_soon(one)
+        assert len(order) == 10
+        busy = [text for kind, text in order if kind == "error"]
+        assert [kind for kind, _ in order] == ["error"] * 7 + ["ok"] * 3, order
+        for text in busy:
+            assert "narrow" in text and "busy" in text, text
+        await hub.assert_kitchen_fine()
+        hub.assert_each_request_answered_once()
