@@ -19,7 +19,7 @@ import structlog
 from anyio.abc import TaskGroup
 
 from hub import __version__
-from hub.child import Child
+from hub.child import Child, ChildState
 from hub.config import LoadedConfig, ServerConfig
 from hub.hosts import HostConnections
 from hub.naming import expose_uri
@@ -100,7 +100,17 @@ class Hub:
         old = dict(self._enabled(self.loaded))
         new = dict(self._enabled(loaded))
         old_prefixes = {name: self.loaded.prefix_of(name) for name in old}
-        changed = [n for n in new if n in old and (new[n] != old[n] or loaded.prefix_of(n) != old_prefixes[n])]
+        # A failed child is retried by any reload: its command may have been fixed outside the file.
+        changed = [
+            n
+            for n in new
+            if n in old
+            and (
+                new[n] != old[n]
+                or loaded.prefix_of(n) != old_prefixes[n]
+                or self.children[n].state is ChildState.FAILED
+            )
+        ]
         removed = [n for n in old if n not in new]
         added = [n for n in new if n not in old]
         for name in (*removed, *changed):
