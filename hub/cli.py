@@ -163,7 +163,7 @@ def _table(rows: list[list[str]], out: TextIO) -> None:
 
 def _print_check(hub: Hub, out: TextIO) -> int:
     report = hub.health()
-    rows = [["SERVER", "STATE", "TOOLS", "RESOURCES", "PROMPTS", "START_MS", "ERROR"]]
+    rows = [["SERVER", "STATE", "TOOLS", "RESOURCES", "PROMPTS", "START_MS", "RESTARTS", "ERROR"]]
     for s in report["servers"]:
         rows.append(
             [
@@ -173,6 +173,7 @@ def _print_check(hub: Hub, out: TextIO) -> int:
                 str(s["resources"]),
                 str(s["prompts"]),
                 "" if s["start_ms"] is None else f"{s['start_ms']:.0f}",
+                str(s["restarts"]),
                 s["last_error"] or "",
             ]
         )
