@@ -102,7 +102,8 @@ def hub_params(config: Path, log_file: Path, *extra: str, env: dict[str, str] | 
 
 
 @asynccontextmanager
-async def connect_hub(params: StdioServerParameters, host: Host | None = None) -> AsyncIterator[Client]:
+async def connect_hub(params: StdioServerParameters | Any, host: Host | None = None) -> AsyncIterator[Client]:
+    """The SDK's client, as a host, on a hub: `params` spawns it over stdio, or is any SDK transport."""
     host = host or Host()
     client = Client(
         params,

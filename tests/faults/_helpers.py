@@ -29,7 +29,7 @@ from mcp.shared.dispatcher import ProgressFnT
 from mcp.shared.message import SessionMessage
 from pydantic import TypeAdapter
 
-from tests.conftest import REPO, WAIT, Host, hub_params, python_child, write_config
+from tests.conftest import REPO, WAIT, Host, connect_hub, hub_params, python_child, write_config
 
 RAW: Any = TypeAdapter(dict[str, Any])
 KITCHEN = python_child("tests.children.kitchen")
@@ -214,17 +214,8 @@ async def running_hub(
     host = Host()
     wire = Wire()
     params = hub_params(config, log_file, "--log-level", "debug", *extra)
-    client = Client(
-        counted_stdio(params, wire),  # a Transport: an async context manager of the two streams
-        mode="legacy",
-        message_handler=host.on_message,
-        logging_callback=host.on_log,
-        sampling_callback=host.on_sampling,
-        elicitation_callback=host.on_elicitation,
-        list_roots_callback=host.on_roots,
-        read_timeout_seconds=WAIT,
-    )
-    async with client:
+    # counted_stdio is a Transport: an async context manager of the two streams, counting every message.
+    async with connect_hub(counted_stdio(params, wire), host) as client:
         session = Hubbed(client, host, wire, config, log_file, tmp)
         if ready:
             await session.wait_listing(present=ready)
