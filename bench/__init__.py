@@ -1,0 +1,1 @@
+"""Benchmark of the hub against a direct connection to the same child: `python -m bench` (see bench/README.md)."""
