@@ -301,10 +301,11 @@ def url_transport(config: ServerConfig) -> Any:
     if config.kind == "sse":
         return sse_client(config.url, headers=dict(config.headers) or None, timeout=config.connect_timeout)
     http = create_mcp_http_client(headers=dict(config.headers) or None)
-    return _owned_http(config.url, http)
+    # The SDK caps one SSE event at 1 MiB by default; the hub's own limit is max_result_bytes.
+    return _owned_http(config.url, http, config.max_result_bytes + _EDGE)
 
 
 @asynccontextmanager
-async def _owned_http(url: str, http: Any) -> AsyncIterator[TransportStreams]:
-    async with http, streamable_http_client(url, http_client=http) as streams:
+async def _owned_http(url: str, http: Any, max_event: int) -> AsyncIterator[TransportStreams]:
+    async with http, streamable_http_client(url, http_client=http, max_sse_event_size=max_event) as streams:
         yield streams
