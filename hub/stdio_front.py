@@ -17,8 +17,9 @@ from contextlib import AbstractAsyncContextManager, asynccontextmanager, suppres
 from typing import Any
 
 import anyio
-import mcp_types as types
 from mcp.shared.message import SessionMessage
+
+from hub.wire import parse_message
 
 READ_CHUNK = 1 << 16
 
@@ -83,9 +84,7 @@ async def _read(fd: int, sink: Any) -> None:
                 if not line.strip():
                     continue
                 try:
-                    message: SessionMessage | Exception = SessionMessage(
-                        types.jsonrpc_message_adapter.validate_json(line, by_name=False)
-                    )
+                    message: SessionMessage | Exception = SessionMessage(parse_message(line))
                 except ValueError as exc:
                     message = exc  # the server answers with a parse error
                 try:

@@ -32,6 +32,7 @@ from mcp.shared._httpx_utils import create_mcp_http_client
 from mcp.shared.message import SessionMessage
 
 from hub.config import ServerConfig
+from hub.wire import parse_message
 
 BASE_ENV = ("HOME", "LOGNAME", "PATH", "SHELL", "TERM", "USER", "LANG", "LC_ALL", "LC_CTYPE", "TZ", "TMPDIR")
 # Lines of a child's stderr kept for error messages.
@@ -230,7 +231,7 @@ class StdioProcess:
         if not line.strip():
             return None
         try:
-            return SessionMessage(types.jsonrpc_message_adapter.validate_json(line, by_name=False))
+            return SessionMessage(parse_message(line))
         except ValueError:
             # A child that prints banners or debug output on stdout: keep serving, say so once per line.
             self._log.warning("child_stdout_not_jsonrpc", line=line[:200].decode("utf-8", "replace"))

@@ -1,0 +1,43 @@
+"""JSON-RPC lines to SDK message objects, cheaply.
+
+Every message the hub relays is parsed twice (host line, child line). The SDK parses with a validating union
+adapter; for the common, well-formed shapes (requests, notifications, results) building the model directly from
+`json.loads` output gives the same object at a fraction of the cost. Anything unusual (errors, batches, bad
+types) takes the validating path, so malformed input is reported exactly as the SDK reports it.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import mcp_types as types
+
+_VERSION = "2.0"
+
+
+def _is_id(value: Any) -> bool:
+    return type(value) is int or type(value) is str  # not bool: ids are strict
+
+
+def parse_message(line: bytes | bytearray | str) -> types.JSONRPCMessage:
+    """Parse one line; raises ValueError (pydantic's or json's) on malformed input."""
+    try:
+        data = json.loads(line)
+    except ValueError:
+        data = None
+    if type(data) is dict and data.get("jsonrpc") == _VERSION:
+        method = data.get("method")
+        params = data.get("params")
+        fields: dict[str, Any]
+        if type(method) is str and (params is None or type(params) is dict) and len(data) <= 4:
+            fields = {"jsonrpc": _VERSION, "method": method}
+            if "params" in data:
+                fields["params"] = params
+            if "id" not in data:
+                return types.JSONRPCNotification.model_construct(**fields)
+            if _is_id(data["id"]):
+                return types.JSONRPCRequest.model_construct(id=data["id"], **fields)
+        elif len(data) == 3 and type(data.get("result")) is dict and _is_id(data.get("id")):
+            return types.JSONRPCResponse.model_construct(jsonrpc=_VERSION, id=data["id"], result=data["result"])
+    return types.jsonrpc_message_adapter.validate_json(line, by_name=False)
