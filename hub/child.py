@@ -31,6 +31,7 @@ from mcp.shared.exceptions import MCPError
 from pydantic import TypeAdapter
 
 from hub.config import ServerConfig
+from hub.eras import check_child_era, client_mode, follow_changes, is_modern
 from hub.transports import StdioProcess, describe_exit, url_transport
 
 # Results are kept as the raw JSON the child sent: nothing is lost, and nothing is re-validated into models.
@@ -167,16 +168,21 @@ class Child:
     async def set_log_level(self, level: types.LoggingLevel) -> None:
         self.log_level = level
         client = self._client
-        if client is not None and self._supports("logging"):
+        if client is not None and self._supports("logging") and not is_modern(client.protocol_version):
             await client.session.set_logging_level(level)
 
     async def roots_changed(self) -> None:
         client = self._client
-        if client is not None:
+        if client is not None and not is_modern(client.protocol_version):  # no roots at 2026-07-28
             await client.session.send_roots_list_changed()
 
     def request_restart(self) -> None:
         self._restart.set()
+
+    @property
+    def protocol_version(self) -> str | None:
+        client = self._client
+        return client.protocol_version if client is not None else None
 
     @property
     def capabilities(self) -> types.ServerCapabilities | None:
@@ -231,6 +237,7 @@ class Child:
         try:
             with anyio.CancelScope(deadline=anyio.current_time() + self.config.connect_timeout) as deadline:
                 async with self._connect() as client, anyio.create_task_group() as tg:
+                    check_child_era(self.config.protocol, client)
                     await self._load_all(client)
                     deadline.deadline = math.inf
                     self._client = client
@@ -250,9 +257,10 @@ class Child:
                         prompts=len(self.listing.prompts),
                     )
                     await self.observer.listing_changed(self)
-                    if self.log_level is not None and self._supports("logging"):
-                        await client.session.set_logging_level(self.log_level)
+                    if self.log_level is not None:
+                        await self.set_log_level(self.log_level)
                     tg.start_soon(self._refresh_on_change, client)
+                    tg.start_soon(follow_changes, self.name, client)  # 2026 children: list_changed via listen
                     await self._until_connection_ends(client)
                     tg.cancel_scope.cancel()
             if deadline.cancelled_caught:
@@ -289,7 +297,7 @@ class Child:
             transport = url_transport(self.config)
         client = Client(
             transport,
-            mode=self.config.protocol,
+            mode=client_mode(self.config.protocol),
             cache=None,
             client_info=HUB_INFO,
             read_timeout_seconds=self.config.connect_timeout,  # initialize and listings; calls pass `timeout`

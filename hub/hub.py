@@ -18,9 +18,11 @@ import mcp_types as types
 import structlog
 
 from hub import __version__
+from hub.bridge import Bridges
 from hub.child import Child
 from hub.config import LoadedConfig
 from hub.hosts import HostConnections
+from hub.lanes import LanePool
 from hub.naming import expose_uri
 from hub.registry import Namespace, build_namespace
 from hub.relay import forward_child_log, forward_child_request
@@ -50,6 +52,8 @@ class Hub:
         }
         self.namespace = Namespace()
         self.hosts = HostConnections()
+        self.lanes = LanePool()  # per-host-session connections of `sessions: per-host` children
+        self.bridges = Bridges()  # handshake-era children's calls parked for 2026 hosts' input rounds
         self.router = Router(self)
         self.started = time.monotonic()
         self._log = structlog.get_logger("hub")
@@ -60,6 +64,8 @@ class Hub:
     async def running(self) -> AsyncIterator[Hub]:
         async with anyio.create_task_group() as tg:
             tg.start_soon(self.hosts.run)
+            tg.start_soon(self.lanes.run)
+            tg.start_soon(self.bridges.run)
             for child in self.children.values():
                 tg.start_soon(child.run)
             self._log.info("hub_started", config=str(self.loaded.path), children=list(self.children))

@@ -25,8 +25,11 @@ from mcp.server.context import ServerRequestContext
 from mcp.shared.dispatcher import ProgressFnT
 from mcp.shared.exceptions import MCPError
 
-from hub.child import Child, ChildUnavailable
+from hub.child import Child, ChildState, ChildUnavailable
+from hub.eras import child_log_level, drive_input_rounds, is_input_required, is_modern, strip_child_stamp
+from hub.lanes import Lane
 from hub.naming import expose_uri, map_uris
+from hub.relay import ask_host, session_of
 
 if TYPE_CHECKING:
     from hub.hub import Hub
@@ -125,7 +128,7 @@ class Router:
             child, uri = self._resource_owner(call, str(params.uri))
             if self._hub.hosts.subscribe(ctx.session._connection, str(params.uri)):
                 request = types.SubscribeRequest(params=types.SubscribeRequestParams(uri=uri))
-                await self._forward_or_raise(ctx, child, request, call)
+                await self._forward_or_raise(ctx, child, request, call, shared=True)
             return {}
 
     async def unsubscribe(self, ctx: ServerRequestContext[Any, Any], params: types.UnsubscribeRequestParams) -> Any:
@@ -134,7 +137,7 @@ class Router:
             child, uri = self._resource_owner(call, str(params.uri))
             if self._hub.hosts.unsubscribe(ctx.session._connection, str(params.uri)):
                 request = types.UnsubscribeRequest(params=types.UnsubscribeRequestParams(uri=uri))
-                await self._forward_or_raise(ctx, child, request, call)
+                await self._forward_or_raise(ctx, child, request, call, shared=True)
             return {}
 
     async def get_prompt(self, ctx: ServerRequestContext[Any, Any], params: types.GetPromptRequestParams) -> Any:
@@ -191,19 +194,57 @@ class Router:
         raise MCPError(code=types.INVALID_PARAMS, message=call.error_message)
 
     async def _forward_or_raise(
-        self, ctx: ServerRequestContext[Any, Any], child: Child, request: Any, call: _Call
+        self, ctx: ServerRequestContext[Any, Any], child: Child, request: Any, call: _Call, *, shared: bool = False
     ) -> dict[str, Any]:
         try:
-            return await self._forward(ctx, child, request)
+            return await self._forward(ctx, child, request, shared=shared)
         except _Failure as failure:
             call.outcome, call.error_code, call.error_message = failure.outcome, failure.code, failure.message
             raise MCPError(code=failure.code, message=failure.message, data=failure.data) from None
 
-    async def _forward(self, ctx: ServerRequestContext[Any, Any], child: Child, request: Any) -> dict[str, Any]:
+    async def _forward(
+        self, ctx: ServerRequestContext[Any, Any], child: Child, request: Any, *, shared: bool = False
+    ) -> dict[str, Any]:
+        """Send a host request to the child on the right connection and bridge the eras on the way.
+
+        `shared` forces the child's shared connection (subscriptions, which outlive any one session's lane).
+        """
         progress = _progress_relay(ctx)
-        child.inflight.append(ctx)
         try:
-            return await child.request(request, progress=progress)
+            target: Child | Lane = child if shared else await self._target(ctx, child)
+        except ChildUnavailable as exc:
+            raise _Failure("unavailable", types.INTERNAL_ERROR, str(exc), {"server": child.name}) from None
+        if is_modern(target.protocol_version):
+            level = child_log_level(ctx.protocol_version, ctx.meta, child.log_level)
+            if level is not None:
+                request = _with_params(request, meta={**(request.params.meta or {}), types.LOG_LEVEL_META_KEY: level})
+        bridged = is_modern(ctx.protocol_version) and not is_modern(target.protocol_version) and _takes_input(request)
+        if not bridged:
+            target.inflight.append(ctx)
+        try:
+            if bridged:
+                # A 2026 host, a handshake-era child: the child's requests become input-required rounds.
+                plain = _with_params(request, input_responses=None, request_state=None)
+
+                async def send(progress_fn: ProgressFnT) -> dict[str, Any]:
+                    return await target.request(plain, progress=progress_fn)
+
+                result = await self._hub.bridges.call(
+                    ctx, child.name, target.inflight, request.params, child.config.timeout, send
+                )
+                return result
+            result = await target.request(request, progress=progress)
+            if is_input_required(result) and not is_modern(ctx.protocol_version):
+                # A handshake-era host cannot take an input-required result: the hub asks it for real.
+                async def ask(input_request: types.ServerRequest) -> Any:
+                    return await ask_host(ctx, input_request, child.name)
+
+                async def resend(responses: dict[str, Any], state: str | None) -> dict[str, Any]:
+                    again = _with_params(request, input_responses=responses, request_state=state)
+                    return await target.request(again, progress=progress)
+
+                result = await drive_input_rounds(result, ask, resend)
+            return strip_child_stamp(result)
         except ChildUnavailable as exc:
             raise _Failure("unavailable", types.INTERNAL_ERROR, str(exc), {"server": child.name}) from None
         except MCPError as exc:
@@ -216,7 +257,22 @@ class Router:
                 raise _Failure("unavailable", types.INTERNAL_ERROR, message, {"server": child.name}) from None
             raise _Failure("error", error.code, f"{child.name}: {error.message}", error.data) from None
         finally:
-            child.inflight.remove(ctx)
+            if not bridged:
+                target.inflight.remove(ctx)
+
+    async def _target(self, ctx: ServerRequestContext[Any, Any], child: Child) -> Child | Lane:
+        """The connection for this host request: the host session's own lane for `sessions: per-host` children.
+
+        2026-07-28 hosts have no session (every request stands alone) and cannot receive child requests, so
+        they use the shared connection; so does every request while the child is not ready (it fails there).
+        """
+        if (
+            child.config.sessions == "per-host"
+            and child.state is ChildState.READY
+            and not is_modern(ctx.protocol_version)
+        ):
+            return await self._hub.lanes.lane_for(child, session_of(ctx))
+        return child
 
     @contextmanager
     def _logged(self, ctx: ServerRequestContext[Any, Any], call: _Call) -> Iterator[None]:
@@ -262,6 +318,16 @@ class _Failure(Exception):
 def _session_id(ctx: ServerRequestContext[Any, Any]) -> str:
     connection = ctx.session._connection
     return connection.session_id or f"conn-{id(connection):x}"
+
+
+def _takes_input(request: Any) -> bool:
+    """Requests whose result may be input-required (2026-07-28): tools/call, prompts/get, resources/read."""
+    return isinstance(request.params, types.InputResponseRequestParams)
+
+
+def _with_params(request: Any, **update: Any) -> Any:
+    """A copy of `request` with some of its params replaced (the original stays as the host sent it)."""
+    return request.model_copy(update={"params": request.params.model_copy(update=update)})
 
 
 def _progress_relay(ctx: ServerRequestContext[Any, Any]) -> ProgressFnT | None:
