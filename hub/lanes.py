@@ -253,6 +253,19 @@ class LanePool:
             if self._lanes.get(key) is lane:
                 del self._lanes[key]
 
+    async def set_log_level(self, owner: Connection, level: types.LoggingLevel) -> None:
+        """A host session's logging/setLevel also reaches its own lanes (the shared connections get it from the hub)."""
+        for (_, session), lane in list(self._lanes.items()):
+            client = lane._client
+            if session is owner and client is not None and not is_modern(client.protocol_version):
+                caps = client.session.server_capabilities
+                if caps is not None and caps.logging is not None:
+                    try:
+                        with anyio.fail_after(5.0):
+                            await client.session.set_logging_level(level)
+                    except (MCPError, TimeoutError) as exc:
+                        _log.warning("lane_set_level_failed", child=lane.child.name, error=str(exc))
+
     async def roots_changed(self, owner: Connection) -> None:
         """A host session's roots changed: tell its own lanes (the shared connections are told by the hub)."""
         for (_, session), lane in list(self._lanes.items()):

@@ -105,11 +105,13 @@ async def ask_host(ctx: HostRequest, request: types.ServerRequest, server: str) 
     """Send one child-to-host request on the stream of host request `ctx`; an `ErrorData` if that cannot be done."""
     capability, kind = _NEEDS[type(request)]
     if ctx.protocol_version in MODERN_PROTOCOL_VERSIONS:
+        # Reached only for requests that cannot carry input-required rounds (tools/call, prompts/get and
+        # resources/read are bridged by bridge.py), e.g. a sampling request during completion/complete.
         return types.ErrorData(
             code=types.INVALID_REQUEST,
-            message=f"hub: server '{server}' sent a {kind} request, but the host speaks {ctx.protocol_version}, "
-            "which has no server-to-client requests; give the server 'protocol: auto' if it supports 2026-07-28 "
-            "(its requests then reach the host as input-required rounds), or use a handshake-era host",
+            message=f"hub: server '{server}' sent a {kind} request during a {ctx.method} request of a host that "
+            f"speaks {ctx.protocol_version}, which has no server-to-client requests and no input-required round "
+            f"for {ctx.method}",
         )
     if not ctx.session.check_client_capability(capability):
         return types.ErrorData(

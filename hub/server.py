@@ -94,6 +94,7 @@ def build_server(hub: Hub) -> HubServer:
         track(ctx)
         with anyio.move_on_after(SET_LEVEL_TIMEOUT):
             await hub.set_log_level(params.level)
+            await hub.lanes.set_log_level(ctx.session._connection, params.level)  # that session's own connections
         return {}
 
     async def on_initialized(ctx: ServerRequestContext[Any, Any], params: types.NotificationParams | None) -> None:

@@ -223,3 +223,11 @@ async def test_max_sessions_bounds_the_connections_of_a_per_host_child(hub: Hub)
             assert text_of(await call(client, "lane_echo", {"text": "in"})) == "in"
         refused = await call(c5, "lane_echo", {"text": "out"})
     assert refused["isError"] is True and "max_sessions" in text_of(refused)
+
+
+async def test_a_sessions_log_level_reaches_its_own_connection(hub: Hub) -> None:
+    async with connect_host(hub.url) as client:
+        await call(client, "lane_echo", {"text": "open my lane"})
+        await client.set_logging_level("error")
+        state = await call(client, "lane_state")
+        assert state["structuredContent"]["log_level"] == "error"
