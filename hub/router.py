@@ -244,6 +244,8 @@ class Router:
                     return await target.request(again, progress=progress)
 
                 result = await drive_input_rounds(result, ask, resend)
+            if progress is not None:
+                await progress.drain()
             return strip_child_stamp(result)
         except ChildUnavailable as exc:
             raise _Failure("unavailable", types.INTERNAL_ERROR, str(exc), {"server": child.name}) from None
@@ -330,12 +332,44 @@ def _with_params(request: Any, **update: Any) -> Any:
     return request.model_copy(update={"params": request.params.model_copy(update=update)})
 
 
-def _progress_relay(ctx: ServerRequestContext[Any, Any]) -> ProgressFnT | None:
-    """Progress from the child, re-emitted under the host's own token (None if the host asked for none)."""
+# Upper bound on waiting for progress notifications still being relayed when the child's result arrives.
+PROGRESS_DRAIN = 1.0
+
+
+class _ProgressRelay:
+    """Progress from the child, re-emitted under the host's own token.
+
+    The SDK handles each incoming notification in a task of its own, so the child's last progress can still
+    be on its way to the host when the child's result (read after it) is already back. `drain` lets it land
+    first (bounded), else a host may get the result before the last progress, or lose it when the response
+    closes the request's stream.
+    """
+
+    def __init__(self, ctx: ServerRequestContext[Any, Any]) -> None:
+        self._ctx = ctx
+        self._busy = 0
+        self._idle = anyio.Event()
+        self._idle.set()
+
+    async def __call__(self, progress: float, total: float | None, message: str | None) -> None:
+        if self._busy == 0:
+            self._idle = anyio.Event()
+        self._busy += 1
+        try:
+            await self._ctx.session.report_progress(progress, total, message)
+        finally:
+            self._busy -= 1
+            if self._busy == 0:
+                self._idle.set()
+
+    async def drain(self) -> None:
+        await anyio.lowlevel.checkpoint()  # a notification read before the result has its task scheduled by now
+        with anyio.move_on_after(PROGRESS_DRAIN):
+            await self._idle.wait()
+
+
+def _progress_relay(ctx: ServerRequestContext[Any, Any]) -> _ProgressRelay | None:
+    """A relay if the host asked for progress (it sent a token), else None: the child then gets no token."""
     if not ctx.meta or ctx.meta.get("progress_token") is None:
         return None
-
-    async def relay(progress: float, total: float | None, message: str | None) -> None:
-        await ctx.session.report_progress(progress, total, message)
-
-    return relay
+    return _ProgressRelay(ctx)
