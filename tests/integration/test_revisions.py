@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import AsyncIterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -26,6 +26,7 @@ from tests.conftest import (
     WAIT,
     Host,
     connect_host,
+    hub_params,
     python_child,
     serve_hub_http,
     wait_for_file,
@@ -42,9 +43,13 @@ SCHEMA = {"type": "object", "properties": {"name": {"type": "string"}}, "require
 
 @dataclass
 class Hub:
-    url: str
+    """One hub for the module: over HTTP (a new host session per test) or stdio (one host process per era)."""
+
+    front: str
+    url: str | None
     log_file: Path
     tmp: Path
+    stdio_hosts: dict[str, tuple[Client, Host]] = field(default_factory=dict)
 
 
 @dataclass
@@ -72,20 +77,43 @@ class Cell:
         return result
 
 
-@pytest.fixture(scope="module")
-async def hub(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[Hub]:
-    tmp = tmp_path_factory.mktemp("revisions")
+@pytest.fixture(scope="module", params=["http", "stdio"])
+async def hub(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[Hub]:
+    front: str = request.param
+    tmp = tmp_path_factory.mktemp(f"revisions-{front}")
     servers = {
         "k25": {**python_child("tests.children.kitchen", "--name", "k25"), "protocol": "legacy"},
         "k26": {**python_child("tests.children.kitchen", "--name", "k26"), "protocol": MODERN},
     }
     config = write_config(tmp, servers)
     log_file = tmp / "hub.log"
-    async with serve_hub_http(config, log_file) as url:
-        watcher = Host()
-        async with connect_host(url, watcher) as probe:
-            await wait_for_tools(probe, watcher, {"k25_echo", "k26_echo"})
-        yield Hub(url, log_file, tmp)
+    expected = {"k25_echo", "k26_echo"}
+    if front == "http":
+        async with serve_hub_http(config, log_file) as url:
+            watcher = Host()
+            async with connect_host(url, watcher) as probe:
+                await wait_for_tools(probe, watcher, expected)
+            yield Hub(front, url, log_file, tmp)
+        return
+    old, new = Host(), Host()
+    async with (
+        connect_host(hub_params(config, log_file), old, mode="legacy") as old_client,
+        connect_host(hub_params(config, tmp / "hub-2026.log"), new, mode=MODERN, log_level="debug") as new_client,
+    ):
+        await wait_for_tools(old_client, old, expected)
+        await wait_for_tools_listening(new_client, expected)
+        yield Hub(front, None, log_file, tmp, {"legacy": (old_client, old), MODERN: (new_client, new)})
+
+
+async def wait_for_tools_listening(client: Client, names: set[str]) -> None:
+    """A 2026 host's wait_for_tools: it hears list_changed only on subscriptions/listen."""
+    with anyio.fail_after(WAIT):
+        async with client.listen(tools_list_changed=True) as subscription:
+            if names <= {t.name for t in (await client.list_tools()).tools}:
+                return
+            async for _event in subscription:
+                if names <= {t.name for t in (await client.list_tools()).tools}:
+                    return
 
 
 CELLS = [("legacy", "k25"), ("legacy", "k26"), (MODERN, "k25"), (MODERN, "k26")]
@@ -95,7 +123,15 @@ IDS = ["host2025-child2025", "host2025-child2026", "host2026-child2025", "host20
 @pytest.fixture(params=CELLS, ids=IDS)
 async def cell(request: pytest.FixtureRequest, hub: Hub) -> AsyncIterator[Cell]:
     host_mode, child = request.param
-    host = Host(sampling_answer=f"sampled for {host_mode}/{child}")
+    answer = f"sampled for {host_mode}/{child}"
+    if hub.url is None:  # stdio: the module's host of that era, its records cleared
+        client, host = hub.stdio_hosts[host_mode]
+        for records in (host.notifications, host.logs, host.sampled, host.elicited):
+            records.clear()
+        host.sampling_answer = answer
+        yield Cell(host_mode, child, client, host)
+        return
+    host = Host(sampling_answer=answer)
     # A 2026 host opts in to logs per request; a 2025 host uses logging/setLevel (in test_logs).
     log_level: types.LoggingLevel | None = "debug" if host_mode != "legacy" else None
     async with connect_host(hub.url, host, mode=host_mode, log_level=log_level) as client:
@@ -161,7 +197,7 @@ async def test_logs(cell: Cell) -> None:
 
 
 async def test_cancellation(cell: Cell, hub: Hub) -> None:
-    marker = hub.tmp / f"cancel-{cell.host_mode}-{cell.child}"
+    marker = hub.tmp / f"cancel-{cell.host_mode}-{cell.child}-{len(list(hub.tmp.iterdir()))}"
     async with anyio.create_task_group() as tg:
         tg.start_soon(cell.call, "wait_for_cancel", {"marker": str(marker), "seconds": WAIT})
         await wait_for_file(Path(f"{marker}.started"))
