@@ -257,3 +257,16 @@ async def test_an_unknown_round_is_refused_clearly(cell: Cell) -> None:
     with pytest.raises(MCPError) as raised:
         await cell.client.session.send_request(types.CallToolRequest(params=params), RAW)
     assert "unknown or expired" in raised.value.error.message
+
+
+async def test_a_host_without_the_capability_is_not_asked(cell: Cell, hub: Hub) -> None:
+    """The child gets a clear error instead (a 2026 host gets a 2026 child's round and refuses it itself)."""
+    if hub.url is None:
+        pytest.skip("one HTTP session per capability set is enough")
+    if cell.modern_host and cell.modern_child:
+        pytest.skip("the round passes through; the host's own SDK refuses what it cannot do")
+    async with connect_host(hub.url, mode=cell.host_mode, capabilities=False) as bare:
+        params = types.CallToolRequestParams(name=cell.tool("sample"), arguments={"prompt": "hi"})
+        with pytest.raises(MCPError) as raised:
+            await bare.session.send_request(types.CallToolRequest(params=params), RAW)
+    assert "did not declare the sampling capability" in raised.value.error.message

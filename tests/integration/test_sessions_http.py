@@ -211,6 +211,13 @@ async def test_a_hosts_roots_list_changed_reaches_the_children(hub: Hub) -> None
 async def test_max_sessions_bounds_the_connections_of_a_per_host_child(hub: Hub) -> None:
     async with connect_host(hub.url) as probe:
         await call(probe, "lane_echo", {"text": "x"})
+
+    def lanes_of_ended_sessions_closed(_: dict[str, Any]) -> bool:
+        opened = {e["host_session"] for e in log_events(hub.log_file, "lane_open") if e["child"] == "lane"}
+        closed = {e["host_session"] for e in log_events(hub.log_file, "lane_closed") if e["child"] == "lane"}
+        return opened <= closed
+
+    await wait_for_log(hub.log_file, "lane_closed", lanes_of_ended_sessions_closed)
     # Four (max_sessions) at once are served; a fifth is told why it is not.
     async with (
         connect_host(hub.url) as c1,
