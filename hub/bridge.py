@@ -48,9 +48,10 @@ class _Slot:
 class ParkedCall(Waiting):
     """A child call made for a 2026 host, kept running between the host's rounds."""
 
-    def __init__(self, server: str, first: HostRequest, ttl: float) -> None:
+    def __init__(self, server: str, target: str | None, first: HostRequest, ttl: float) -> None:
         self.token = secrets.token_urlsafe(16)
         self.server = server
+        self.target = target  # the child's tool or prompt name, or resource URI: a round resumes only its own call
         self.first = first  # its connection holds the capabilities the host declared
         self.ttl = ttl
         self.current: HostRequest | None = None
@@ -161,16 +162,17 @@ class Bridges:
             MCPError: the round's token is unknown or expired, or the child call failed.
         """
         state: str | None = params.request_state
+        target: str | None = getattr(params, "name", None) or getattr(params, "uri", None)
         if state is not None and state.startswith(PREFIX):
             parked = self._calls.get(state.removeprefix(PREFIX))
-            if parked is None:
+            if parked is None or (parked.server, parked.target) != (server, target):
                 raise MCPError(
                     code=types.INVALID_PARAMS,
                     message=f"hub: this input-required round of server '{server}' is unknown or expired; call again",
                 )
             parked.deliver(dict(params.input_responses or {}))
         else:
-            parked = ParkedCall(server, ctx, ttl)
+            parked = ParkedCall(server, target, ctx, ttl)
             self._calls[parked.token] = parked
             with anyio.fail_after(ttl):
                 await self._started.wait()

@@ -257,6 +257,19 @@ async def test_an_unknown_round_is_refused_clearly(cell: Cell) -> None:
     with pytest.raises(MCPError) as raised:
         await cell.client.session.send_request(types.CallToolRequest(params=params), RAW)
     assert "unknown or expired" in raised.value.error.message
+    # A real round's state resumes only its own call, not another tool's.
+    first = await cell.call("sample", {"prompt": "hi"})
+    other = types.CallToolRequestParams(name=cell.tool("echo"), arguments={"text": "x"}, input_responses={},
+                                        request_state=first["requestState"])
+    with pytest.raises(MCPError) as raised:
+        await cell.client.session.send_request(types.CallToolRequest(params=other), RAW)
+    assert "unknown or expired" in raised.value.error.message
+    # Finish the parked call (it would otherwise stay in flight on the shared connection until its timeout).
+    (key,) = first["inputRequests"]
+    answer = types.CreateMessageResult(role="assistant", content=types.TextContent(text="done"), model="m")
+    own = types.CallToolRequestParams(name=cell.tool("sample"), arguments={"prompt": "hi"},
+                                      input_responses={key: answer}, request_state=first["requestState"])
+    assert text_of(await cell.client.session.send_request(types.CallToolRequest(params=own), RAW)) == "done"
 
 
 async def test_a_host_without_the_capability_is_not_asked(cell: Cell, hub: Hub) -> None:
