@@ -31,6 +31,7 @@ from mcp.shared.exceptions import MCPError
 from pydantic import TypeAdapter
 
 from hub.config import ServerConfig
+from hub.eras import check_child_era, client_mode, follow_changes, is_modern
 from hub.transports import ProcessGroups, StdioProcess, describe_exit, url_transport
 
 # Results are kept as the raw JSON the child sent: nothing is lost, and nothing is re-validated into models.
@@ -100,6 +101,43 @@ _LIST_METHODS: dict[str, tuple[Callable[[types.PaginatedRequestParams | None], A
 }
 
 
+async def send_with_deadline(
+    client: Client,
+    request: types.ClientRequest | types.Request[Any, Any],
+    server: str,
+    config: ServerConfig,
+    relay: ProgressFnT | None,
+    window_s: float,
+) -> dict[str, Any]:
+    """Send one request; each progress notification moves the deadline to `window_s` from now, up to max_timeout.
+
+    Raises:
+        RequestTimedOut: no answer before the deadline (leaving the scope abandons the request, and the SDK sends
+            the child notifications/cancelled).
+        MCPError: the child answered with an error, or its connection closed.
+    """
+    began = anyio.current_time()
+    ceiling = began + max(config.max_timeout, window_s)
+    with anyio.CancelScope(deadline=began + window_s) as deadline:
+
+        async def on_progress(progress: float, total: float | None, message: str | None) -> None:
+            deadline.deadline = min(anyio.current_time() + window_s, ceiling)
+            if relay is not None:
+                await relay(progress, total, message)
+
+        result: dict[str, Any] = await client.session.send_request(
+            request,
+            RAW_RESULT,
+            request_read_timeout_seconds=ceiling - began + 1,  # a backstop; the scope decides
+            progress_callback=on_progress,
+        )
+        return result
+    raise RequestTimedOut(
+        f"server '{server}' did not answer within {anyio.current_time() - began:.3g}s "
+        f"(timeout {window_s:g}s); the request was cancelled"
+    )
+
+
 @dataclass
 class Child:
     name: str
@@ -163,33 +201,14 @@ class Child:
                 "waiting; try again, or raise max_concurrency / max_queue in servers.yaml"
             )
         timeout = timeout_s or config.timeout
-        relay = progress
+        relay = progress  # the name `progress` is the SDK callback's parameter below
         self._waiting += 1
         try:
             await self._limiter.acquire()
         finally:
             self._waiting -= 1
         try:
-            began = anyio.current_time()
-            ceiling = began + max(config.max_timeout, timeout)
-            with anyio.CancelScope(deadline=began + timeout) as deadline:
-
-                async def on_progress(progress: float, total: float | None, message: str | None) -> None:
-                    deadline.deadline = min(anyio.current_time() + timeout, ceiling)
-                    if relay is not None:
-                        await relay(progress, total, message)
-
-                result: dict[str, Any] = await client.session.send_request(
-                    request,
-                    RAW_RESULT,
-                    request_read_timeout_seconds=ceiling - began + 1,  # a backstop; the scope decides
-                    progress_callback=on_progress,
-                )
-                return result
-            raise RequestTimedOut(
-                f"server '{self.name}' did not answer within {anyio.current_time() - began:.3g}s "
-                f"(timeout {timeout:g}s); the request was cancelled"
-            )
+            return await send_with_deadline(client, request, self.name, config, relay, timeout)
         finally:
             self._limiter.release()
 
@@ -220,16 +239,21 @@ class Child:
     async def set_log_level(self, level: types.LoggingLevel) -> None:
         self.log_level = level
         client = self._client
-        if client is not None and self._supports("logging"):
+        if client is not None and self._supports("logging") and not is_modern(client.protocol_version):
             await client.session.set_logging_level(level)
 
     async def roots_changed(self) -> None:
         client = self._client
-        if client is not None:
+        if client is not None and not is_modern(client.protocol_version):  # no roots at 2026-07-28
             await client.session.send_roots_list_changed()
 
     def request_restart(self) -> None:
         self._restart.set()
+
+    @property
+    def protocol_version(self) -> str | None:
+        client = self._client
+        return client.protocol_version if client is not None else None
 
     @property
     def capabilities(self) -> types.ServerCapabilities | None:
@@ -284,6 +308,7 @@ class Child:
         try:
             with anyio.CancelScope(deadline=anyio.current_time() + self.config.connect_timeout) as deadline:
                 async with self._connect() as client, anyio.create_task_group() as tg:
+                    check_child_era(self.config.protocol, client)
                     await self._load_all(client)
                     deadline.deadline = math.inf
                     self._client = client
@@ -305,9 +330,10 @@ class Child:
                         prompts=len(self.listing.prompts),
                     )
                     await self.observer.listing_changed(self)
-                    if self.log_level is not None and self._supports("logging"):
-                        await client.session.set_logging_level(self.log_level)
+                    if self.log_level is not None:
+                        await self.set_log_level(self.log_level)
                     tg.start_soon(self._refresh_on_change, client)
+                    tg.start_soon(follow_changes, self.name, client)  # 2026 children: list_changed via listen
                     await self._until_connection_ends(client)
                     tg.cancel_scope.cancel()
             if deadline.cancelled_caught:
@@ -344,7 +370,7 @@ class Child:
             transport = url_transport(self.config)
         client = Client(
             transport,
-            mode=self.config.protocol,
+            mode=client_mode(self.config.protocol),
             cache=None,
             client_info=HUB_INFO,
             read_timeout_seconds=self.config.connect_timeout,  # initialize and listings; calls pass `timeout`

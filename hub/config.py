@@ -26,6 +26,10 @@ TransportKind = Literal["stdio", "streamable-http", "sse"]
 # Which protocol era the hub speaks to a child. "legacy" (handshake era) is the default because it carries
 # server->client requests and unsolicited notifications that a hub forwards (see docs/protocols.md).
 ChildProtocol = Literal["legacy", "auto", "2026-07-28"]
+# How host sessions share a child (docs/protocols.md, "Which host request a child's request belongs to"):
+# "shared" = one connection for all; "per-host" = each handshake-era host session gets its own connection.
+SessionMode = Literal["shared", "per-host"]
+DEFAULT_MAX_SESSIONS = 16
 
 DEFAULT_REQUEST_TIMEOUT = 120.0
 DEFAULT_CONNECT_TIMEOUT = 60.0
@@ -64,6 +68,12 @@ class ServerConfig(_Strict):
     enabled: bool = True
     tools: ToolFilter = ToolFilter()
     protocol: ChildProtocol = "legacy"
+    sessions: SessionMode = Field(
+        default="shared", description="'per-host': one connection to this child per host session (exact routing)."
+    )
+    max_sessions: int = Field(
+        default=DEFAULT_MAX_SESSIONS, ge=1, description="With sessions: per-host, most connections open at once."
+    )
     timeout: float = Field(default=DEFAULT_REQUEST_TIMEOUT, gt=0, description="Seconds a request may take.")
     tool_timeouts: dict[str, PositiveFloat] = Field(
         default_factory=dict, description="Tool-name glob -> seconds; overrides `timeout` for matching tools."

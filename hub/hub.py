@@ -19,9 +19,11 @@ import structlog
 from anyio.abc import TaskGroup
 
 from hub import __version__
+from hub.bridge import Bridges
 from hub.child import Child, ChildState
 from hub.config import LoadedConfig, ServerConfig
 from hub.hosts import HostConnections
+from hub.lanes import LanePool
 from hub.naming import expose_uri
 from hub.registry import Namespace, build_namespace
 from hub.relay import forward_child_log, forward_child_request
@@ -48,6 +50,8 @@ class Hub:
         self.children: dict[str, Child] = {}
         self.namespace = Namespace()
         self.hosts = HostConnections()
+        self.lanes = LanePool()  # per-host-session connections of `sessions: per-host` children
+        self.bridges = Bridges()  # handshake-era children's calls parked for 2026 hosts' input rounds
         self.router = Router(self)
         self.started = time.monotonic()
         self._log = structlog.get_logger("hub")
@@ -64,6 +68,8 @@ class Hub:
             async with anyio.create_task_group() as tg:
                 self._task_group = tg
                 tg.start_soon(self.hosts.run)
+                tg.start_soon(self.lanes.run)
+                tg.start_soon(self.bridges.run)
                 self.children = {name: self._start(name, server) for name, server in self._enabled(self.loaded)}
                 self._log.info("hub_started", config=str(self.loaded.path), children=list(self.children))
                 try:

@@ -25,8 +25,11 @@ from mcp.server.context import ServerRequestContext
 from mcp.shared.dispatcher import ProgressFnT
 from mcp.shared.exceptions import MCPError
 
-from hub.child import Child, ChildBusy, ChildUnavailable, RequestTimedOut
+from hub.child import Child, ChildBusy, ChildState, ChildUnavailable, RequestTimedOut
+from hub.eras import child_log_level, drive_input_rounds, is_input_required, is_modern, strip_child_stamp
+from hub.lanes import Lane
 from hub.naming import expose_uri, map_uris
+from hub.relay import ask_host, session_of
 
 if TYPE_CHECKING:
     from hub.hub import Hub
@@ -94,7 +97,7 @@ class Router:
             )
             try:
                 result, call.bytes_out = await self._forward(
-                    ctx, child, request, child.config.timeout_for(route.original)
+                    ctx, child, request, timeout_s=child.config.timeout_for(route.original)
                 )
             except _Failure as failure:
                 call.outcome, call.error_code, call.error_message = failure.outcome, failure.code, failure.message
@@ -123,7 +126,7 @@ class Router:
             child, uri = self._resource_owner(call, str(params.uri))
             if self._hub.hosts.subscribe(ctx.session._connection, str(params.uri)):
                 request = types.SubscribeRequest(params=types.SubscribeRequestParams(uri=uri))
-                await self._forward_or_raise(ctx, child, request, call)
+                await self._forward_or_raise(ctx, child, request, call, shared=True)
             return {}
 
     async def unsubscribe(self, ctx: ServerRequestContext[Any, Any], params: types.UnsubscribeRequestParams) -> Any:
@@ -132,7 +135,7 @@ class Router:
             child, uri = self._resource_owner(call, str(params.uri))
             if self._hub.hosts.unsubscribe(ctx.session._connection, str(params.uri)):
                 request = types.UnsubscribeRequest(params=types.UnsubscribeRequestParams(uri=uri))
-                await self._forward_or_raise(ctx, child, request, call)
+                await self._forward_or_raise(ctx, child, request, call, shared=True)
             return {}
 
     async def get_prompt(self, ctx: ServerRequestContext[Any, Any], params: types.GetPromptRequestParams) -> Any:
@@ -187,24 +190,68 @@ class Router:
         raise MCPError(code=types.INVALID_PARAMS, message=call.error_message)
 
     async def _forward_or_raise(
-        self, ctx: ServerRequestContext[Any, Any], child: Child, request: Any, call: _Call
+        self, ctx: ServerRequestContext[Any, Any], child: Child, request: Any, call: _Call, *, shared: bool = False
     ) -> dict[str, Any]:
         try:
-            result, call.bytes_out = await self._forward(ctx, child, request)
+            result, call.bytes_out = await self._forward(ctx, child, request, shared=shared)
             return result
         except _Failure as failure:
             call.outcome, call.error_code, call.error_message = failure.outcome, failure.code, failure.message
             raise MCPError(code=failure.code, message=failure.message, data=failure.data) from None
 
     async def _forward(
-        self, ctx: ServerRequestContext[Any, Any], child: Child, request: Any, timeout_s: float | None = None
+        self,
+        ctx: ServerRequestContext[Any, Any],
+        child: Child,
+        request: Any,
+        *,
+        timeout_s: float | None = None,
+        shared: bool = False,
     ) -> tuple[dict[str, Any], int]:
-        """The child's raw result and its size in bytes (for the call log and max_result_bytes)."""
+        """Send a host request to the child on the right connection and bridge the eras on the way.
+
+        Returns the child's raw result and its size in bytes (for the call log and max_result_bytes).
+        `shared` forces the child's shared connection (subscriptions, which outlive any one session's lane).
+        """
         progress = _progress_relay(ctx)
         data = {"server": child.name}
-        child.inflight.append(ctx)
         try:
-            result = await child.request(request, progress=progress, timeout_s=timeout_s)
+            target: Child | Lane = child if shared else await self._target(ctx, child)
+        except ChildUnavailable as exc:
+            raise _Failure("unavailable", types.INTERNAL_ERROR, str(exc), data) from None
+        if is_modern(target.protocol_version):
+            level = child_log_level(ctx.protocol_version, ctx.meta, child.log_level)
+            if level is not None:
+                request = _with_params(request, meta={**(request.params.meta or {}), types.LOG_LEVEL_META_KEY: level})
+        bridged = is_modern(ctx.protocol_version) and not is_modern(target.protocol_version) and _takes_input(request)
+        if not bridged:
+            target.inflight.append(ctx)
+        try:
+            if bridged:
+                # A 2026 host, a handshake-era child: the child's requests become input-required rounds.
+                plain = _with_params(request, input_responses=None, request_state=None)
+
+                async def send(progress_fn: ProgressFnT) -> dict[str, Any]:
+                    return await target.request(plain, progress=progress_fn, timeout_s=timeout_s)
+
+                result = await self._hub.bridges.call(
+                    ctx, child.name, target.inflight, request.params, child.config.timeout, send
+                )
+            else:
+                result = await target.request(request, progress=progress, timeout_s=timeout_s)
+                if is_input_required(result) and not is_modern(ctx.protocol_version):
+                    # A handshake-era host cannot take an input-required result: the hub asks it for real.
+                    async def ask(input_request: types.ServerRequest) -> Any:
+                        return await ask_host(ctx, input_request, child.name)
+
+                    async def resend(responses: dict[str, Any], state: str | None) -> dict[str, Any]:
+                        again = _with_params(request, input_responses=responses, request_state=state)
+                        return await target.request(again, progress=progress, timeout_s=timeout_s)
+
+                    result = await drive_input_rounds(result, ask, resend)
+                if progress is not None:
+                    await progress.drain()
+                result = strip_child_stamp(result)
         except (ChildUnavailable, ChildBusy) as exc:
             raise _Failure("unavailable", types.INTERNAL_ERROR, str(exc), data) from None
         except RequestTimedOut as exc:
@@ -220,7 +267,8 @@ class Router:
                 raise _Failure("too_large", error.code, error.message, data) from None
             raise _Failure("error", error.code, f"{child.name}: {error.message}", error.data) from None
         finally:
-            child.inflight.remove(ctx)
+            if not bridged:
+                target.inflight.remove(ctx)
         size = _size(result)
         if size > child.config.max_result_bytes:
             message = (
@@ -229,6 +277,20 @@ class Router:
             )
             raise _Failure("too_large", types.INTERNAL_ERROR, message, data)
         return result, size
+
+    async def _target(self, ctx: ServerRequestContext[Any, Any], child: Child) -> Child | Lane:
+        """The connection for this host request: the host session's own lane for `sessions: per-host` children.
+
+        2026-07-28 hosts have no session (every request stands alone) and cannot receive child requests, so
+        they use the shared connection; so does every request while the child is not ready (it fails there).
+        """
+        if (
+            child.config.sessions == "per-host"
+            and child.state is ChildState.READY
+            and not is_modern(ctx.protocol_version)
+        ):
+            return await self._hub.lanes.lane_for(child, session_of(ctx))
+        return child
 
     @contextmanager
     def _logged(self, ctx: ServerRequestContext[Any, Any], call: _Call) -> Iterator[None]:
@@ -280,12 +342,54 @@ def _session_id(ctx: ServerRequestContext[Any, Any]) -> str:
     return connection.session_id or f"conn-{id(connection):x}"
 
 
-def _progress_relay(ctx: ServerRequestContext[Any, Any]) -> ProgressFnT | None:
-    """Progress from the child, re-emitted under the host's own token (None if the host asked for none)."""
+def _takes_input(request: Any) -> bool:
+    """Requests whose result may be input-required (2026-07-28): tools/call, prompts/get, resources/read."""
+    return isinstance(request.params, types.InputResponseRequestParams)
+
+
+def _with_params(request: Any, **update: Any) -> Any:
+    """A copy of `request` with some of its params replaced (the original stays as the host sent it)."""
+    return request.model_copy(update={"params": request.params.model_copy(update=update)})
+
+
+# Upper bound on waiting for progress notifications still being relayed when the child's result arrives.
+PROGRESS_DRAIN = 1.0
+
+
+class _ProgressRelay:
+    """Progress from the child, re-emitted under the host's own token.
+
+    The SDK handles each incoming notification in a task of its own, so the child's last progress can still
+    be on its way to the host when the child's result (read after it) is already back. `drain` lets it land
+    first (bounded), else a host may get the result before the last progress, or lose it when the response
+    closes the request's stream.
+    """
+
+    def __init__(self, ctx: ServerRequestContext[Any, Any]) -> None:
+        self._ctx = ctx
+        self._busy = 0
+        self._idle = anyio.Event()
+        self._idle.set()
+
+    async def __call__(self, progress: float, total: float | None, message: str | None) -> None:
+        if self._busy == 0:
+            self._idle = anyio.Event()
+        self._busy += 1
+        try:
+            await self._ctx.session.report_progress(progress, total, message)
+        finally:
+            self._busy -= 1
+            if self._busy == 0:
+                self._idle.set()
+
+    async def drain(self) -> None:
+        await anyio.lowlevel.checkpoint()  # a notification read before the result has its task scheduled by now
+        with anyio.move_on_after(PROGRESS_DRAIN):
+            await self._idle.wait()
+
+
+def _progress_relay(ctx: ServerRequestContext[Any, Any]) -> _ProgressRelay | None:
+    """A relay if the host asked for progress (it sent a token), else None: the child then gets no token."""
     if not ctx.meta or ctx.meta.get("progress_token") is None:
         return None
-
-    async def relay(progress: float, total: float | None, message: str | None) -> None:
-        await ctx.session.report_progress(progress, total, message)
-
-    return relay
+    return _ProgressRelay(ctx)

@@ -6,11 +6,13 @@ one item goes through the router. One `Server` serves both protocol eras on any 
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import anyio
 import mcp_types as types
 from mcp.server import NotificationOptions, Server, ServerRequestContext
+from mcp.server.caching import CacheHint
 from mcp.server.models import InitializationOptions
 from mcp.server.subscriptions import ListenHandler
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
@@ -22,6 +24,31 @@ if TYPE_CHECKING:
 
 # How long logging/setLevel waits for the slowest child before answering the host.
 SET_LEVEL_TIMEOUT = 5.0
+# 2026-07-28 results of cacheable methods must say how long they stay fresh. The hub's lists change whenever a
+# child's do, so they are stale at once (0 ms) and private to the host that asked; a child's own hints win.
+NO_CACHE: dict[Any, CacheHint] = {
+    method: CacheHint(ttl_ms=0, scope="private")
+    for method in ("tools/list", "prompts/list", "resources/list", "resources/templates/list", "resources/read")
+}
+
+P = TypeVar("P")
+Handler = Callable[[ServerRequestContext[Any, Any], P], Awaitable[Any]]
+
+
+def complete(handler: Handler[P]) -> Handler[P]:
+    """Mark the hub's raw-dict results `resultType: complete` unless they say otherwise.
+
+    2026-07-28 requires the field (the SDK's sieve rejects a result without it); a handshake-era child never
+    sends it, and the sieve drops it again toward a handshake-era host. Input-required results keep theirs.
+    """
+
+    async def wrapped(ctx: ServerRequestContext[Any, Any], params: P) -> Any:
+        result = await handler(ctx, params)
+        if isinstance(result, dict) and "resultType" not in result:
+            result = {**result, "resultType": "complete"}
+        return result
+
+    return wrapped
 
 
 class HubServer(Server[Any]):
@@ -67,6 +94,7 @@ def build_server(hub: Hub) -> HubServer:
         track(ctx)
         with anyio.move_on_after(SET_LEVEL_TIMEOUT):
             await hub.set_log_level(params.level)
+            await hub.lanes.set_log_level(ctx.session._connection, params.level)  # that session's own connections
         return {}
 
     async def on_initialized(ctx: ServerRequestContext[Any, Any], params: types.NotificationParams | None) -> None:
@@ -74,6 +102,7 @@ def build_server(hub: Hub) -> HubServer:
 
     async def on_roots_changed(ctx: ServerRequestContext[Any, Any], params: types.NotificationParams | None) -> None:
         await hub.roots_changed()
+        await hub.lanes.roots_changed(ctx.session._connection)  # that session's own per-host connections
 
     def input_schema(name: str) -> dict[str, Any] | None:
         route = hub.namespace.tool_routes.get(name)
@@ -92,17 +121,18 @@ def build_server(hub: Hub) -> HubServer:
         title="MCP hub",
         description="Aggregates many MCP servers behind one entry.",
         get_tool_input_schema=input_schema,
-        on_list_tools=list_tools,
-        on_call_tool=router.call_tool,
-        on_list_resources=list_resources,
-        on_list_resource_templates=list_templates,
-        on_read_resource=router.read_resource,
+        on_list_tools=complete(list_tools),
+        on_call_tool=complete(router.call_tool),
+        on_list_resources=complete(list_resources),
+        on_list_resource_templates=complete(list_templates),
+        on_read_resource=complete(router.read_resource),
         on_subscribe_resource=router.subscribe,
         on_unsubscribe_resource=router.unsubscribe,
         on_subscriptions_listen=ListenHandler(hub.hosts.bus),
-        on_list_prompts=list_prompts,
-        on_get_prompt=router.get_prompt,
-        on_completion=router.complete,
+        on_list_prompts=complete(list_prompts),
+        on_get_prompt=complete(router.get_prompt),
+        on_completion=complete(router.complete),
+        cache_hints=NO_CACHE,
     )
     server.add_request_handler("logging/setLevel", types.SetLevelRequestParams, set_level)
     server.add_notification_handler("notifications/initialized", types.NotificationParams, on_initialized)

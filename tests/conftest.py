@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import json
 import os
+import socket
+import subprocess
 import sys
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -59,6 +62,9 @@ class Host:
     elicited: list[types.ElicitRequestParams] = field(default_factory=list)
     changed: anyio.Event = field(default_factory=anyio.Event)
     sampling_answer: str = "host says hi"
+    elicit_answer: dict[str, Any] = field(default_factory=lambda: {"name": "Ada"})
+    # Awaited before answering a sampling or elicitation request (tests that need requests pending at once).
+    hold: Callable[[], Awaitable[None]] | None = None
 
     async def on_message(self, message: Any) -> None:
         if isinstance(message, Exception):
@@ -74,13 +80,23 @@ class Host:
 
     async def on_sampling(self, ctx: ClientRequestContext, params: types.CreateMessageRequestParams) -> Any:
         self.sampled.append(params)
+        self._tell()
+        if self.hold is not None:
+            await self.hold()
         return types.CreateMessageResult(
             role="assistant", content=types.TextContent(type="text", text=self.sampling_answer), model="test-model"
         )
 
     async def on_elicitation(self, ctx: ClientRequestContext, params: types.ElicitRequestParams) -> Any:
         self.elicited.append(params)
-        return types.ElicitResult(action="accept", content={"name": "Ada"})
+        self._tell()
+        if self.hold is not None:
+            await self.hold()
+        return types.ElicitResult(action="accept", content=self.elicit_answer)
+
+    def _tell(self) -> None:
+        self.changed.set()
+        self.changed = anyio.Event()
 
     async def on_roots(self, ctx: ClientRequestContext) -> Any:
         return types.ListRootsResult(roots=[types.Root(uri="file:///work/project", name="project")])
@@ -117,6 +133,87 @@ async def connect_hub(params: StdioServerParameters | Any, host: Host | None = N
     )
     async with client:
         yield client
+
+
+@asynccontextmanager
+async def connect_host(
+    target: StdioServerParameters | str,
+    host: Host | None = None,
+    *,
+    mode: str = "legacy",
+    log_level: types.LoggingLevel | None = None,
+    capabilities: bool = True,
+) -> AsyncIterator[Client]:
+    """A host of either era on the hub, over stdio (`StdioServerParameters`) or HTTP (a URL).
+
+    `capabilities=False` declares no sampling, elicitation or roots (no callbacks, so no capability).
+    """
+    host = host or Host()
+    callbacks: dict[str, Any] = (
+        {"sampling_callback": host.on_sampling, "elicitation_callback": host.on_elicitation,
+         "list_roots_callback": host.on_roots}
+        if capabilities else {}
+    )
+    client = Client(target, mode=mode, message_handler=host.on_message, logging_callback=host.on_log,
+                    read_timeout_seconds=WAIT, log_level=log_level, cache=None, **callbacks)
+    async with client:
+        yield client
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+        return port
+
+
+@asynccontextmanager
+async def serve_hub_http(config: Path, log_file: Path) -> AsyncIterator[str]:
+    """`hub serve --http` as a real subprocess; yields its /mcp URL once it accepts connections (bounded)."""
+    port = free_port()
+    args = [sys.executable, "-m", "hub", "serve", "--config", str(config), "--http", f"127.0.0.1:{port}",
+            "--log-file", str(log_file)]
+    with log_file.with_suffix(".err").open("wb") as err:
+        process = await anyio.open_process(args, cwd=REPO, stdout=subprocess.DEVNULL, stderr=err)
+        try:
+            with anyio.fail_after(WAIT):
+                while True:
+                    assert process.returncode is None, f"hub exited with {process.returncode} before listening"
+                    try:
+                        stream = await anyio.connect_tcp("127.0.0.1", port)
+                    except OSError:
+                        await anyio.sleep(0.05)  # another process binds it; no event exists
+                        continue
+                    await stream.aclose()
+                    break
+            yield f"http://127.0.0.1:{port}/mcp"
+        finally:
+            process.terminate()
+            with anyio.move_on_after(15):
+                await process.wait()
+            if process.returncode is None:
+                process.kill()
+                with anyio.CancelScope(shield=True), anyio.move_on_after(5):
+                    await process.wait()
+
+
+def log_events(log_file: Path, event: str) -> list[dict[str, Any]]:
+    """The hub's structured log lines of one kind."""
+
+
+    lines = log_file.read_text().splitlines() if log_file.exists() else []
+    return [e for e in (json.loads(line) for line in lines if line.startswith("{")) if e.get("event") == event]
+
+
+async def wait_for_log(log_file: Path, event: str, predicate: Callable[[dict[str, Any]], bool] = lambda e: True,
+                       limit: float = WAIT) -> dict[str, Any]:
+    """Bounded wait for a hub log line (another process writes it; no event exists)."""
+    with anyio.fail_after(limit):
+        while True:
+            found = [e for e in log_events(log_file, event) if predicate(e)]
+            if found:
+                return found[-1]
+            await anyio.sleep(0.05)
 
 
 @asynccontextmanager

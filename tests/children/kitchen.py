@@ -5,7 +5,7 @@ Serves both protocol eras (2025 handshake and 2026-07-28) over stdio by default;
 serves it over HTTP instead. See `_common.py` for the shared flags.
 
 Tools: echo, add, fail, boom, image, audio, link, meta, progress, wait_for_cancel, log, add_tool, touch, sample,
-elicit, roots, env, this.tool.has.dots, state (+ tools created by add_tool). Resources: kitchen://static/hello,
+elicit, roots, both, env, this.tool.has.dots, state (+ tools created by add_tool). Resources: kitchen://static/hello,
 kitchen://static/blob; template kitchen://items/{id}. Prompts: greet(name), plain.
 """
 
@@ -116,6 +116,7 @@ class Kitchen:
         self.dynamic: dict[str, types.Tool] = {}
         self.subscriptions: set[str] = set()
         self.log_level: str | None = None
+        self.roots_changed = 0
         self.server = ChildServer(
             name,
             version="1.0.0",
@@ -135,6 +136,9 @@ class Kitchen:
         )
         # add_request_handler, not on_set_logging_level=: the latter warns MCPDeprecationWarning.
         self.server.add_request_handler("logging/setLevel", types.SetLevelRequestParams, self.set_level)
+        self.server.add_notification_handler(
+            "notifications/roots/list_changed", types.NotificationParams, self.on_roots_changed
+        )
 
     # ---- tools ------------------------------------------------------------------------------------------
 
@@ -260,6 +264,9 @@ class Kitchen:
             pool = ITEM_IDS
         values = [v for v in pool if v.startswith(arg.value)]
         return types.CompleteResult(completion=types.Completion(values=values, total=len(values), has_more=False))
+
+    async def on_roots_changed(self, ctx: Ctx, params: types.NotificationParams | None) -> None:
+        self.roots_changed += 1
 
     async def set_level(self, ctx: Ctx, params: types.SetLevelRequestParams) -> types.EmptyResult:
         self.log_level = params.level
@@ -426,6 +433,51 @@ async def t_roots(k: Kitchen, ctx: Ctx, args: dict[str, Any], p: types.CallToolR
     return text_result(",".join(str(root.uri) for root in answer.roots))
 
 
+async def t_both(k: Kitchen, ctx: Ctx, args: dict[str, Any], p: types.CallToolRequestParams) -> ToolResult:
+    """Sampling and elicitation at the same time; returns 'SAMPLED|ACTION:CONTENT'."""
+    prompt, message = _arg(args, "prompt", str), _arg(args, "message", str)
+    messages = [types.SamplingMessage(role="user", content=text(prompt))]
+    schema: dict[str, Any] = {"type": "object", "properties": {"name": {"type": "string"}}, "required": ["name"]}
+    answers: dict[str, Any] = {}
+    if _is_modern(ctx):
+        asks: dict[str, types.InputRequest] = {
+            "sample": types.CreateMessageRequest(
+                params=types.CreateMessageRequestParams(messages=messages, max_tokens=50)
+            ),
+            "elicit": types.ElicitRequest(
+                params=types.ElicitRequestFormParams(message=message, requested_schema=schema)
+            ),
+        }
+        given = p.input_responses or {}
+        missing = {key: request for key, request in asks.items() if key not in given}
+        if missing:
+            return types.InputRequiredResult(input_requests=missing)
+        answers = dict(given)
+    else:
+
+        async def sample() -> None:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", MCPDeprecationWarning)
+                answers["sample"] = await ctx.session.create_message(
+                    messages, max_tokens=50, related_request_id=ctx.request_id
+                )
+
+        async def elicit() -> None:
+            answers["elicit"] = await ctx.session.elicit_form(message, schema, related_request_id=ctx.request_id)
+
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(sample)
+            tg.start_soon(elicit)
+    sampled, elicited = answers["sample"], answers["elicit"]
+    if not isinstance(sampled, types.CreateMessageResult | types.CreateMessageResultWithTools) or not isinstance(
+        elicited, types.ElicitResult
+    ):
+        raise MCPError(code=types.INVALID_PARAMS, message="both: input responses of the wrong kind")
+    block = sampled.content[0] if isinstance(sampled.content, list) else sampled.content
+    said = block.text if isinstance(block, types.TextContent) else "?"
+    return text_result(f"{said}|{elicited.action}:{json.dumps(elicited.content, sort_keys=True)}")
+
+
 def _input_response(
     params: types.CallToolRequestParams, key: str, request: types.InputRequest
 ) -> types.InputResponse | types.InputRequiredResult:
@@ -448,6 +500,7 @@ async def t_state(k: Kitchen, ctx: Ctx, args: dict[str, Any], p: types.CallToolR
         "log_level": k.log_level,
         "subscriptions": sorted(k.subscriptions),
         "dynamic_tools": sorted(k.dynamic),
+        "roots_changed": k.roots_changed,
         "protocol_version": ctx.protocol_version,
     }
     return types.CallToolResult(content=[text(json.dumps(state, sort_keys=True))], structured_content=state)
@@ -529,6 +582,13 @@ def _static_tools() -> list[ToolSpec]:
             t_elicit,
         ),
         _tool("roots", "Roots", "Lists the client's roots, comma-separated.", _schema({}), t_roots),
+        _tool(
+            "both",
+            "Both",
+            "Asks the client for sampling and elicitation at the same time; returns 'SAMPLED|ACTION:CONTENT'.",
+            _schema({"prompt": STRING, "message": STRING}, ["prompt", "message"]),
+            t_both,
+        ),
         _tool(
             "env",
             "Env",
