@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import fcntl
 import os
+from collections import deque
 from collections.abc import AsyncIterator
 from contextlib import AbstractAsyncContextManager, asynccontextmanager, suppress
 from typing import Any
@@ -22,6 +23,8 @@ from mcp.shared.message import SessionMessage
 from hub.wire import parse_message
 
 READ_CHUNK = 1 << 16
+# How long a message that did not fit in the pipe may take to finish writing before the host is deemed gone.
+PARTIAL_WRITE_LIMIT = 30.0
 
 
 def stdio_front() -> AbstractAsyncContextManager[tuple[Any, Any]]:
@@ -44,16 +47,8 @@ async def _nonblocking_stdio() -> AsyncIterator[tuple[Any, Any]]:
     blocking = (os.get_blocking(wire_in), os.get_blocking(wire_out))
     os.set_blocking(wire_in, False)
     os.set_blocking(wire_out, False)
-    read_send, read_recv = anyio.create_memory_object_stream[SessionMessage | Exception](16)
-    write_send, write_recv = anyio.create_memory_object_stream[SessionMessage](16)
     try:
-        async with anyio.create_task_group() as tg:
-            tg.start_soon(_read, wire_in, read_send)
-            tg.start_soon(_write, wire_out, write_recv)
-            try:
-                yield read_recv, write_send
-            finally:
-                tg.cancel_scope.cancel()
+        yield FdReadStream(wire_in), FdWriteStream(wire_out)
     finally:
         # Put the wire back where it was, so that whatever runs after us finds stdin and stdout as they were.
         with suppress(OSError):
@@ -66,43 +61,103 @@ async def _nonblocking_stdio() -> AsyncIterator[tuple[Any, Any]]:
                 os.close(fd)
 
 
-async def _read(fd: int, sink: Any) -> None:
-    pending = b""
-    async with sink:
+class FdReadStream:
+    """The SDK's `ReadStream` over a non-blocking descriptor: the dispatcher's own loop reads and parses.
+
+    No reader task and no memory stream between the pipe and the dispatcher: one event-loop hop less per message.
+    """
+
+    def __init__(self, fd: int) -> None:
+        self._fd = fd
+        self._lines: deque[bytes] = deque()
+        self._pending = b""
+        self._eof = False
+
+    async def receive(self) -> SessionMessage | Exception:
         while True:
+            while self._lines:
+                line = self._lines.popleft()
+                if line.strip():
+                    try:
+                        return SessionMessage(parse_message(line))
+                    except ValueError as exc:
+                        return exc  # the server answers with a parse error
+            if self._eof:
+                raise anyio.EndOfStream
             try:
-                chunk = os.read(fd, READ_CHUNK)
+                chunk = os.read(self._fd, READ_CHUNK)
             except BlockingIOError:
-                await anyio.wait_readable(fd)
+                await anyio.wait_readable(self._fd)
                 continue
             except OSError:
-                return
+                chunk = b""
             if not chunk:
-                return  # the host closed stdin: the session ends
-            *lines, pending = (pending + chunk).split(b"\n")
-            for line in lines:
-                if not line.strip():
-                    continue
-                try:
-                    message: SessionMessage | Exception = SessionMessage(parse_message(line))
-                except ValueError as exc:
-                    message = exc  # the server answers with a parse error
-                try:
-                    await sink.send(message)
-                except (anyio.ClosedResourceError, anyio.BrokenResourceError):
-                    return
+                self._eof = True  # the host closed stdin: the session ends
+                continue
+            *lines, self._pending = (self._pending + chunk).split(b"\n")
+            self._lines.extend(lines)
+
+    def __aiter__(self) -> FdReadStream:
+        return self
+
+    async def __anext__(self) -> SessionMessage | Exception:
+        try:
+            return await self.receive()
+        except anyio.EndOfStream:
+            raise StopAsyncIteration from None
+
+    async def aclose(self) -> None:
+        self._eof = True
+        self._lines.clear()
+
+    async def __aenter__(self) -> FdReadStream:
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.aclose()
 
 
-async def _write(fd: int, source: Any) -> None:
-    async with source:
-        async for message in source:
-            data = memoryview(message.message.model_dump_json(by_alias=True, exclude_unset=True).encode() + b"\n")
-            while data:
-                try:
-                    written = os.write(fd, data)
-                except BlockingIOError:
-                    await anyio.wait_writable(fd)
-                    continue
-                except OSError:
-                    return  # the host is gone
-                data = data[written:]
+class FdWriteStream:
+    """The SDK's `WriteStream` over a non-blocking descriptor: each message is written by the task that sends it.
+
+    A message that does not fit in the pipe at once is finished under a shield (bounded), so that a cancelled
+    sender can never leave half a line on the wire.
+    """
+
+    def __init__(self, fd: int) -> None:
+        self._fd = fd
+        self._lock = anyio.Lock(fast_acquire=True)
+        self._broken = False
+
+    async def send(self, item: SessionMessage) -> None:
+        data = memoryview(item.message.model_dump_json(by_alias=True, exclude_unset=True).encode() + b"\n")
+        async with self._lock:
+            if self._broken:
+                raise anyio.BrokenResourceError
+            written = self._write(data)
+            if written < len(data):
+                with anyio.CancelScope(shield=True), anyio.move_on_after(PARTIAL_WRITE_LIMIT):
+                    while written < len(data):
+                        await anyio.wait_writable(self._fd)
+                        written += self._write(data[written:])
+                if written < len(data):
+                    self._broken = True  # the host stopped reading: the wire cannot be resynchronised
+                    raise anyio.BrokenResourceError
+
+    def _write(self, data: memoryview) -> int:
+        try:
+            return os.write(self._fd, data)
+        except BlockingIOError:
+            return 0
+        except OSError:
+            self._broken = True
+            raise anyio.BrokenResourceError from None
+
+    async def aclose(self) -> None:
+        pass  # the descriptor belongs to _nonblocking_stdio, which restores and closes it
+
+    async def __aenter__(self) -> FdWriteStream:
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.aclose()
