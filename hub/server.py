@@ -67,6 +67,36 @@ class HubServer(Server[Any]):
         )
 
 
+_CACHED_LISTS = frozenset({"tools/list", "prompts/list", "resources/list", "resources/templates/list"})
+
+
+class ListingCache:
+    """Answers a repeated list request with the result already shaped for the host's protocol revision.
+
+    The SDK validates and re-serialises every result against the host's revision; for a merged listing of a few
+    hundred tools that is most of the cost of a tools/list. The namespace is immutable and replaced on every
+    change, so a cached answer is valid exactly as long as the namespace it was made from.
+    """
+
+    def __init__(self, hub: Hub, track: Callable[[ServerRequestContext[Any, Any]], None]) -> None:
+        self._hub = hub
+        self._track = track
+        self._namespace: object = None
+        self._answers: dict[tuple[str, str], Any] = {}
+
+    async def __call__(self, ctx: ServerRequestContext[Any, Any], call_next: Callable[..., Awaitable[Any]]) -> Any:
+        if ctx.method not in _CACHED_LISTS or (ctx.params or {}).get("cursor"):
+            return await call_next(ctx)
+        self._track(ctx)
+        if self._namespace is not self._hub.namespace:
+            self._namespace, self._answers = self._hub.namespace, {}
+        key = (ctx.method, ctx.protocol_version)
+        answer = self._answers.get(key)
+        if answer is None:
+            answer = self._answers[key] = await call_next(ctx)
+        return answer
+
+
 def build_server(hub: Hub) -> HubServer:
     def track(ctx: ServerRequestContext[Any, Any]) -> None:
         # Handshake-era connections are remembered for notifications sent outside any request.
@@ -134,6 +164,7 @@ def build_server(hub: Hub) -> HubServer:
         on_completion=complete(router.complete),
         cache_hints=NO_CACHE,
     )
+    server.middleware.append(ListingCache(hub, track))
     server.add_request_handler("logging/setLevel", types.SetLevelRequestParams, set_level)
     server.add_notification_handler("notifications/initialized", types.NotificationParams, on_initialized)
     server.add_notification_handler("notifications/roots/list_changed", types.NotificationParams, on_roots_changed)
