@@ -26,11 +26,11 @@ from typing import Any
 import anyio
 import mcp_types as types
 import structlog
-from anyio.abc import TaskGroup
 from mcp.shared.dispatcher import ProgressFnT
 from mcp.shared.exceptions import MCPError
 
 from hub.relay import HostRequest, Waiting, needed_capability
+from hub.taskhost import TaskHost
 
 PREFIX = "hub-bridge:"
 _log = structlog.get_logger("hub.bridge")
@@ -138,20 +138,12 @@ class ParkedCall(Waiting):
 Send = Callable[[ProgressFnT], Awaitable[dict[str, Any]]]
 
 
-class Bridges:
-    """The parked calls, by token, and the task group their child calls run in."""
+class Bridges(TaskHost):
+    """The parked calls, by token; their child calls run in this task host (the hub's shutdown cancels them)."""
 
     def __init__(self) -> None:
+        super().__init__()
         self._calls: dict[str, ParkedCall] = {}
-        self._tg: TaskGroup | None = None
-        self._started = anyio.Event()
-
-    async def run(self) -> None:
-        """Host the parked calls until cancelled (the hub's shutdown cancels them all)."""
-        async with anyio.create_task_group() as tg:
-            self._tg = tg
-            self._started.set()
-            await anyio.sleep_forever()
 
     async def call(
         self, ctx: HostRequest, server: str, inflight: list[Any], params: Any, ttl: float, send: Send
@@ -174,10 +166,7 @@ class Bridges:
         else:
             parked = ParkedCall(server, target, ctx, ttl)
             self._calls[parked.token] = parked
-            with anyio.fail_after(ttl):
-                await self._started.wait()
-            assert self._tg is not None
-            self._tg.start_soon(self._run, parked, inflight, send)
+            await self.start_task(ttl, self._run, parked, inflight, send)
         try:
             return await parked.next_step(ctx)
         except anyio.get_cancelled_exc_class():

@@ -138,6 +138,43 @@ async def send_with_deadline(
     )
 
 
+class ChildPeer(Protocol):
+    """What answers the messages a child sends on one connection (the shared one, or a host session's lane)."""
+
+    async def _on_message(self, message: IncomingMessage) -> None: ...
+
+    async def _on_log(self, params: types.LoggingMessageNotificationParams) -> None: ...
+
+    async def _on_sampling(self, context: ClientRequestContext, params: types.CreateMessageRequestParams) -> Any: ...
+
+    async def _on_elicitation(self, context: ClientRequestContext, params: types.ElicitRequestParams) -> Any: ...
+
+    async def _on_roots(self, context: ClientRequestContext) -> Any: ...
+
+
+@asynccontextmanager
+async def connect_child(config: ServerConfig, process: StdioProcess | None, peer: ChildPeer) -> AsyncIterator[Client]:
+    """The SDK client of one connection to a child: over `process` (stdio) or to its URL.
+
+    It must be entered and exited in one task (an SDK requirement), so the caller owns it for the connection's life.
+    """
+    transport: Any = process.connect() if process is not None else url_transport(config)
+    client = Client(
+        transport,
+        mode=client_mode(config.protocol),
+        cache=None,
+        client_info=HUB_INFO,
+        read_timeout_seconds=config.connect_timeout,  # initialize and listings; calls pass their own timeout
+        message_handler=peer._on_message,
+        logging_callback=peer._on_log,
+        sampling_callback=peer._on_sampling,
+        elicitation_callback=peer._on_elicitation,
+        list_roots_callback=peer._on_roots,
+    )
+    async with client:
+        yield client
+
+
 @dataclass
 class Child:
     name: str
@@ -362,25 +399,8 @@ class Child:
 
     @asynccontextmanager
     async def _connect(self) -> AsyncIterator[Client]:
-        if self.config.kind == "stdio":
-            self._process = StdioProcess(self.name, self.config, self.groups)
-            transport: Any = self._process.connect()
-        else:
-            self._process = None
-            transport = url_transport(self.config)
-        client = Client(
-            transport,
-            mode=client_mode(self.config.protocol),
-            cache=None,
-            client_info=HUB_INFO,
-            read_timeout_seconds=self.config.connect_timeout,  # initialize and listings; calls pass `timeout`
-            message_handler=self._on_message,
-            logging_callback=self._on_log,
-            sampling_callback=self._on_sampling,
-            elicitation_callback=self._on_elicitation,
-            list_roots_callback=self._on_roots,
-        )
-        async with client:
+        self._process = StdioProcess(self.name, self.config, self.groups) if self.config.kind == "stdio" else None
+        async with connect_child(self.config, self._process, self) as client:
             yield client
 
     async def _until_connection_ends(self, client: Client) -> None:

@@ -23,7 +23,6 @@ from typing import Any
 import anyio
 import mcp_types as types
 import structlog
-from anyio.abc import TaskGroup
 from mcp import Client
 from mcp.client.context import ClientRequestContext
 from mcp.client.session import IncomingMessage
@@ -31,10 +30,11 @@ from mcp.server.connection import Connection
 from mcp.shared.dispatcher import ProgressFnT
 from mcp.shared.exceptions import MCPDeprecationWarning, MCPError
 
-from hub.child import HUB_INFO, Child, ChildUnavailable, send_with_deadline
-from hub.eras import check_child_era, client_mode, follow_changes, is_modern
+from hub.child import Child, ChildUnavailable, connect_child, send_with_deadline
+from hub.eras import check_child_era, follow_changes, is_modern
 from hub.relay import Ambiguous, InFlight, Waiting, logger_name, owner_of, route_child_request, send_log
-from hub.transports import StdioProcess, url_transport
+from hub.taskhost import TaskHost
+from hub.transports import StdioProcess
 
 _log = structlog.get_logger("hub.lanes")
 _LIST_CHANGED = (
@@ -135,24 +135,8 @@ class Lane:
     @asynccontextmanager
     async def _connect(self) -> AsyncIterator[Client]:
         config = self.child.config
-        if config.kind == "stdio":
-            self._process = StdioProcess(self.child.name, config, self.child.groups)
-            transport: Any = self._process.connect()
-        else:
-            transport = url_transport(config)
-        client = Client(
-            transport,
-            mode=client_mode(config.protocol),
-            cache=None,
-            client_info=HUB_INFO,
-            read_timeout_seconds=config.connect_timeout,
-            message_handler=self._on_message,
-            logging_callback=self._on_log,
-            sampling_callback=self._on_sampling,
-            elicitation_callback=self._on_elicitation,
-            list_roots_callback=self._on_roots,
-        )
-        async with client:
+        self._process = StdioProcess(self.child.name, config, self.child.groups) if config.kind == "stdio" else None
+        async with connect_child(config, self._process, self) as client:
             yield client
 
     # ---- what the child sends on this lane: only ever for `owner` -------------------------------------
@@ -195,20 +179,12 @@ def _session_label(connection: Connection) -> str:
     return connection.session_id or f"conn-{id(connection):x}"
 
 
-class LanePool:
-    """Every open lane, keyed by (child name, host session); runs them in one task group."""
+class LanePool(TaskHost):
+    """Every open lane, keyed by (child name, host session); their tasks run in this task host."""
 
     def __init__(self) -> None:
+        super().__init__()
         self._lanes: dict[tuple[str, Connection], Lane] = {}
-        self._tg: TaskGroup | None = None
-        self._started = anyio.Event()
-
-    async def run(self) -> None:
-        """Host the lanes' tasks until cancelled (the hub's shutdown closes every lane)."""
-        async with anyio.create_task_group() as tg:
-            self._tg = tg
-            self._started.set()
-            await anyio.sleep_forever()
 
     def count(self, child: str) -> int:
         """Open lanes to `child`; one whose session has ended no longer counts while it shuts down."""
@@ -232,10 +208,7 @@ class LanePool:
             lane = Lane(child, owner)
             self._lanes[key] = lane
             owner.exit_stack.callback(lane.close)  # the host session's end closes its lanes
-            with anyio.fail_after(child.config.connect_timeout):
-                await self._started.wait()
-            assert self._tg is not None
-            self._tg.start_soon(self._run_lane, key, lane)
+            await self.start_task(child.config.connect_timeout, self._run_lane, key, lane)
         await lane.ready.wait()  # bounded: Lane.run sets it after at most connect_timeout
         if lane._client is None:
             raise ChildUnavailable(f"server '{child.name}': could not open this session's connection: {lane.error}")
