@@ -119,7 +119,7 @@ def _reload(pid: int | None, url: str | None) -> int:
         except ProcessLookupError:
             print(f"hub: no process {pid}", file=sys.stderr)
             return 1
-        print(f"sent SIGHUP to {pid}; the hub logs config_reloaded or config_rejected")
+        sys.stdout.write(f"sent SIGHUP to {pid}; the hub logs config_reloaded or config_rejected\n")
         return 0
     assert url is not None
     import urllib.error  # here, not at the top: it costs a fifth of a second of every start
@@ -128,7 +128,7 @@ def _reload(pid: int | None, url: str | None) -> int:
     request = urllib.request.Request(url.rstrip("/") + "/reload", method="POST")
     try:
         with urllib.request.urlopen(request, timeout=30) as response:
-            print(response.read().decode())
+            sys.stdout.write(response.read().decode() + "\n")  # a one-shot command: stdout is the user's
             return 0
     except urllib.error.HTTPError as exc:
         print(f"hub: {exc.code}: {exc.read().decode()}", file=sys.stderr)
