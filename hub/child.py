@@ -15,7 +15,7 @@ import enum
 import math
 import random
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from typing import Any, Protocol
@@ -192,7 +192,6 @@ class Child:
     inflight: list[Any] = field(default_factory=list)
     _client: Client | None = None
     _process: StdioProcess | None = None
-    _restart: anyio.Event = field(default_factory=anyio.Event)
     _dirty: set[str] = field(default_factory=set)
     _dirty_event: anyio.Event = field(default_factory=anyio.Event)
     # Set once the first start attempt is over, ready or not: one-shot CLI commands wait for it.
@@ -284,9 +283,6 @@ class Child:
         if client is not None and not is_modern(client.protocol_version):  # no roots at 2026-07-28
             await client.session.send_roots_list_changed()
 
-    def request_restart(self) -> None:
-        self._restart.set()
-
     @property
     def protocol_version(self) -> str | None:
         client = self._client
@@ -318,10 +314,7 @@ class Child:
                     self.state = ChildState.FAILED
                     self._log.error("child_failed", error=self.last_error, attempts=failures)
                     await self._clear_listing()
-                    await self._restart.wait()  # only a reload or an explicit restart revives it
-                    self._restart = anyio.Event()
-                    failures = 0
-                    continue
+                    await anyio.sleep_forever()  # a reload replaces a failed child with a new one
                 delay = min(BACKOFF_CAP, BACKOFF_BASE * 2 ** (failures - 1)) * random.uniform(0.5, 1.5)
                 self.restarts += 1
                 self.state = ChildState.RESTARTING
@@ -332,9 +325,7 @@ class Child:
                     error=self.last_error,
                     uptime_s=round(time.monotonic() - began, 2),
                 )
-                with anyio.move_on_after(delay):
-                    await self._restart.wait()
-                self._restart = anyio.Event()
+                await anyio.sleep(delay)
         finally:
             self.state = ChildState.STOPPED
             self._client = None
@@ -404,19 +395,11 @@ class Child:
             yield client
 
     async def _until_connection_ends(self, client: Client) -> None:
-        async with anyio.create_task_group() as tg:
-
-            async def finish(waiter: Callable[[], Awaitable[Any]]) -> None:
-                await waiter()
-                tg.cancel_scope.cancel()
-
-            tg.start_soon(finish, self._restart.wait)
-            if self._process is not None:
-                tg.start_soon(finish, self._process.exited.wait)
-            else:
-                tg.start_soon(finish, lambda: self._heartbeat(client))
-        if self._restart.is_set():
-            self.last_error = "restart requested"
+        """A stdio child's end is its process's exit; a URL child's is a failed heartbeat."""
+        if self._process is not None:
+            await self._process.exited.wait()
+        else:
+            await self._heartbeat(client)
 
     async def _heartbeat(self, client: Client) -> None:
         while True:

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import warnings
 import weakref
-from typing import Any
 
 import anyio
 import mcp_types as types
@@ -110,6 +109,3 @@ class HostConnections:
             warnings.simplefilter("ignore", MCPDeprecationWarning)
             for connection in list(self._connections):
                 await connection.log(params.level, params.data, logger)
-
-    def any_connection(self) -> Any:
-        return next(iter(self._connections), None)
