@@ -121,21 +121,25 @@ class Router:
             return map_uris(result, lambda u: expose_uri(child.prefix, u))
 
     async def subscribe(self, ctx: ServerRequestContext[Any, Any], params: types.SubscribeRequestParams) -> Any:
-        call = _Call("resources/subscribe", str(params.uri))
-        with self._logged(ctx, call):
-            child, uri = self._resource_owner(call, str(params.uri))
-            if self._hub.hosts.subscribe(ctx.session._connection, str(params.uri)):
-                request = types.SubscribeRequest(params=types.SubscribeRequestParams(uri=uri))
-                await self._forward_or_raise(ctx, child, request, call, shared=True)
-            return {}
+        return await self._subscription(ctx, str(params.uri), subscribe=True)
 
     async def unsubscribe(self, ctx: ServerRequestContext[Any, Any], params: types.UnsubscribeRequestParams) -> Any:
-        call = _Call("resources/unsubscribe", str(params.uri))
+        return await self._subscription(ctx, str(params.uri), subscribe=False)
+
+    async def _subscription(self, ctx: ServerRequestContext[Any, Any], exposed: str, *, subscribe: bool) -> Any:
+        """The child is told only on a URI's first subscription and last unsubscription among all hosts."""
+        call = _Call("resources/subscribe" if subscribe else "resources/unsubscribe", exposed)
         with self._logged(ctx, call):
-            child, uri = self._resource_owner(call, str(params.uri))
-            if self._hub.hosts.unsubscribe(ctx.session._connection, str(params.uri)):
+            child, uri = self._resource_owner(call, exposed)
+            hosts = self._hub.hosts
+            if subscribe and hosts.subscribe(ctx.session._connection, exposed):
+                request: Any = types.SubscribeRequest(params=types.SubscribeRequestParams(uri=uri))
+            elif not subscribe and hosts.unsubscribe(ctx.session._connection, exposed):
                 request = types.UnsubscribeRequest(params=types.UnsubscribeRequestParams(uri=uri))
-                await self._forward_or_raise(ctx, child, request, call, shared=True)
+            else:
+                return {}
+            # On the shared connection: a subscription outlives any one host session's lane.
+            await self._forward_or_raise(ctx, child, request, call, shared=True)
             return {}
 
     async def get_prompt(self, ctx: ServerRequestContext[Any, Any], params: types.GetPromptRequestParams) -> Any:
