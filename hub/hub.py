@@ -168,6 +168,7 @@ class Hub:
                     "tools": len(c.listing.tools),
                     "resources": len(c.listing.resources) + len(c.listing.templates),
                     "prompts": len(c.listing.prompts),
+                    "hidden_tools": self.namespace.hidden_tools.get(c.name, 0),
                     "uptime_s": round(time.monotonic() - c.started_at, 1) if c.started_at else None,
                 }
                 for c in self.children.values()

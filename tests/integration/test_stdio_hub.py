@@ -226,6 +226,7 @@ async def test_a_broken_child_is_reported_and_does_not_disturb_the_others(hub: S
     assert states["broken"]["state"] == "failed"
     assert "command not found" in states["broken"]["last_error"]
     assert states["kitchen"]["state"] == "ready"
+    assert states["kitchen"]["hidden_tools"] == 0 and states["locked"]["hidden_tools"] >= 3, "allow/deny is reported"
     assert (await hub.call("kitchen_echo", {"text": "still here"}))["content"][0]["text"] == "still here"
 
 
