@@ -32,7 +32,7 @@ from pydantic import TypeAdapter
 
 from hub.config import ServerConfig
 from hub.eras import check_child_era, client_mode, follow_changes, is_modern
-from hub.transports import ProcessGroups, StdioProcess, describe_exit, url_transport
+from hub.transports import ProcessGroups, StdioProcess, Tap, describe_exit, url_transport
 
 # Results are kept as the raw JSON the child sent: nothing is lost, and nothing is re-validated into models.
 # (The SDK types `send_request` for models only; a TypeAdapter of dict works the same at run time.)
@@ -197,6 +197,8 @@ class Child:
     # Set once the first start attempt is over, ready or not: one-shot CLI commands wait for it.
     settled: anyio.Event = field(default_factory=anyio.Event)
     groups: ProcessGroups | None = None
+    # Takes the answers to calls sent around the SDK session (hub/passthrough.py).
+    tap: Tap | None = None
     _limiter: anyio.CapacityLimiter = field(init=False)
     _waiting: int = 0
 
@@ -247,6 +249,22 @@ class Child:
             return await send_with_deadline(client, request, self.name, config, relay, timeout)
         finally:
             self._limiter.release()
+
+    def reserve(self, borrower: object) -> bool:
+        """Take a max_concurrency slot now, for a call sent around `request`; False if none is free."""
+        try:
+            self._limiter.acquire_on_behalf_of_nowait(borrower)
+        except anyio.WouldBlock:
+            return False
+        return True
+
+    def release(self, borrower: object) -> None:
+        self._limiter.release_on_behalf_of(borrower)
+
+    @property
+    def process(self) -> StdioProcess | None:
+        """The running process of a stdio child while it is connected."""
+        return self._process if self._client is not None else None
 
     async def settle_exit(self, limit_s: float = 1.0) -> None:
         """Give a child whose connection just closed a moment to report its exit status (bounded)."""
@@ -390,7 +408,8 @@ class Child:
 
     @asynccontextmanager
     async def _connect(self) -> AsyncIterator[Client]:
-        self._process = StdioProcess(self.name, self.config, self.groups) if self.config.kind == "stdio" else None
+        stdio = self.config.kind == "stdio"
+        self._process = StdioProcess(self.name, self.config, self.groups, self.tap) if stdio else None
         async with connect_child(self.config, self._process, self) as client:
             yield client
 

@@ -52,7 +52,7 @@ async def serve_stdio(loaded: LoadedConfig) -> None:
     async with _serving(loaded) as (hub, stop):
         server = build_server(hub)
         with stop:
-            async with stdio_front() as (read, write):
+            async with stdio_front(hub.passthrough) as (read, write):
                 await server.run(read, write, server.create_initialization_options())
     structlog.get_logger("hub").info("hub_stopped")
 

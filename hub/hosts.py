@@ -59,6 +59,14 @@ class HostConnections:
         for subscribers in self._subscriptions.values():
             subscribers.discard(connection)
 
+    def only(self) -> Connection | None:
+        """The one handshake-era host connection, if there is exactly one (always so over stdio)."""
+        if len(self._connections) != 1:
+            return None
+        for connection in self._connections:
+            return connection
+        return None
+
     def __len__(self) -> int:
         return len(self._connections)
 

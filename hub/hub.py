@@ -25,6 +25,7 @@ from hub.config import LoadedConfig, ServerConfig
 from hub.hosts import HostConnections
 from hub.lanes import LanePool
 from hub.naming import expose_uri
+from hub.passthrough import PassThrough
 from hub.registry import Namespace, build_namespace
 from hub.relay import forward_child_log, forward_child_request
 from hub.router import Router
@@ -53,6 +54,7 @@ class Hub:
         self.lanes = LanePool()  # per-host-session connections of `sessions: per-host` children
         self.bridges = Bridges()  # handshake-era children's calls parked for 2026 hosts' input rounds
         self.router = Router(self)
+        self.passthrough = PassThrough(self)  # tools/call around the SDK, once a stdio front attaches
         self.started = time.monotonic()
         self._log = structlog.get_logger("hub")
         self._reaper = Reaper()
@@ -70,6 +72,7 @@ class Hub:
                 tg.start_soon(self.hosts.run)
                 tg.start_soon(self.lanes.run)
                 tg.start_soon(self.bridges.run)
+                tg.start_soon(self.passthrough.run)
                 self.children = {name: self._start(name, server) for name, server in self._enabled(self.loaded)}
                 self._log.info("hub_started", config=str(self.loaded.path), children=list(self.children))
                 try:
@@ -87,7 +90,14 @@ class Hub:
     def _start(self, name: str, server: ServerConfig) -> Child:
         """Create a child and supervise it in its own cancel scope, so that a reload can stop it alone."""
         assert self._task_group is not None
-        child = Child(name=name, prefix=self.loaded.prefix_of(name), config=server, observer=self, groups=self._reaper)
+        child = Child(
+            name=name,
+            prefix=self.loaded.prefix_of(name),
+            config=server,
+            observer=self,
+            groups=self._reaper,
+            tap=self.passthrough,
+        )
         scope = anyio.CancelScope()
         self._scopes[name] = scope
 

@@ -32,7 +32,7 @@ from mcp.shared.exceptions import MCPDeprecationWarning, MCPError
 
 from hub.child import Child, ChildUnavailable, connect_child, send_with_deadline
 from hub.eras import check_child_era, follow_changes, is_modern
-from hub.relay import Ambiguous, InFlight, Waiting, logger_name, owner_of, route_child_request, send_log
+from hub.relay import Ambiguous, InFlight, Unattached, Waiting, logger_name, owner_of, route_child_request, send_log
 from hub.taskhost import TaskHost
 from hub.transports import StdioProcess
 
@@ -153,7 +153,7 @@ class Lane:
         owner = owner_of(self.inflight)  # never ambiguous: a lane carries one session's requests
         if isinstance(owner, Waiting):
             owner = owner.current
-        if owner is not None and not isinstance(owner, Ambiguous):
+        if owner is not None and not isinstance(owner, Ambiguous | Unattached):
             await send_log(owner, params, logger)
         else:  # between requests: the session's own standalone channel
             with warnings.catch_warnings():

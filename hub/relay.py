@@ -52,7 +52,18 @@ class Waiting:
         raise NotImplementedError
 
 
-InFlight = HostRequest | Waiting
+class Unattached:
+    """An in-flight host request that reached the child around the SDK (hub/passthrough.py).
+
+    It has no request context, only the host connection it arrived on: a child's request during it goes to that
+    connection's standalone channel (stdio, the one place the pass-through runs, has no other).
+    """
+
+    def __init__(self, connection: Connection) -> None:
+        self.connection = connection
+
+
+InFlight = HostRequest | Waiting | Unattached
 
 
 class Ambiguous:
@@ -69,6 +80,8 @@ def session_of(ctx: HostRequest) -> Connection:
 
 
 def _session_key(entry: InFlight) -> int:
+    if isinstance(entry, Unattached):
+        return id(entry.connection)
     return id(entry) if isinstance(entry, Waiting) else id(session_of(entry))
 
 
@@ -132,6 +145,26 @@ async def ask_host(ctx: HostRequest, request: types.ServerRequest, server: str) 
         return exc.error
 
 
+async def ask_connection(connection: Connection, request: types.ServerRequest, server: str) -> Any:
+    """Send one child-to-host request on a handshake-era host connection's standalone channel."""
+    capability, kind = _NEEDS[type(request)]
+    if not connection.check_capability(capability):
+        return types.ErrorData(
+            code=types.INVALID_REQUEST,
+            message=f"hub: the host did not declare the {kind} capability, so server '{server}' cannot use {kind}",
+        )
+    try:
+        return await connection.send_request(request, result_type=_result_type(request))
+    except NoBackChannelError:
+        return types.ErrorData(
+            code=types.INVALID_REQUEST,
+            message=f"hub: the host's connection cannot carry a {kind} request "
+            f"(protocol {connection.protocol_version})",
+        )
+    except MCPError as exc:
+        return exc.error
+
+
 async def route_child_request(server: str, inflight: Sequence[InFlight], request: types.ServerRequest) -> Any:
     """Ask the host session that owns `inflight` on the child's behalf; an `ErrorData` goes back to the child."""
     kind = what(request)
@@ -152,6 +185,8 @@ async def route_child_request(server: str, inflight: Sequence[InFlight], request
         )
     if isinstance(owner, Waiting):
         return await owner.ask(request)
+    if isinstance(owner, Unattached):
+        return await ask_connection(owner.connection, request, server)
     return await ask_host(owner, request, server)
 
 
@@ -185,6 +220,10 @@ async def forward_child_log(child: Child, params: types.LoggingMessageNotificati
             return
     if isinstance(owner, Ambiguous):
         _log.info("child_log_unrouted", child=child.name, level=params.level, host_sessions=owner.sessions)
+    elif isinstance(owner, Unattached):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", MCPDeprecationWarning)
+            await owner.connection.log(params.level, params.data, logger)
     elif owner is not None:
         await send_log(owner, params, logger)
     else:

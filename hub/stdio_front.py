@@ -15,29 +15,33 @@ import os
 from collections import deque
 from collections.abc import AsyncIterator
 from contextlib import AbstractAsyncContextManager, asynccontextmanager, suppress
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import anyio
 from mcp.shared.message import SessionMessage
 
-from hub.wire import parse_message
+from hub.wire import decode, message_from
+
+if TYPE_CHECKING:
+    from hub.passthrough import PassThrough
 
 READ_CHUNK = 1 << 16
 # How long a message that did not fit in the pipe may take to finish writing before the host is deemed gone.
 PARTIAL_WRITE_LIMIT = 30.0
 
 
-def stdio_front() -> AbstractAsyncContextManager[tuple[Any, Any]]:
+def stdio_front(passthrough: PassThrough | None = None) -> AbstractAsyncContextManager[tuple[Any, Any]]:
     """The (read, write) streams for `Server.run` over this process's stdin and stdout.
 
     Pipes and sockets are read and written without blocking; a regular file, a terminal or /dev/null never
-    raises BlockingIOError, so the same code serves them too.
+    raises BlockingIOError, so the same code serves them too. With `passthrough`, the tools/call requests it can
+    carry (and their cancellations) go to it instead of the SDK session.
     """
-    return _nonblocking_stdio()
+    return _nonblocking_stdio(passthrough)
 
 
 @asynccontextmanager
-async def _nonblocking_stdio() -> AsyncIterator[tuple[Any, Any]]:
+async def _nonblocking_stdio(passthrough: PassThrough | None) -> AsyncIterator[tuple[Any, Any]]:
     wire_in = fcntl.fcntl(0, fcntl.F_DUPFD_CLOEXEC, 3)
     wire_out = fcntl.fcntl(1, fcntl.F_DUPFD_CLOEXEC, 3)
     null = os.open(os.devnull, os.O_RDONLY)
@@ -47,9 +51,14 @@ async def _nonblocking_stdio() -> AsyncIterator[tuple[Any, Any]]:
     blocking = (os.get_blocking(wire_in), os.get_blocking(wire_out))
     os.set_blocking(wire_in, False)
     os.set_blocking(wire_out, False)
+    read, write = FdReadStream(wire_in, passthrough), FdWriteStream(wire_out)
+    if passthrough is not None:
+        passthrough.attach(write.send_bytes)
     try:
-        yield FdReadStream(wire_in), FdWriteStream(wire_out)
+        yield read, write
     finally:
+        if passthrough is not None:
+            passthrough.detach()
         # Put the wire back where it was, so that whatever runs after us finds stdin and stdout as they were.
         with suppress(OSError):
             os.set_blocking(wire_in, blocking[0])
@@ -67,8 +76,9 @@ class FdReadStream:
     No reader task and no memory stream between the pipe and the dispatcher: one event-loop hop less per message.
     """
 
-    def __init__(self, fd: int) -> None:
+    def __init__(self, fd: int, passthrough: PassThrough | None = None) -> None:
         self._fd = fd
+        self._passthrough = passthrough
         self._lines: deque[bytes] = deque()
         self._pending = b""
         self._eof = False
@@ -78,8 +88,11 @@ class FdReadStream:
             while self._lines:
                 line = self._lines.popleft()
                 if line.strip():
+                    data = decode(line)
+                    if self._passthrough is not None and type(data) is dict and self._diverted(data):
+                        continue
                     try:
-                        return SessionMessage(parse_message(line))
+                        return SessionMessage(message_from(data, line))
                     except ValueError as exc:
                         return exc  # the server answers with a parse error
             if self._eof:
@@ -96,6 +109,14 @@ class FdReadStream:
                 continue
             *lines, self._pending = (self._pending + chunk).split(b"\n")
             self._lines.extend(lines)
+
+    def _diverted(self, data: dict[str, Any]) -> bool:
+        passthrough = self._passthrough
+        assert passthrough is not None
+        method = data.get("method")
+        if method == "tools/call":
+            return "id" in data and passthrough.offer(data)
+        return method == "notifications/cancelled" and passthrough.cancel(data)
 
     def __aiter__(self) -> FdReadStream:
         return self
@@ -130,7 +151,11 @@ class FdWriteStream:
         self._broken = False
 
     async def send(self, item: SessionMessage) -> None:
-        data = memoryview(item.message.model_dump_json(by_alias=True, exclude_unset=True).encode() + b"\n")
+        await self.send_bytes(item.message.model_dump_json(by_alias=True, exclude_unset=True).encode() + b"\n")
+
+    async def send_bytes(self, line: bytes) -> None:
+        """Write one encoded message (ending in a newline)."""
+        data = memoryview(line)
         async with self._lock:
             if self._broken:
                 raise anyio.BrokenResourceError

@@ -10,6 +10,7 @@ Environment of a stdio child: only `BASE_ENV` names from the hub's environment, 
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import re
@@ -32,7 +33,7 @@ from mcp.shared._httpx_utils import create_mcp_http_client
 from mcp.shared.message import SessionMessage
 
 from hub.config import ServerConfig
-from hub.wire import parse_message
+from hub.wire import decode, message_from
 
 BASE_ENV = ("HOME", "LOGNAME", "PATH", "SHELL", "TERM", "USER", "LANG", "LC_ALL", "LC_CTYPE", "TZ", "TMPDIR")
 # Lines of a child's stderr kept for error messages.
@@ -57,6 +58,16 @@ class ProcessGroups(Protocol):
     def discard(self, pgid: int) -> None: ...
 
     def scan(self) -> None: ...
+
+
+class Tap(Protocol):
+    """Takes the child messages that answer requests sent around the SDK session (hub/passthrough.py)."""
+
+    def wants(self, data: dict[str, Any]) -> bool: ...
+
+    async def take(self, process: StdioProcess, data: dict[str, Any], size: int) -> None: ...
+
+    def closed(self, process: StdioProcess) -> None: ...
 
 
 class Reaper:
@@ -132,11 +143,15 @@ def describe_exit(returncode: int | None) -> str:
 class StdioProcess:
     """One run of a stdio child process; `connect()` yields the MCP streams."""
 
-    def __init__(self, name: str, config: ServerConfig, groups: ProcessGroups | None = None) -> None:
+    def __init__(
+        self, name: str, config: ServerConfig, groups: ProcessGroups | None = None, tap: Tap | None = None
+    ) -> None:
         assert config.command is not None
         self.name = name
         self.config = config
         self.groups: ProcessGroups = groups or NoProcessGroups()
+        self.tap = tap
+        self._stdin: asyncio.StreamWriter | None = None
         self.stderr_tail: deque[str] = deque(maxlen=STDERR_TAIL_LINES)
         self.pid: int | None = None
         self.returncode: int | None = None
@@ -157,6 +172,10 @@ class StdioProcess:
         )
         self.pid = process.pid
         self.groups.add(process.pid)
+        # The event loop's writer under anyio's stream, for `send_nowait`; without it (another backend) the
+        # pass-through is off for this child and every call takes the SDK session.
+        writer = getattr(process.stdin, "_stream", None)
+        self._stdin = writer if isinstance(writer, asyncio.StreamWriter) else None
         read_send, read_recv = anyio.create_memory_object_stream[SessionMessage | Exception](16)
         write_send, write_recv = anyio.create_memory_object_stream[SessionMessage](16)
         async with anyio.create_task_group() as tg:
@@ -168,6 +187,7 @@ class StdioProcess:
             try:
                 yield read_recv, write_send
             finally:
+                self._stdin = None
                 with anyio.CancelScope(shield=True):
                     await write_send.aclose()
                     await self._stop(process)
@@ -175,36 +195,44 @@ class StdioProcess:
                 tg.cancel_scope.cancel()
 
     async def _read_stdout(self, process: Process, sink: Any, scope: anyio.CancelScope) -> None:
+        async with sink:
+            try:
+                with scope, suppress(anyio.EndOfStream, anyio.ClosedResourceError, anyio.BrokenResourceError, OSError):
+                    await self._read_lines(process, sink)
+            finally:
+                self._stdin = None  # no answer can come any more: nothing more is sent around the SDK session
+                if self.tap is not None:
+                    self.tap.closed(self)
+
+    async def _read_lines(self, process: Process, sink: Any) -> None:
         """Newline-delimited JSON-RPC from the child; a line over max_result_bytes is never held in memory."""
         assert process.stdout is not None
         limit = self.config.max_result_bytes
         pending = bytearray()
         skipping: tuple[bytes, bytearray, int] | None = None  # (head, tail, size) of an oversized line
-        async with sink:
-            with scope, suppress(anyio.EndOfStream, anyio.ClosedResourceError, anyio.BrokenResourceError, OSError):
-                async for chunk in process.stdout:
-                    if skipping is not None:
-                        head, tail, size = skipping
-                        end = chunk.find(b"\n")
-                        piece = chunk if end < 0 else chunk[:end]
-                        tail = (tail + piece)[-_EDGE:]
-                        skipping = (head, tail, size + len(piece))
-                        if end < 0:
-                            continue
-                        await self._refuse(sink, head, bytes(tail), size + len(piece))
-                        skipping, chunk = None, chunk[end + 1 :]
-                    pending += chunk
-                    if b"\n" in chunk:
-                        *lines, rest = pending.split(b"\n")
-                        pending = bytearray(rest)
-                        for line in lines:
-                            if len(line) > limit:
-                                await self._refuse(sink, bytes(line[:_EDGE]), bytes(line[-_EDGE:]), len(line))
-                            elif (message := self._parse(line)) is not None:
-                                await sink.send(message)
-                    if len(pending) > limit:
-                        skipping = (bytes(pending[:_EDGE]), bytearray(pending[-_EDGE:]), len(pending))
-                        pending = bytearray()
+        async for chunk in process.stdout:
+            if skipping is not None:
+                head, tail, size = skipping
+                end = chunk.find(b"\n")
+                piece = chunk if end < 0 else chunk[:end]
+                tail = (tail + piece)[-_EDGE:]
+                skipping = (head, tail, size + len(piece))
+                if end < 0:
+                    continue
+                await self._refuse(sink, head, bytes(tail), size + len(piece))
+                skipping, chunk = None, chunk[end + 1 :]
+            pending += chunk
+            if b"\n" in chunk:
+                *lines, rest = pending.split(b"\n")
+                pending = bytearray(rest)
+                for line in lines:
+                    if len(line) > limit:
+                        await self._refuse(sink, bytes(line[:_EDGE]), bytes(line[-_EDGE:]), len(line))
+                    else:
+                        await self._deliver(sink, line)
+            if len(pending) > limit:
+                skipping = (bytes(pending[:_EDGE]), bytearray(pending[-_EDGE:]), len(pending))
+                pending = bytearray()
 
     async def _refuse(self, sink: Any, head: bytes, tail: bytes, size: int) -> None:
         """Answer the request an oversized result belonged to with an error, instead of the result."""
@@ -213,29 +241,52 @@ class StdioProcess:
         self._log.warning("child_result_too_large", bytes=size, limit=limit, answered=found is not None)
         if found is None:
             return
-        request_id = json.loads(found.group(1))
         message = (
             f"server '{self.name}' sent a result of {size} bytes, more than its max_result_bytes ({limit}); "
             "raise max_result_bytes in servers.yaml or ask for less"
         )
-        error = types.JSONRPCError(
-            jsonrpc="2.0",
-            id=request_id,
-            error=types.ErrorData(
-                code=types.INTERNAL_ERROR, message=message, data={"reason": "result_too_large", "bytes": size}
-            ),
-        )
-        await sink.send(SessionMessage(error))
+        error = {
+            "jsonrpc": "2.0",
+            "id": json.loads(found.group(1)),
+            "error": {
+                "code": types.INTERNAL_ERROR,
+                "message": message,
+                "data": {"reason": "result_too_large", "bytes": size},
+            },
+        }
+        if self.tap is not None and self.tap.wants(error):
+            await self.tap.take(self, error, size)
+        else:
+            await sink.send(SessionMessage(types.JSONRPCError.model_validate(error)))
 
-    def _parse(self, line: bytes | bytearray) -> SessionMessage | None:
+    async def _deliver(self, sink: Any, line: bytes | bytearray) -> None:
         if not line.strip():
-            return None
+            return
+        data = decode(line)
+        tap = self.tap
+        if tap is not None and type(data) is dict and tap.wants(data):
+            await tap.take(self, data, len(line))
+            return
         try:
-            return SessionMessage(parse_message(line))
+            message = SessionMessage(message_from(data, line))
         except ValueError:
             # A child that prints banners or debug output on stdout: keep serving, say so once per line.
             self._log.warning("child_stdout_not_jsonrpc", line=line[:200].decode("utf-8", "replace"))
-            return None
+            return
+        await sink.send(message)
+
+    def send_nowait(self, line: bytes) -> bool:
+        """Queue one encoded message for the child's stdin, around the SDK session; False if the child is gone.
+
+        It never waits: the event loop's transport buffers what the pipe cannot take yet, so a child that reads
+        slowly can never stall the host's reader (the bytes queued are bounded by max_concurrency calls), and
+        each message goes out whole, never interleaved with the session's own.
+        """
+        writer = self._stdin
+        if writer is None or writer.is_closing():
+            return False
+        writer.write(line)
+        return True
 
     async def _write_stdin(self, process: Process, source: Any) -> None:
         assert process.stdin is not None

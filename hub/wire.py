@@ -22,10 +22,19 @@ def _is_id(value: Any) -> bool:
 
 def parse_message(line: bytes | bytearray | str) -> types.JSONRPCMessage:
     """Parse one line; raises ValueError (pydantic's or json's) on malformed input."""
+    return message_from(decode(line), line)
+
+
+def decode(line: bytes | bytearray | str) -> Any:
+    """`json.loads`, or None for a line that is not JSON (the validating path then reports why)."""
     try:
-        data = json.loads(line)
+        return json.loads(line)
     except ValueError:
-        data = None
+        return None
+
+
+def message_from(data: Any, line: bytes | bytearray | str) -> types.JSONRPCMessage:
+    """The message of a line already decoded to `data`; raises ValueError on malformed input."""
     if type(data) is dict and data.get("jsonrpc") == _VERSION:
         method = data.get("method")
         params = data.get("params")

@@ -1,0 +1,366 @@
+"""tools/call around the SDK: the host's line goes to the child and the child's answer back, parsed once each way.
+
+A pass-through hub does not need to validate, model and re-serialise a result it forwards unchanged, yet the SDK
+path does that twice per call plus a dozen task hops (docs/performance.md). On the stdio front, the common call
+takes this lane instead:
+
+- the host is handshake-era, initialized, and the hub's only host connection (always so over stdio);
+- `params` holds only `name`, `arguments` and `_meta`, and the name routes to a child's tool;
+- that child is a ready stdio child on its shared connection (`sessions: shared`), handshake-era too, and has a
+  free `max_concurrency` slot.
+
+Anything else (the builtin tool, unknown names, 2026 peers, `sessions: per-host`, URL children, a full child,
+task-augmented calls) takes the SDK path exactly as before. The lane keeps what the core issue requires of a call:
+the prefix stripped, the result passed back as the child's JSON with its URIs renamed, progress under the host's
+token with the deadline moved by each one, cancellation passed on, per-tool timeouts, the concurrency limit, a
+child's requests and logs during the call routed to the host, an isError result naming the child when it fails,
+and the call-log line.
+"""
+
+from __future__ import annotations
+
+import heapq
+import itertools
+import json
+import math
+import time
+from collections.abc import Awaitable, Callable, Coroutine
+from contextlib import suppress
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+import anyio
+import mcp_types as types
+import structlog
+from anyio.abc import TaskGroup
+from mcp.server.connection import Connection
+
+from hub.child import Child, ChildState
+from hub.eras import is_modern
+from hub.naming import expose_uri, map_uris
+from hub.relay import Unattached
+from hub.router import RESERVED_META_PREFIX
+from hub.transports import StdioProcess, describe_exit
+
+if TYPE_CHECKING:
+    from hub.hub import Hub
+
+# Request ids of the lane's calls to children: far above the SDK session's own (counted up from 0), so that one
+# look at a child's answer tells whose it is.
+FIRST_ID = 1 << 40
+# The timeout watcher wakes at least this often, so that a new call rarely has to wake it.
+WATCH_TICK = 0.5
+# How long a child whose output ended may take to report its exit status, for the error message.
+SETTLE_EXIT = 1.0
+
+_PARAMS = frozenset({"name", "arguments", "_meta"})
+Writer = Callable[[bytes], Awaitable[None]]
+
+
+def _encode(message: dict[str, Any]) -> bytes:
+    return json.dumps(message, separators=(",", ":"), ensure_ascii=False).encode() + b"\n"
+
+
+def _child_meta(meta: dict[str, Any] | None, token: int | None) -> dict[str, Any] | None:
+    """The host's `_meta` as the child sees it: the hub's own progress token, no reserved protocol keys."""
+    kept = {k: v for k, v in (meta or {}).items() if k != "progressToken" and not k.startswith(RESERVED_META_PREFIX)}
+    if token is not None:
+        kept["progressToken"] = token
+    return kept or None
+
+
+@dataclass(eq=False)
+class _Call:
+    host_id: int | str
+    child_id: int
+    child: Child
+    process: StdioProcess
+    connection: Connection
+    exposed: str
+    original: str
+    host_token: int | str | None
+    window: float
+    deadline: float
+    ceiling: float
+    bytes_in: int
+    arguments: Any  # for the call log, when the config logs them
+    began: float = field(default_factory=time.perf_counter)
+    entry: Unattached = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.entry = Unattached(self.connection)
+
+
+class PassThrough:
+    def __init__(self, hub: Hub) -> None:
+        self._hub = hub
+        self._write: Writer | None = None
+        self._ids = itertools.count(FIRST_ID)
+        self._by_child: dict[int, _Call] = {}
+        self._by_host: dict[int | str, _Call] = {}
+        self._deadlines: list[tuple[float, int]] = []
+        self._watch_until = math.inf
+        self._wake = anyio.Event()
+        self._task_group: TaskGroup | None = None
+        self._log = structlog.get_logger("hub.calls")
+
+    # ---- the host side --------------------------------------------------------------------------------
+
+    def attach(self, write: Writer) -> None:
+        """Serve the one host whose wire `write` writes to (the stdio front)."""
+        self._write = write
+
+    def detach(self) -> None:
+        self._write = None
+        for call in list(self._by_child.values()):
+            self._finish(call)  # nobody is left to answer
+
+    def offer(self, message: dict[str, Any]) -> bool:
+        """Take a host's tools/call request if the lane can carry it; False leaves it to the SDK path."""
+        call = self._admit(message)
+        if call is None:
+            return False
+        host_params = message["params"]
+        params: dict[str, Any] = {"name": call.original}
+        if "arguments" in host_params:
+            params["arguments"] = host_params["arguments"]
+        meta = _child_meta(host_params.get("_meta"), call.child_id if call.host_token is not None else None)
+        if meta is not None:
+            params["_meta"] = meta
+        request = {"jsonrpc": "2.0", "id": call.child_id, "method": "tools/call", "params": params}
+        if not call.process.send_nowait(_encode(request)):
+            call.child.release(call)
+            return False  # the child just went away: the SDK path reports it
+        self._start(call)
+        return True
+
+    def _admit(self, message: dict[str, Any]) -> _Call | None:
+        host_id, params = message.get("id"), message.get("params")
+        if self._write is None or type(params) is not dict or not params.keys() <= _PARAMS:
+            return None
+        if not isinstance(host_id, int | str) or type(host_id) is bool or host_id in self._by_host:
+            return None
+        name, arguments, meta = params.get("name"), params.get("arguments"), params.get("_meta")
+        if type(name) is not str or (arguments is not None and type(arguments) is not dict):
+            return None
+        if meta is not None and type(meta) is not dict:
+            return None
+        token = meta.get("progressToken") if meta else None
+        if token is not None and type(token) not in (int, str):
+            return None
+        connection = self._hub.hosts.only()
+        if connection is None or is_modern(connection.protocol_version) or not connection.initialize_accepted:
+            return None
+        hub = self._hub
+        route = hub.namespace.tool_routes.get(name)
+        child = hub.children.get(route.child) if route is not None else None
+        if route is None or child is None or child.state is not ChildState.READY:
+            return None
+        process = child.process
+        if process is None or child.config.sessions != "shared" or is_modern(child.protocol_version):
+            return None
+        config = child.config
+        window = config.timeout_for(route.original)
+        now = anyio.current_time()
+        call = _Call(
+            host_id=host_id,
+            child_id=next(self._ids),
+            child=child,
+            process=process,
+            connection=connection,
+            exposed=name,
+            original=route.original,
+            host_token=token,
+            window=window,
+            deadline=now + window,
+            ceiling=now + max(config.max_timeout, window),
+            bytes_in=len(json.dumps(arguments, separators=(",", ":"))) if arguments is not None else 0,
+            arguments=arguments if hub.log_arguments(child) else None,
+        )
+        if not child.reserve(call):
+            return None  # at max_concurrency: the SDK path queues it (max_queue) or refuses it
+        return call
+
+    def cancel(self, message: dict[str, Any]) -> bool:
+        """Pass a host's notifications/cancelled on to the child, for a call of this lane; False if not ours."""
+        params = message.get("params")
+        request_id = params.get("requestId") if type(params) is dict else None
+        call = self._by_host.get(request_id) if type(request_id) in (int, str) else None  # type: ignore[arg-type]
+        if call is None:
+            return False
+        assert isinstance(params, dict)
+        self._finish(call)
+        notice: dict[str, Any] = {"requestId": call.child_id}
+        if isinstance(params.get("reason"), str):
+            notice["reason"] = params["reason"]
+        call.process.send_nowait(_encode({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": notice}))
+        self._log_call(call, "cancelled", 0)
+        return True
+
+    # ---- the child side (hub/transports.py Tap) -------------------------------------------------------
+
+    def wants(self, data: dict[str, Any]) -> bool:
+        request_id = data.get("id")
+        if type(request_id) is int:
+            return request_id >= FIRST_ID and "method" not in data
+        if data.get("method") == "notifications/progress":
+            params = data.get("params")
+            token = params.get("progressToken") if type(params) is dict else None
+            return type(token) is int and token >= FIRST_ID
+        return False
+
+    async def take(self, process: StdioProcess, data: dict[str, Any], size: int) -> None:
+        if "method" in data:
+            await self._progress(data["params"])
+            return
+        call = self._by_child.get(data["id"])
+        if call is None:
+            return  # answered already: timed out or cancelled
+        self._finish(call)
+        result, error = data.get("result"), data.get("error")
+        if type(result) is dict:
+            mapped = map_uris(result, lambda uri: expose_uri(call.child.prefix, uri)) if call.child.prefix else result
+            await self._answer(call, {"jsonrpc": "2.0", "id": call.host_id, "result": mapped})
+            self._log_call(call, "tool_error" if result.get("isError") else "ok", size)
+        elif type(error) is dict:
+            await self._child_error(call, error, size)
+        else:
+            await self._fail(call, "error", types.INTERNAL_ERROR, f"server '{call.child.name}' sent an invalid answer")
+
+    def closed(self, process: StdioProcess) -> None:
+        calls = [call for call in self._by_child.values() if call.process is process]
+        if calls:
+            self._spawn(self._connection_lost, process, calls)
+
+    async def _progress(self, params: dict[str, Any]) -> None:
+        call = self._by_child.get(params["progressToken"])
+        if call is None or call.host_token is None:
+            return
+        call.deadline = min(anyio.current_time() + call.window, call.ceiling)
+        notice = {**params, "progressToken": call.host_token}
+        await self._answer(call, {"jsonrpc": "2.0", "method": "notifications/progress", "params": notice})
+
+    async def _child_error(self, call: _Call, error: dict[str, Any], size: int) -> None:
+        code, message, data = error.get("code"), str(error.get("message")), error.get("data")
+        if isinstance(data, dict) and data.get("reason") == "result_too_large":
+            await self._fail(call, "error", types.INTERNAL_ERROR, message, size)
+        elif code == types.REQUEST_TIMEOUT:
+            await self._fail(call, "timeout", types.REQUEST_TIMEOUT, f"{call.child.name}: {message}", size)
+        else:
+            # The child's own protocol error keeps its code and data, as on the SDK path.
+            answer: dict[str, Any] = {"code": code, "message": f"{call.child.name}: {message}"}
+            if data is not None:
+                answer["data"] = data
+            await self._answer(call, {"jsonrpc": "2.0", "id": call.host_id, "error": answer})
+            self._log_call(call, "error", size, code, answer["message"])
+
+    async def _connection_lost(self, process: StdioProcess, calls: list[_Call]) -> None:
+        with anyio.move_on_after(SETTLE_EXIT):
+            await process.exited.wait()
+        parts = [f"server '{process.name}' closed the connection"]
+        if process.returncode is not None:
+            parts.append(describe_exit(process.returncode))
+        if process.stderr_tail:
+            parts.append("last stderr: " + " | ".join(list(process.stderr_tail)[-5:]))
+        for call in calls:
+            if self._by_child.get(call.child_id) is call:
+                self._finish(call)
+                await self._fail(call, "unavailable", types.INTERNAL_ERROR, "; ".join(parts))
+
+    # ---- deadlines ------------------------------------------------------------------------------------
+
+    async def run(self) -> None:
+        """Expire calls whose deadline passed, until cancelled."""
+        async with anyio.create_task_group() as tg:
+            self._task_group = tg
+            try:
+                while True:
+                    now = anyio.current_time()
+                    while self._deadlines and self._deadlines[0][0] <= now:
+                        _, child_id = heapq.heappop(self._deadlines)
+                        call = self._by_child.get(child_id)
+                        if call is None:
+                            continue
+                        if call.deadline > now:  # moved by progress
+                            heapq.heappush(self._deadlines, (call.deadline, child_id))
+                            continue
+                        self._finish(call)
+                        tg.start_soon(self._expire, call)
+                    head = self._deadlines[0][0] if self._deadlines else math.inf
+                    self._watch_until = min(head, now + WATCH_TICK)
+                    self._wake = anyio.Event()
+                    with anyio.move_on_after(self._watch_until - now):
+                        await self._wake.wait()
+            finally:
+                self._task_group = None
+
+    async def _expire(self, call: _Call) -> None:
+        notice = {"requestId": call.child_id, "reason": "timeout"}
+        call.process.send_nowait(_encode({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": notice}))
+        elapsed = time.perf_counter() - call.began
+        message = (
+            f"server '{call.child.name}' did not answer within {elapsed:.3g}s (timeout {call.window:g}s); "
+            "the request was cancelled"
+        )
+        await self._fail(call, "timeout", types.REQUEST_TIMEOUT, message)
+
+    # ---- bookkeeping ----------------------------------------------------------------------------------
+
+    def _start(self, call: _Call) -> None:
+        self._by_child[call.child_id] = call
+        self._by_host[call.host_id] = call
+        call.child.inflight.append(call.entry)
+        heapq.heappush(self._deadlines, (call.deadline, call.child_id))
+        if call.deadline < self._watch_until:
+            self._wake.set()
+        if len(self._deadlines) > 2 * len(self._by_child) + 1024:  # answered calls' entries pile up: drop them
+            self._deadlines = [(c.deadline, c.child_id) for c in self._by_child.values()]
+            heapq.heapify(self._deadlines)
+
+    def _finish(self, call: _Call) -> None:
+        """The call leaves the lane's tables and releases its child slot; its answer, if any, is up to the caller."""
+        if self._by_child.pop(call.child_id, None) is None:
+            return
+        self._by_host.pop(call.host_id, None)
+        call.child.release(call)
+        with suppress(ValueError):
+            call.child.inflight.remove(call.entry)
+
+    def _spawn(self, func: Callable[..., Coroutine[Any, Any, None]], *args: Any) -> None:
+        if self._task_group is not None:
+            self._task_group.start_soon(func, *args)
+
+    async def _answer(self, call: _Call, message: dict[str, Any]) -> None:
+        write = self._write
+        if write is not None:
+            with suppress(anyio.BrokenResourceError, anyio.ClosedResourceError):  # the host is gone: the front ends
+                await write(_encode(message))
+
+    async def _fail(self, call: _Call, outcome: str, code: int, message: str, size: int = 0) -> None:
+        """A tool call that failed short of the child's own answer: an isError result naming the child."""
+        result = {"content": [{"type": "text", "text": message}], "isError": True}
+        await self._answer(call, {"jsonrpc": "2.0", "id": call.host_id, "result": result})
+        self._log_call(call, outcome, size, code, message)
+
+    def _log_call(
+        self, call: _Call, outcome: str, size: int, code: int | None = None, message: str | None = None
+    ) -> None:
+        """The same line as hub/router.py's, so that the call log does not tell the two paths apart."""
+        connection = call.connection
+        fields: dict[str, Any] = {
+            "method": "tools/call",
+            "host_session": connection.session_id or f"conn-{id(connection):x}",
+            "request_id": call.host_id,
+            "child": call.child.name,
+            "name": call.exposed,
+            "original": call.original,
+            "duration_ms": round((time.perf_counter() - call.began) * 1000, 2),
+            "outcome": outcome,
+            "bytes_in": call.bytes_in,
+            "bytes_out": size,
+        }
+        if code is not None or message is not None:
+            fields["error_code"], fields["error_message"] = code, message
+        if call.arguments is not None:
+            fields["arguments"] = call.arguments
+        self._log.info("call", **fields)
