@@ -15,6 +15,7 @@ import enum
 import math
 import random
 import time
+from collections import deque
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
@@ -197,8 +198,10 @@ class Child:
     # Set once the first start attempt is over, ready or not: one-shot CLI commands wait for it.
     settled: anyio.Event = field(default_factory=anyio.Event)
     groups: ProcessGroups | None = None
-    # Takes the answers to calls sent around the SDK session (hub/passthrough.py).
+    # Takes the answers to calls sent around the SDK session (hub/passthrough.py), and holds its calls that wait
+    # for a max_concurrency slot, oldest first.
     tap: Tap | None = None
+    queued: deque[Any] = field(default_factory=deque)
     _limiter: anyio.CapacityLimiter = field(init=False)
     _waiting: int = 0
 
@@ -233,9 +236,10 @@ class Child:
         if client is None or self.state is not ChildState.READY:
             raise ChildUnavailable(self.unavailable_reason())
         config = self.config
-        if self._limiter.available_tokens == 0 and self._waiting >= config.max_queue:
+        waiting = self._waiting + len(self.queued)
+        if self._limiter.available_tokens == 0 and waiting >= config.max_queue:
             raise ChildBusy(
-                f"server '{self.name}' is busy: {config.max_concurrency} requests in flight and {self._waiting} "
+                f"server '{self.name}' is busy: {config.max_concurrency} requests in flight and {waiting} "
                 "waiting; try again, or raise max_concurrency / max_queue in servers.yaml"
             )
         timeout = timeout_s or config.timeout
@@ -249,6 +253,13 @@ class Child:
             return await send_with_deadline(client, request, self.name, config, relay, timeout)
         finally:
             self._limiter.release()
+            if self.queued and self.tap is not None:
+                self.tap.resume(self)
+
+    @property
+    def waiting(self) -> int:
+        """Requests waiting for a max_concurrency slot, on the SDK path and in the pass-through's queue."""
+        return self._waiting + len(self.queued)
 
     def reserve(self, borrower: object) -> bool:
         """Take a max_concurrency slot now, for a call sent around `request`; False if none is free."""

@@ -39,7 +39,7 @@ from hub.child import Child, ChildState
 from hub.eras import is_modern
 from hub.naming import expose_uri, map_uris
 from hub.relay import Unattached
-from hub.router import RESERVED_META_PREFIX
+from hub.router import RESERVED_META_PREFIX, json_size
 from hub.transports import StdioProcess, describe_exit
 
 if TYPE_CHECKING:
@@ -54,6 +54,7 @@ WATCH_TICK = 0.5
 SETTLE_EXIT = 1.0
 
 _PARAMS = frozenset({"name", "arguments", "_meta"})
+_ENVELOPE = b'{"jsonrpc":"2.0","id":,"result":}'
 Writer = Callable[[bytes], Awaitable[None]]
 
 
@@ -74,18 +75,21 @@ class _Call:
     host_id: int | str
     child_id: int
     child: Child
-    process: StdioProcess
     connection: Connection
+    line: bytes  # the request as the child gets it
     exposed: str
     original: str
     host_token: int | str | None
     window: float
-    deadline: float
-    ceiling: float
+    max_timeout: float
     bytes_in: int
     arguments: Any  # for the call log, when the config logs them
     began: float = field(default_factory=time.perf_counter)
     entry: Unattached = field(init=False)
+    # Set when it is sent: until then it waits for a max_concurrency slot.
+    process: StdioProcess | None = None
+    deadline: float = math.inf
+    ceiling: float = math.inf
 
     def __post_init__(self) -> None:
         self.entry = Unattached(self.connection)
@@ -97,7 +101,7 @@ class PassThrough:
         self._write: Writer | None = None
         self._ids = itertools.count(FIRST_ID)
         self._by_child: dict[int, _Call] = {}
-        self._by_host: dict[int | str, _Call] = {}
+        self._by_host: dict[int | str, _Call] = {}  # sent or queued
         self._deadlines: list[tuple[float, int]] = []
         self._watch_until = math.inf
         self._wake = anyio.Event()
@@ -112,26 +116,24 @@ class PassThrough:
 
     def detach(self) -> None:
         self._write = None
+        for child in self._hub.children.values():
+            child.queued.clear()
         for call in list(self._by_child.values()):
             self._finish(call)  # nobody is left to answer
+        self._by_host.clear()
 
     def offer(self, message: dict[str, Any]) -> bool:
         """Take a host's tools/call request if the lane can carry it; False leaves it to the SDK path."""
         call = self._admit(message)
         if call is None:
             return False
-        host_params = message["params"]
-        params: dict[str, Any] = {"name": call.original}
-        if "arguments" in host_params:
-            params["arguments"] = host_params["arguments"]
-        meta = _child_meta(host_params.get("_meta"), call.child_id if call.host_token is not None else None)
-        if meta is not None:
-            params["_meta"] = meta
-        request = {"jsonrpc": "2.0", "id": call.child_id, "method": "tools/call", "params": params}
-        if not call.process.send_nowait(_encode(request)):
-            call.child.release(call)
-            return False  # the child just went away: the SDK path reports it
-        self._start(call)
+        child = call.child
+        if child.reserve(call):
+            return self._send(call)  # False: the child just went away, and the SDK path reports it
+        if child.waiting >= child.config.max_queue:
+            return False  # the SDK path refuses it (ChildBusy), with the same message as ever
+        child.queued.append(call)
+        self._by_host[call.host_id] = call
         return True
 
     def _admit(self, message: dict[str, Any]) -> _Call | None:
@@ -154,32 +156,61 @@ class PassThrough:
         hub = self._hub
         route = hub.namespace.tool_routes.get(name)
         child = hub.children.get(route.child) if route is not None else None
-        if route is None or child is None or child.state is not ChildState.READY:
+        if route is None or child is None or child.state is not ChildState.READY or child.process is None:
             return None
-        process = child.process
-        if process is None or child.config.sessions != "shared" or is_modern(child.protocol_version):
+        if child.config.sessions != "shared" or is_modern(child.protocol_version):
             return None
-        config = child.config
-        window = config.timeout_for(route.original)
-        now = anyio.current_time()
-        call = _Call(
+        child_id = next(self._ids)
+        sent: dict[str, Any] = {"name": route.original}
+        if "arguments" in params:
+            sent["arguments"] = arguments
+        child_meta = _child_meta(meta, child_id if token is not None else None)
+        if child_meta is not None:
+            sent["_meta"] = child_meta
+        window = child.config.timeout_for(route.original)
+        return _Call(
             host_id=host_id,
-            child_id=next(self._ids),
+            child_id=child_id,
             child=child,
-            process=process,
             connection=connection,
+            line=_encode({"jsonrpc": "2.0", "id": child_id, "method": "tools/call", "params": sent}),
             exposed=name,
             original=route.original,
             host_token=token,
             window=window,
-            deadline=now + window,
-            ceiling=now + max(config.max_timeout, window),
-            bytes_in=len(json.dumps(arguments, separators=(",", ":"))) if arguments is not None else 0,
+            max_timeout=max(child.config.max_timeout, window),
+            bytes_in=json_size(arguments),
             arguments=arguments if hub.log_arguments(child) else None,
         )
-        if not child.reserve(call):
-            return None  # at max_concurrency: the SDK path queues it (max_queue) or refuses it
-        return call
+
+    def _send(self, call: _Call) -> bool:
+        """Send a call that holds a slot; False (slot given back) if the child is no longer connected."""
+        process = call.child.process
+        if process is None or not process.send_nowait(call.line):
+            call.child.release(call)
+            return False
+        now = anyio.current_time()
+        call.process, call.deadline, call.ceiling = process, now + call.window, now + call.max_timeout
+        self._by_child[call.child_id] = call
+        self._by_host[call.host_id] = call
+        call.child.inflight.append(call.entry)
+        heapq.heappush(self._deadlines, (call.deadline, call.child_id))
+        if call.deadline < self._watch_until:
+            self._wake.set()
+        if len(self._deadlines) > 2 * len(self._by_child) + 1024:  # answered calls' entries pile up: drop them
+            self._deadlines = [(c.deadline, c.child_id) for c in self._by_child.values()]
+            heapq.heapify(self._deadlines)
+        return True
+
+    def resume(self, child: Child) -> None:
+        """Send the calls waiting for `child` while it has free slots."""
+        queue = child.queued
+        while queue and child.reserve(queue[0]):
+            call = queue.popleft()
+            if not self._send(call):
+                self._by_host.pop(call.host_id, None)
+                message = child.unavailable_reason()
+                self._spawn(self._fail, call, "unavailable", types.INTERNAL_ERROR, message)
 
     def cancel(self, message: dict[str, Any]) -> bool:
         """Pass a host's notifications/cancelled on to the child, for a call of this lane; False if not ours."""
@@ -189,11 +220,16 @@ class PassThrough:
         if call is None:
             return False
         assert isinstance(params, dict)
-        self._finish(call)
-        notice: dict[str, Any] = {"requestId": call.child_id}
-        if isinstance(params.get("reason"), str):
-            notice["reason"] = params["reason"]
-        call.process.send_nowait(_encode({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": notice}))
+        process = call.process
+        if process is None:  # still queued: the child never saw it
+            self._by_host.pop(call.host_id, None)
+            call.child.queued.remove(call)
+        else:
+            self._finish(call)
+            notice: dict[str, Any] = {"requestId": call.child_id}
+            if isinstance(params.get("reason"), str):
+                notice["reason"] = params["reason"]
+            process.send_nowait(_encode({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": notice}))
         self._log_call(call, "cancelled", 0)
         return True
 
@@ -220,8 +256,11 @@ class PassThrough:
         result, error = data.get("result"), data.get("error")
         if type(result) is dict:
             mapped = map_uris(result, lambda uri: expose_uri(call.child.prefix, uri)) if call.child.prefix else result
-            await self._answer(call, {"jsonrpc": "2.0", "id": call.host_id, "result": mapped})
-            self._log_call(call, "tool_error" if result.get("isError") else "ok", size)
+            line = _encode({"jsonrpc": "2.0", "id": call.host_id, "result": mapped})
+            # The result's own size, as the SDK path logs it: the line less its envelope, id and newline.
+            result_size = len(line) - len(_ENVELOPE) - len(json.dumps(call.host_id, ensure_ascii=False).encode()) - 1
+            self._log_call(call, "tool_error" if result.get("isError") else "ok", result_size)
+            await self._write_host(line)
         elif type(error) is dict:
             await self._child_error(call, error, size)
         else:
@@ -243,16 +282,16 @@ class PassThrough:
     async def _child_error(self, call: _Call, error: dict[str, Any], size: int) -> None:
         code, message, data = error.get("code"), str(error.get("message")), error.get("data")
         if isinstance(data, dict) and data.get("reason") == "result_too_large":
-            await self._fail(call, "error", types.INTERNAL_ERROR, message, size)
+            await self._fail(call, "error", types.INTERNAL_ERROR, message)
         elif code == types.REQUEST_TIMEOUT:
-            await self._fail(call, "timeout", types.REQUEST_TIMEOUT, f"{call.child.name}: {message}", size)
+            await self._fail(call, "timeout", types.REQUEST_TIMEOUT, f"{call.child.name}: {message}")
         else:
             # The child's own protocol error keeps its code and data, as on the SDK path.
             answer: dict[str, Any] = {"code": code, "message": f"{call.child.name}: {message}"}
             if data is not None:
                 answer["data"] = data
+            self._log_call(call, "error", 0, code, answer["message"])
             await self._answer(call, {"jsonrpc": "2.0", "id": call.host_id, "error": answer})
-            self._log_call(call, "error", size, code, answer["message"])
 
     async def _connection_lost(self, process: StdioProcess, calls: list[_Call]) -> None:
         with anyio.move_on_after(SETTLE_EXIT):
@@ -296,6 +335,7 @@ class PassThrough:
 
     async def _expire(self, call: _Call) -> None:
         notice = {"requestId": call.child_id, "reason": "timeout"}
+        assert call.process is not None
         call.process.send_nowait(_encode({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": notice}))
         elapsed = time.perf_counter() - call.began
         message = (
@@ -306,46 +346,39 @@ class PassThrough:
 
     # ---- bookkeeping ----------------------------------------------------------------------------------
 
-    def _start(self, call: _Call) -> None:
-        self._by_child[call.child_id] = call
-        self._by_host[call.host_id] = call
-        call.child.inflight.append(call.entry)
-        heapq.heappush(self._deadlines, (call.deadline, call.child_id))
-        if call.deadline < self._watch_until:
-            self._wake.set()
-        if len(self._deadlines) > 2 * len(self._by_child) + 1024:  # answered calls' entries pile up: drop them
-            self._deadlines = [(c.deadline, c.child_id) for c in self._by_child.values()]
-            heapq.heapify(self._deadlines)
-
     def _finish(self, call: _Call) -> None:
         """The call leaves the lane's tables and releases its child slot; its answer, if any, is up to the caller."""
         if self._by_child.pop(call.child_id, None) is None:
             return
         self._by_host.pop(call.host_id, None)
-        call.child.release(call)
         with suppress(ValueError):
             call.child.inflight.remove(call.entry)
+        call.child.release(call)
+        self.resume(call.child)
 
     def _spawn(self, func: Callable[..., Coroutine[Any, Any, None]], *args: Any) -> None:
         if self._task_group is not None:
             self._task_group.start_soon(func, *args)
 
     async def _answer(self, call: _Call, message: dict[str, Any]) -> None:
+        await self._write_host(_encode(message))
+
+    async def _write_host(self, line: bytes) -> None:
         write = self._write
         if write is not None:
             with suppress(anyio.BrokenResourceError, anyio.ClosedResourceError):  # the host is gone: the front ends
-                await write(_encode(message))
+                await write(line)
 
-    async def _fail(self, call: _Call, outcome: str, code: int, message: str, size: int = 0) -> None:
+    async def _fail(self, call: _Call, outcome: str, code: int, message: str) -> None:
         """A tool call that failed short of the child's own answer: an isError result naming the child."""
         result = {"content": [{"type": "text", "text": message}], "isError": True}
+        self._log_call(call, outcome, 0, code, message)
         await self._answer(call, {"jsonrpc": "2.0", "id": call.host_id, "result": result})
-        self._log_call(call, outcome, size, code, message)
 
     def _log_call(
         self, call: _Call, outcome: str, size: int, code: int | None = None, message: str | None = None
     ) -> None:
-        """The same line as hub/router.py's, so that the call log does not tell the two paths apart."""
+        """The same line as hub/router.py's, written before the host has the answer (as there)."""
         connection = call.connection
         fields: dict[str, Any] = {
             "method": "tools/call",

@@ -49,8 +49,11 @@ def forward_meta(meta: Mapping[str, Any] | None) -> dict[str, Any] | None:
     return kept or None
 
 
-def _size(value: Any) -> int:
-    return len(json.dumps(value, separators=(",", ":"), default=str)) if value is not None else 0
+def json_size(value: Any) -> int:
+    """Bytes of `value` as compact UTF-8 JSON (the call log's bytes_in and bytes_out); 0 for None."""
+    if value is None:
+        return 0
+    return len(json.dumps(value, separators=(",", ":"), ensure_ascii=False, default=str).encode())
 
 
 @dataclass
@@ -77,7 +80,7 @@ class Router:
     # ---- tools ----------------------------------------------------------------------------------------
 
     async def call_tool(self, ctx: ServerRequestContext[Any, Any], params: types.CallToolRequestParams) -> Any:
-        call = _Call("tools/call", params.name, bytes_in=_size(params.arguments))
+        call = _Call("tools/call", params.name, bytes_in=json_size(params.arguments))
         with self._logged(ctx, call):
             route = self._hub.namespace.tool_routes.get(params.name)
             if route is None:
@@ -143,7 +146,7 @@ class Router:
             return {}
 
     async def get_prompt(self, ctx: ServerRequestContext[Any, Any], params: types.GetPromptRequestParams) -> Any:
-        call = _Call("prompts/get", params.name, bytes_in=_size(params.arguments))
+        call = _Call("prompts/get", params.name, bytes_in=json_size(params.arguments))
         with self._logged(ctx, call):
             route = self._hub.namespace.prompt_routes.get(params.name)
             if route is None:
@@ -273,7 +276,7 @@ class Router:
         finally:
             if not bridged:
                 target.inflight.remove(ctx)
-        size = _size(result)
+        size = json_size(result)
         if size > child.config.max_result_bytes:
             message = (
                 f"server '{child.name}' sent a result of {size} bytes, more than its max_result_bytes "

@@ -69,6 +69,9 @@ class Tap(Protocol):
 
     def closed(self, process: StdioProcess) -> None: ...
 
+    def resume(self, child: Any) -> None:
+        """A max_concurrency slot of `child` (a `hub.child.Child`) was freed: send what waits for one."""
+
 
 class Reaper:
     """The hub's side of `hub.reaper`: a watchdog process that outlives a SIGKILLed hub just long enough."""
