@@ -34,6 +34,7 @@ import mcp_types as types
 import structlog
 from anyio.abc import TaskGroup
 from mcp.server.connection import Connection
+from mcp_types.methods import serialize_server_result
 
 from hub.child import Child, ChildState
 from hub.eras import is_modern
@@ -106,6 +107,8 @@ class PassThrough:
         self._watch_until = math.inf
         self._wake = anyio.Event()
         self._task_group: TaskGroup | None = None
+        # The encoded tools/list result and what it was made from: (namespace, config, protocol version).
+        self._listing: tuple[tuple[object, object, str], bytes] | None = None
         self._log = structlog.get_logger("hub.calls")
 
     # ---- the host side --------------------------------------------------------------------------------
@@ -211,6 +214,30 @@ class PassThrough:
                 self._by_host.pop(call.host_id, None)
                 message = child.unavailable_reason()
                 self._spawn(self._fail, call, "unavailable", types.INTERNAL_ERROR, message)
+
+    async def list_tools(self, message: dict[str, Any]) -> bool:
+        """Answer a handshake-era host's tools/list from encoded bytes kept per namespace; False if not ours.
+
+        The SDK path validates and re-serialises the whole merged listing on every request (261 tools with 20
+        children), so its cost grew with the number of children. Here the listing is shaped for the host's revision
+        once, by the SDK's own sieve, and every request after that costs one write whatever its size.
+        """
+        request_id, params = message.get("id"), message.get("params")
+        if self._write is None or not isinstance(request_id, int | str) or type(request_id) is bool:
+            return False
+        if params is not None and (type(params) is not dict or params.get("cursor") is not None):
+            return False
+        connection = self._hub.hosts.only()
+        if connection is None or is_modern(connection.protocol_version) or not connection.initialize_accepted:
+            return False
+        key = (self._hub.namespace, self._hub.loaded, connection.protocol_version)
+        if self._listing is None or any(a is not b for a, b in zip(self._listing[0], key, strict=True)):
+            result = {"tools": self._hub.tool_listing()}
+            shaped = serialize_server_result("tools/list", connection.protocol_version, result)
+            self._listing = (key, json.dumps(shaped, separators=(",", ":"), ensure_ascii=False).encode())
+        head = b'{"jsonrpc":"2.0","id":' + json.dumps(request_id, ensure_ascii=False).encode() + b',"result":'
+        await self._write_host(head + self._listing[1] + b"}\n")
+        return True
 
     def cancel(self, message: dict[str, Any]) -> bool:
         """Pass a host's notifications/cancelled on to the child, for a call of this lane; False if not ours."""

@@ -89,7 +89,7 @@ class FdReadStream:
                 line = self._lines.popleft()
                 if line.strip():
                     data = decode(line)
-                    if self._passthrough is not None and type(data) is dict and self._diverted(data):
+                    if self._passthrough is not None and type(data) is dict and await self._diverted(data):
                         continue
                     try:
                         return SessionMessage(message_from(data, line))
@@ -110,12 +110,14 @@ class FdReadStream:
             *lines, self._pending = (self._pending + chunk).split(b"\n")
             self._lines.extend(lines)
 
-    def _diverted(self, data: dict[str, Any]) -> bool:
+    async def _diverted(self, data: dict[str, Any]) -> bool:
         passthrough = self._passthrough
         assert passthrough is not None
         method = data.get("method")
         if method == "tools/call":
             return "id" in data and passthrough.offer(data)
+        if method == "tools/list":
+            return "id" in data and await passthrough.list_tools(data)
         return method == "notifications/cancelled" and passthrough.cancel(data)
 
     def __aiter__(self) -> FdReadStream:
