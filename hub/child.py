@@ -202,8 +202,12 @@ class Child:
     # for a max_concurrency slot, oldest first.
     tap: Tap | None = None
     queued: deque[Any] = field(default_factory=deque)
+    # The process the pass-through may write to: set while a stdio child on its shared, handshake-era connection
+    # is ready, None otherwise (URL children, `sessions: per-host`, 2026 children, between connections).
+    direct: StdioProcess | None = None
     _limiter: anyio.CapacityLimiter = field(init=False)
     _waiting: int = 0
+    _timeouts: dict[str, float] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         self._limiter = anyio.CapacityLimiter(self.config.max_concurrency)
@@ -272,10 +276,12 @@ class Child:
     def release(self, borrower: object) -> None:
         self._limiter.release_on_behalf_of(borrower)
 
-    @property
-    def process(self) -> StdioProcess | None:
-        """The running process of a stdio child while it is connected."""
-        return self._process if self._client is not None else None
+    def timeout_for(self, tool: str) -> float:
+        """`config.timeout_for`, remembered per tool name (the globs are matched once)."""
+        seconds = self._timeouts.get(tool)
+        if seconds is None:
+            seconds = self._timeouts[tool] = self.config.timeout_for(tool)
+        return seconds
 
     async def settle_exit(self, limit_s: float = 1.0) -> None:
         """Give a child whose connection just closed a moment to report its exit status (bounded)."""
@@ -358,6 +364,7 @@ class Child:
         finally:
             self.state = ChildState.STOPPED
             self._client = None
+            self.direct = None
 
     async def _run_once(self) -> None:
         began = time.monotonic()
@@ -374,6 +381,8 @@ class Child:
                     if self.groups is not None:
                         self.groups.scan()
                     self.state = ChildState.READY
+                    if self.config.sessions == "shared" and not is_modern(client.protocol_version):
+                        self.direct = self._process
                     self.last_error = None
                     self.settled.set()
                     self._log.info(
@@ -399,6 +408,7 @@ class Child:
             self.last_error = self._describe_failure(exc)
         finally:
             self._client = None
+            self.direct = None
             self.settled.set()
         if self.last_error is None:
             self.last_error = self.connection_lost_reason()

@@ -40,7 +40,7 @@ from hub.child import Child, ChildState
 from hub.eras import is_modern
 from hub.naming import expose_uri, map_uris
 from hub.relay import Unattached
-from hub.router import RESERVED_META_PREFIX, json_size
+from hub.router import RESERVED_META_PREFIX
 from hub.transports import StdioProcess, describe_exit
 
 if TYPE_CHECKING:
@@ -55,12 +55,18 @@ WATCH_TICK = 0.5
 SETTLE_EXIT = 1.0
 
 _PARAMS = frozenset({"name", "arguments", "_meta"})
-_ENVELOPE = b'{"jsonrpc":"2.0","id":,"result":}'
 Writer = Callable[[bytes], Awaitable[None]]
 
 
+_JSON = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False)
+
+
+def _json(value: Any) -> bytes:
+    return _JSON.encode(value).encode()
+
+
 def _encode(message: dict[str, Any]) -> bytes:
-    return json.dumps(message, separators=(",", ":"), ensure_ascii=False).encode() + b"\n"
+    return _json(message) + b"\n"
 
 
 def _child_meta(meta: dict[str, Any] | None, token: int | None) -> dict[str, Any] | None:
@@ -100,6 +106,7 @@ class PassThrough:
     def __init__(self, hub: Hub) -> None:
         self._hub = hub
         self._write: Writer | None = None
+        self._connection: Connection | None = None  # the attached host's, once known
         self._ids = itertools.count(FIRST_ID)
         self._by_child: dict[int, _Call] = {}
         self._by_host: dict[int | str, _Call] = {}  # sent or queued
@@ -119,6 +126,7 @@ class PassThrough:
 
     def detach(self) -> None:
         self._write = None
+        self._connection = None
         for child in self._hub.children.values():
             child.queued.clear()
         for call in list(self._by_child.values()):
@@ -153,42 +161,51 @@ class PassThrough:
         token = meta.get("progressToken") if meta else None
         if token is not None and type(token) not in (int, str):
             return None
-        connection = self._hub.hosts.only()
-        if connection is None or is_modern(connection.protocol_version) or not connection.initialize_accepted:
+        connection = self._connection or self._find_host()
+        if connection is None:
             return None
         hub = self._hub
         route = hub.namespace.tool_routes.get(name)
         child = hub.children.get(route.child) if route is not None else None
-        if route is None or child is None or child.state is not ChildState.READY or child.process is None:
-            return None
-        if child.config.sessions != "shared" or is_modern(child.protocol_version):
+        if route is None or child is None or child.direct is None or child.state is not ChildState.READY:
             return None
         child_id = next(self._ids)
-        sent: dict[str, Any] = {"name": route.original}
+        # The child's line is put together around the arguments' own encoding, which also gives bytes_in.
+        line = b'{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":%b' % (child_id, _json(route.original))
+        encoded = b""
         if "arguments" in params:
-            sent["arguments"] = arguments
+            encoded = _json(arguments)
+            line += b',"arguments":' + encoded
         child_meta = _child_meta(meta, child_id if token is not None else None)
         if child_meta is not None:
-            sent["_meta"] = child_meta
-        window = child.config.timeout_for(route.original)
+            line += b',"_meta":' + _json(child_meta)
+        window = child.timeout_for(route.original)
         return _Call(
             host_id=host_id,
             child_id=child_id,
             child=child,
             connection=connection,
-            line=_encode({"jsonrpc": "2.0", "id": child_id, "method": "tools/call", "params": sent}),
+            line=line + b"}}\n",
             exposed=name,
             original=route.original,
             host_token=token,
             window=window,
             max_timeout=max(child.config.max_timeout, window),
-            bytes_in=json_size(arguments),
+            bytes_in=len(encoded) if arguments is not None else 0,
             arguments=arguments if hub.log_arguments(child) else None,
         )
 
+    def _find_host(self) -> Connection | None:
+        """The stdio host's connection, once it is initialized and known to be handshake-era (then kept)."""
+        connection = self._hub.hosts.only()
+        if connection is None or is_modern(connection.protocol_version) or not connection.initialize_accepted:
+            return None
+        self._connection = connection
+        return connection
+
     def _send(self, call: _Call) -> bool:
         """Send a call that holds a slot; False (slot given back) if the child is no longer connected."""
-        process = call.child.process
+        process = call.child.direct
         if process is None or not process.send_nowait(call.line):
             call.child.release(call)
             return False
@@ -234,9 +251,8 @@ class PassThrough:
         if self._listing is None or any(a is not b for a, b in zip(self._listing[0], key, strict=True)):
             result = {"tools": self._hub.tool_listing()}
             shaped = serialize_server_result("tools/list", connection.protocol_version, result)
-            self._listing = (key, json.dumps(shaped, separators=(",", ":"), ensure_ascii=False).encode())
-        head = b'{"jsonrpc":"2.0","id":' + json.dumps(request_id, ensure_ascii=False).encode() + b',"result":'
-        await self._write_host(head + self._listing[1] + b"}\n")
+            self._listing = (key, _json(shaped))
+        await self._write_host(b'{"jsonrpc":"2.0","id":%b,"result":%b}\n' % (_json(request_id), self._listing[1]))
         return True
 
     def cancel(self, message: dict[str, Any]) -> bool:
@@ -272,7 +288,7 @@ class PassThrough:
             return type(token) is int and token >= FIRST_ID
         return False
 
-    async def take(self, process: StdioProcess, data: dict[str, Any], size: int) -> None:
+    async def take(self, process: StdioProcess, data: dict[str, Any], raw: bytes | bytearray) -> None:
         if "method" in data:
             await self._progress(data["params"])
             return
@@ -282,14 +298,13 @@ class PassThrough:
         self._finish(call)
         result, error = data.get("result"), data.get("error")
         if type(result) is dict:
-            mapped = map_uris(result, lambda uri: expose_uri(call.child.prefix, uri)) if call.child.prefix else result
-            line = _encode({"jsonrpc": "2.0", "id": call.host_id, "result": mapped})
-            # The result's own size, as the SDK path logs it: the line less its envelope, id and newline.
-            result_size = len(line) - len(_ENVELOPE) - len(json.dumps(call.host_id, ensure_ascii=False).encode()) - 1
-            self._log_call(call, "tool_error" if result.get("isError") else "ok", result_size)
-            await self._write_host(line)
+            if call.child.prefix and b'"uri"' in raw:  # a resource link or embedded resource, maybe
+                result = map_uris(result, lambda uri: expose_uri(call.child.prefix, uri))
+            encoded = _json(result)
+            self._log_call(call, "tool_error" if result.get("isError") else "ok", len(encoded))
+            await self._write_host(b'{"jsonrpc":"2.0","id":%b,"result":%b}\n' % (_json(call.host_id), encoded))
         elif type(error) is dict:
-            await self._child_error(call, error, size)
+            await self._child_error(call, error)
         else:
             await self._fail(call, "error", types.INTERNAL_ERROR, f"server '{call.child.name}' sent an invalid answer")
 
@@ -306,7 +321,7 @@ class PassThrough:
         notice = {**params, "progressToken": call.host_token}
         await self._answer(call, {"jsonrpc": "2.0", "method": "notifications/progress", "params": notice})
 
-    async def _child_error(self, call: _Call, error: dict[str, Any], size: int) -> None:
+    async def _child_error(self, call: _Call, error: dict[str, Any]) -> None:
         code, message, data = error.get("code"), str(error.get("message")), error.get("data")
         if isinstance(data, dict) and data.get("reason") == "result_too_large":
             await self._fail(call, "error", types.INTERNAL_ERROR, message)

@@ -65,7 +65,7 @@ class Tap(Protocol):
 
     def wants(self, data: dict[str, Any]) -> bool: ...
 
-    async def take(self, process: StdioProcess, data: dict[str, Any], size: int) -> None: ...
+    async def take(self, process: StdioProcess, data: dict[str, Any], raw: bytes | bytearray) -> None: ...
 
     def closed(self, process: StdioProcess) -> None: ...
 
@@ -258,7 +258,7 @@ class StdioProcess:
             },
         }
         if self.tap is not None and self.tap.wants(error):
-            await self.tap.take(self, error, size)
+            await self.tap.take(self, error, b"")
         else:
             await sink.send(SessionMessage(types.JSONRPCError.model_validate(error)))
 
@@ -268,7 +268,7 @@ class StdioProcess:
         data = decode(line)
         tap = self.tap
         if tap is not None and type(data) is dict and tap.wants(data):
-            await tap.take(self, data, len(line))
+            await tap.take(self, data, line)
             return
         try:
             message = SessionMessage(message_from(data, line))
