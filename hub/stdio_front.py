@@ -10,6 +10,7 @@ device and fd 1 at stderr, so that stray output from the hub or a child process 
 
 from __future__ import annotations
 
+import asyncio
 import fcntl
 import os
 from collections import deque
@@ -57,6 +58,7 @@ async def _nonblocking_stdio(passthrough: PassThrough | None) -> AsyncIterator[t
     try:
         yield read, write
     finally:
+        read.unwatch()
         if passthrough is not None:
             passthrough.detach()
         # Put the wire back where it was, so that whatever runs after us finds stdin and stdout as they were.
@@ -82,6 +84,10 @@ class FdReadStream:
         self._lines: deque[bytes] = deque()
         self._pending = b""
         self._eof = False
+        # While waiting, the descriptor stays registered with the event loop from one wait to the next: a
+        # registration per wait (anyio.wait_readable) is two epoll_ctl calls per message.
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._waiter: asyncio.Future[None] | None = None
 
     async def receive(self) -> SessionMessage | Exception:
         while True:
@@ -100,7 +106,7 @@ class FdReadStream:
             try:
                 chunk = os.read(self._fd, READ_CHUNK)
             except BlockingIOError:
-                await anyio.wait_readable(self._fd)
+                await self._readable()
                 continue
             except OSError:
                 chunk = b""
@@ -109,6 +115,34 @@ class FdReadStream:
                 continue
             *lines, self._pending = (self._pending + chunk).split(b"\n")
             self._lines.extend(lines)
+
+    async def _readable(self) -> None:
+        loop = asyncio.get_running_loop()
+        if self._loop is not loop:
+            try:
+                loop.add_reader(self._fd, self._wake)
+            except (OSError, ValueError):  # not pollable; then reads never block either
+                await anyio.wait_readable(self._fd)
+                return
+            self._loop = loop
+        self._waiter = loop.create_future()
+        try:
+            await self._waiter
+        finally:
+            self._waiter = None
+
+    def _wake(self) -> None:
+        waiter = self._waiter
+        if waiter is None:
+            self.unwatch()  # readable while nobody waits: epoll would call again on every loop iteration
+        elif not waiter.done():
+            waiter.set_result(None)
+
+    def unwatch(self) -> None:
+        """Unregister the descriptor from the event loop (before it is closed)."""
+        loop, self._loop = self._loop, None
+        if loop is not None:
+            loop.remove_reader(self._fd)
 
     async def _diverted(self, data: dict[str, Any]) -> bool:
         passthrough = self._passthrough
@@ -132,6 +166,7 @@ class FdReadStream:
     async def aclose(self) -> None:
         self._eof = True
         self._lines.clear()
+        self.unwatch()
 
     async def __aenter__(self) -> FdReadStream:
         return self

@@ -316,9 +316,19 @@ class StdioProcess:
                     pending = pending[-65536:]
 
     async def _wait_exit(self, process: Process, reader: anyio.CancelScope) -> None:
-        # Polled rather than process.wait(): that also waits for pipe EOF, which a grandchild can hold open.
+        # Not process.wait(): that also waits for pipe EOF, which a grandchild can hold open. A pidfd becomes
+        # readable when the process exits, so an idle hub does not wake up for it; where there is none (not
+        # Linux >= 5.3), returncode is polled.
+        poll = 0.05
+        with suppress(AttributeError, OSError):
+            pidfd = os.pidfd_open(process.pid)
+            try:
+                await anyio.wait_readable(pidfd)
+            finally:
+                os.close(pidfd)
+            poll = 0.002  # exited: the event loop's child watcher sets returncode in a moment
         while process.returncode is None:  # noqa: ASYNC110 - no event exists for this
-            await anyio.sleep(0.05)
+            await anyio.sleep(poll)
         self.returncode = process.returncode
         self.exited.set()
         # A descendant holding stdout open must not keep the session waiting: in-flight requests fail now.
