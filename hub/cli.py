@@ -24,7 +24,7 @@ from hub import __version__
 from hub.config import ConfigError, LoadedConfig, load_config
 from hub.front import serve_http, serve_stdio
 from hub.hub import Hub
-from hub.logs import configure_logging
+from hub.logs import CallLog, configure_logging
 from hub.server import build_server
 from hub.transports import EXIT_GRACE, KILL_GRACE
 
@@ -90,7 +90,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.command == "reload":
         return _reload(args.pid, args.url)
     serving = args.command == "serve"
-    configure_logging(
+    call_log = configure_logging(
         args.log_format or ("json" if serving else "console"),
         args.log_level or ("info" if serving else "warning"),
         args.log_file,
@@ -103,11 +103,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         if serving:
             if args.http:
-                anyio.run(serve_http, loaded, args.http, args.allow_host)
+                anyio.run(serve_http, loaded, args.http, args.allow_host, call_log)
             else:
-                anyio.run(serve_stdio, loaded)
+                anyio.run(serve_stdio, loaded, call_log)
             return 0
-        return anyio.run(_one_shot, loaded, args)
+        return anyio.run(_one_shot, loaded, args, call_log)
     except KeyboardInterrupt:
         return 130
 
@@ -137,8 +137,8 @@ def _reload(pid: int | None, url: str | None) -> int:
     return 1
 
 
-async def _one_shot(loaded: LoadedConfig, args: argparse.Namespace) -> int:
-    hub = Hub(loaded)
+async def _one_shot(loaded: LoadedConfig, args: argparse.Namespace, call_log: CallLog) -> int:
+    hub = Hub(loaded, call_log)
     wait = (
         args.wait
         if args.wait is not None

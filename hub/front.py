@@ -26,6 +26,7 @@ from starlette.routing import Route
 from hub.child import ChildState
 from hub.config import LoadedConfig
 from hub.hub import Hub
+from hub.logs import CallLog
 from hub.reload import handle_signals, reload_from_disk, watch_config
 from hub.server import build_server
 from hub.stdio_front import stdio_front
@@ -35,9 +36,9 @@ _STOP_SIGNALS = (signal.SIGHUP, signal.SIGTERM, signal.SIGINT)
 
 
 @asynccontextmanager
-async def _serving(loaded: LoadedConfig) -> AsyncIterator[tuple[Hub, anyio.CancelScope]]:
+async def _serving(loaded: LoadedConfig, call_log: CallLog) -> AsyncIterator[tuple[Hub, anyio.CancelScope]]:
     """A running hub with its config watch and signal handling; cancelling the scope stops it gracefully."""
-    hub = Hub(loaded)
+    hub = Hub(loaded, call_log)
     stop = anyio.CancelScope()  # entered by the caller around what it serves
     async with hub.running(), anyio.create_task_group() as tg:
         tg.start_soon(watch_config, hub)
@@ -48,8 +49,8 @@ async def _serving(loaded: LoadedConfig) -> AsyncIterator[tuple[Hub, anyio.Cance
             tg.cancel_scope.cancel()
 
 
-async def serve_stdio(loaded: LoadedConfig) -> None:
-    async with _serving(loaded) as (hub, stop):
+async def serve_stdio(loaded: LoadedConfig, call_log: CallLog | None = None) -> None:
+    async with _serving(loaded, call_log or CallLog()) as (hub, stop):
         server = build_server(hub)
         with stop:
             async with stdio_front(hub.passthrough) as (read, write):
@@ -103,9 +104,9 @@ def health_routes(hub: Hub) -> list[Route]:
     return [Route("/healthz", healthz), Route("/readyz", readyz), Route("/reload", reload, methods=["POST"])]
 
 
-async def serve_http(loaded: LoadedConfig, bind: str, allowed: list[str]) -> None:
+async def serve_http(loaded: LoadedConfig, bind: str, allowed: list[str], call_log: CallLog | None = None) -> None:
     host, port = parse_bind(bind)
-    async with _serving(loaded) as (hub, stop):
+    async with _serving(loaded, call_log or CallLog()) as (hub, stop):
         server = build_server(hub)
         app = server.streamable_http_app(
             streamable_http_path="/mcp",

@@ -24,6 +24,7 @@ from hub.child import Child, ChildState
 from hub.config import LoadedConfig, ServerConfig
 from hub.hosts import HostConnections
 from hub.lanes import LanePool
+from hub.logs import CallLog
 from hub.naming import expose_uri
 from hub.passthrough import PassThrough
 from hub.registry import Namespace, build_namespace
@@ -46,8 +47,9 @@ _HEALTH_TOOL_DEF: dict[str, Any] = {
 
 
 class Hub:
-    def __init__(self, loaded: LoadedConfig) -> None:
+    def __init__(self, loaded: LoadedConfig, call_log: CallLog | None = None) -> None:
         self.loaded = loaded
+        self.call_log = call_log or CallLog()
         self.children: dict[str, Child] = {}
         self.namespace = Namespace()
         self.hosts = HostConnections()

@@ -5,17 +5,43 @@ One call, from the CLI, configures everything; the SDK's stdlib logging is bridg
 
 from __future__ import annotations
 
+import datetime
+import json
 import logging
 import sys
-from typing import Literal, TextIO
+from typing import Any, Literal, TextIO
 
 import structlog
 
 LogFormat = Literal["json", "console"]
 
 
-def configure_logging(fmt: LogFormat = "json", level: str = "info", file: str | None = None) -> TextIO:
-    """Route structlog and stdlib logging to one stream; returns that stream."""
+class CallLog:
+    """Writes the call log's line for each routed request (docs/call-log.md).
+
+    It runs on every call, so its cost shows in the hub's: structlog's full chain costs ~65 µs a line (context
+    variables, exception formatting, the renderer's fallbacks). With `stream` (JSON format, info enabled) the line
+    is rendered here, with the same keys in the same order and the same timestamp, for ~25 µs. Without it, it goes
+    through structlog like any other line (console format, or a level that filters it out).
+    """
+
+    def __init__(self, stream: TextIO | None = None) -> None:
+        self._stream = stream
+        self._log = structlog.get_logger("hub.calls")
+        self._json = json.JSONEncoder(default=repr)
+
+    def __call__(self, fields: dict[str, Any]) -> None:
+        stream = self._stream
+        if stream is None:
+            self._log.info("call", **fields)
+            return
+        now = datetime.datetime.now(tz=datetime.UTC).isoformat().replace("+00:00", "Z")
+        fields.update(event="call", level="info", timestamp=now)
+        stream.write(self._json.encode(fields) + "\n")
+
+
+def configure_logging(fmt: LogFormat = "json", level: str = "info", file: str | None = None) -> CallLog:
+    """Route structlog and stdlib logging to one stream; returns the call log's writer on that stream."""
     stream: TextIO = open(file, "a", encoding="utf-8", buffering=1) if file else sys.stderr  # noqa: SIM115
     numeric = logging.getLevelNamesMapping().get(level.upper(), logging.INFO)
     shared: list[structlog.types.Processor] = [
@@ -46,4 +72,4 @@ def configure_logging(fmt: LogFormat = "json", level: str = "info", file: str | 
     root.handlers[:] = [handler]
     # The SDK logs routine protocol chatter at INFO; keep it out unless debugging.
     root.setLevel(max(numeric, logging.WARNING) if numeric > logging.DEBUG else numeric)
-    return stream
+    return CallLog(stream if fmt == "json" and numeric <= logging.INFO else None)

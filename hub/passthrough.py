@@ -31,9 +31,7 @@ from typing import TYPE_CHECKING, Any
 
 import anyio
 import mcp_types as types
-import structlog
 from anyio.abc import TaskGroup
-from mcp.server.connection import Connection
 from mcp_types.methods import serialize_server_result
 
 from hub.child import Child, ChildState
@@ -71,18 +69,20 @@ def _encode(message: dict[str, Any]) -> bytes:
 
 def _child_meta(meta: dict[str, Any] | None, token: int | None) -> dict[str, Any] | None:
     """The host's `_meta` as the child sees it: the hub's own progress token, no reserved protocol keys."""
+    if not meta and token is None:
+        return None
     kept = {k: v for k, v in (meta or {}).items() if k != "progressToken" and not k.startswith(RESERVED_META_PREFIX)}
     if token is not None:
         kept["progressToken"] = token
     return kept or None
 
 
-@dataclass(eq=False)
+@dataclass(eq=False, slots=True)
 class _Call:
     host_id: int | str
     child_id: int
     child: Child
-    connection: Connection
+    entry: Unattached  # the host's connection, in the child's in-flight list while the call is there
     line: bytes  # the request as the child gets it
     exposed: str
     original: str
@@ -92,21 +92,17 @@ class _Call:
     bytes_in: int
     arguments: Any  # for the call log, when the config logs them
     began: float = field(default_factory=time.perf_counter)
-    entry: Unattached = field(init=False)
     # Set when it is sent: until then it waits for a max_concurrency slot.
     process: StdioProcess | None = None
     deadline: float = math.inf
     ceiling: float = math.inf
-
-    def __post_init__(self) -> None:
-        self.entry = Unattached(self.connection)
 
 
 class PassThrough:
     def __init__(self, hub: Hub) -> None:
         self._hub = hub
         self._write: Writer | None = None
-        self._connection: Connection | None = None  # the attached host's, once known
+        self._host: Unattached | None = None  # the attached host's connection, once known
         self._ids = itertools.count(FIRST_ID)
         self._by_child: dict[int, _Call] = {}
         self._by_host: dict[int | str, _Call] = {}  # sent or queued
@@ -114,9 +110,8 @@ class PassThrough:
         self._watch_until = math.inf
         self._wake = anyio.Event()
         self._task_group: TaskGroup | None = None
-        # The encoded tools/list result and what it was made from: (namespace, config, protocol version).
-        self._listing: tuple[tuple[object, object, str], bytes] | None = None
-        self._log = structlog.get_logger("hub.calls")
+        # The encoded tools/list result and what it was made from: (namespace, config, protocol version, bytes).
+        self._listing: tuple[object, object, str, bytes] | None = None
 
     # ---- the host side --------------------------------------------------------------------------------
 
@@ -126,7 +121,7 @@ class PassThrough:
 
     def detach(self) -> None:
         self._write = None
-        self._connection = None
+        self._host = None
         for child in self._hub.children.values():
             child.queued.clear()
         for call in list(self._by_child.values()):
@@ -161,8 +156,8 @@ class PassThrough:
         token = meta.get("progressToken") if meta else None
         if token is not None and type(token) not in (int, str):
             return None
-        connection = self._connection or self._find_host()
-        if connection is None:
+        host = self._host or self._find_host()
+        if host is None:
             return None
         hub = self._hub
         route = hub.namespace.tool_routes.get(name)
@@ -184,7 +179,7 @@ class PassThrough:
             host_id=host_id,
             child_id=child_id,
             child=child,
-            connection=connection,
+            entry=host,
             line=line + b"}}\n",
             exposed=name,
             original=route.original,
@@ -195,13 +190,13 @@ class PassThrough:
             arguments=arguments if hub.log_arguments(child) else None,
         )
 
-    def _find_host(self) -> Connection | None:
+    def _find_host(self) -> Unattached | None:
         """The stdio host's connection, once it is initialized and known to be handshake-era (then kept)."""
         connection = self._hub.hosts.only()
         if connection is None or is_modern(connection.protocol_version) or not connection.initialize_accepted:
             return None
-        self._connection = connection
-        return connection
+        self._host = Unattached(connection)
+        return self._host
 
     def _send(self, call: _Call) -> bool:
         """Send a call that holds a slot; False (slot given back) if the child is no longer connected."""
@@ -244,15 +239,15 @@ class PassThrough:
             return False
         if params is not None and (type(params) is not dict or params.get("cursor") is not None):
             return False
-        connection = self._hub.hosts.only()
-        if connection is None or is_modern(connection.protocol_version) or not connection.initialize_accepted:
+        host = self._host or self._find_host()
+        if host is None:
             return False
-        key = (self._hub.namespace, self._hub.loaded, connection.protocol_version)
-        if self._listing is None or any(a is not b for a, b in zip(self._listing[0], key, strict=True)):
-            result = {"tools": self._hub.tool_listing()}
-            shaped = serialize_server_result("tools/list", connection.protocol_version, result)
-            self._listing = (key, _json(shaped))
-        await self._write_host(b'{"jsonrpc":"2.0","id":%b,"result":%b}\n' % (_json(request_id), self._listing[1]))
+        hub, version = self._hub, host.connection.protocol_version
+        cached = self._listing
+        if cached is None or cached[0] is not hub.namespace or cached[1] is not hub.loaded or cached[2] != version:
+            shaped = serialize_server_result("tools/list", version, {"tools": hub.tool_listing()})
+            cached = self._listing = (hub.namespace, hub.loaded, version, _json(shaped))
+        await self._write_host(b'{"jsonrpc":"2.0","id":%b,"result":%b}\n' % (_json(request_id), cached[3]))
         return True
 
     def cancel(self, message: dict[str, Any]) -> bool:
@@ -421,7 +416,7 @@ class PassThrough:
         self, call: _Call, outcome: str, size: int, code: int | None = None, message: str | None = None
     ) -> None:
         """The same line as hub/router.py's, written before the host has the answer (as there)."""
-        connection = call.connection
+        connection = call.entry.connection
         fields: dict[str, Any] = {
             "method": "tools/call",
             "host_session": connection.session_id or f"conn-{id(connection):x}",
@@ -438,4 +433,4 @@ class PassThrough:
             fields["error_code"], fields["error_message"] = code, message
         if call.arguments is not None:
             fields["arguments"] = call.arguments
-        self._log.info("call", **fields)
+        self._hub.call_log(fields)

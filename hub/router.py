@@ -20,7 +20,6 @@ from typing import TYPE_CHECKING, Any, NoReturn
 
 import anyio
 import mcp_types as types
-import structlog
 from mcp.server.context import ServerRequestContext
 from mcp.shared.dispatcher import ProgressFnT
 from mcp.shared.exceptions import MCPError
@@ -75,7 +74,6 @@ class _Call:
 class Router:
     def __init__(self, hub: Hub) -> None:
         self._hub = hub
-        self._log = structlog.get_logger("hub.calls")
 
     # ---- tools ----------------------------------------------------------------------------------------
 
@@ -331,7 +329,7 @@ class Router:
                 fields["error_code"], fields["error_message"] = call.error_code, call.error_message
             if call.arguments is not None:
                 fields["arguments"] = call.arguments
-            self._log.info("call", **fields)
+            self._hub.call_log(fields)
 
 
 class _Failure(Exception):
