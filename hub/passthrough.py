@@ -53,6 +53,7 @@ WATCH_TICK = 0.5
 SETTLE_EXIT = 1.0
 
 _PARAMS = frozenset({"name", "arguments", "_meta"})
+_ID_TYPES = (int, str)  # JSON-RPC ids and progress tokens; `type(x) in` also keeps bool out
 Writer = Callable[[bytes], Awaitable[None]]
 
 
@@ -146,7 +147,7 @@ class PassThrough:
         host_id, params = message.get("id"), message.get("params")
         if self._write is None or type(params) is not dict or not params.keys() <= _PARAMS:
             return None
-        if not isinstance(host_id, int | str) or type(host_id) is bool or host_id in self._by_host:
+        if type(host_id) not in _ID_TYPES or host_id in self._by_host:
             return None
         name, arguments, meta = params.get("name"), params.get("arguments"), params.get("_meta")
         if type(name) is not str or (arguments is not None and type(arguments) is not dict):
@@ -154,7 +155,7 @@ class PassThrough:
         if meta is not None and type(meta) is not dict:
             return None
         token = meta.get("progressToken") if meta else None
-        if token is not None and type(token) not in (int, str):
+        if token is not None and type(token) not in _ID_TYPES:
             return None
         host = self._host or self._find_host()
         if host is None:
@@ -176,7 +177,7 @@ class PassThrough:
             line += b',"_meta":' + _json(child_meta)
         window = child.timeout_for(route.original)
         return _Call(
-            host_id=host_id,
+            host_id=host_id,  # type: ignore[arg-type]  # an int or str, checked above
             child_id=child_id,
             child=child,
             entry=host,
@@ -235,7 +236,7 @@ class PassThrough:
         once, by the SDK's own sieve, and every request after that costs one write whatever its size.
         """
         request_id, params = message.get("id"), message.get("params")
-        if self._write is None or not isinstance(request_id, int | str) or type(request_id) is bool:
+        if self._write is None or type(request_id) not in _ID_TYPES:
             return False
         if params is not None and (type(params) is not dict or params.get("cursor") is not None):
             return False
@@ -254,7 +255,7 @@ class PassThrough:
         """Pass a host's notifications/cancelled on to the child, for a call of this lane; False if not ours."""
         params = message.get("params")
         request_id = params.get("requestId") if type(params) is dict else None
-        call = self._by_host.get(request_id) if type(request_id) in (int, str) else None  # type: ignore[arg-type]
+        call = self._by_host.get(request_id) if type(request_id) in _ID_TYPES else None  # type: ignore[arg-type]
         if call is None:
             return False
         assert isinstance(params, dict)
