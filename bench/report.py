@@ -126,6 +126,18 @@ def rows_for(key: str, r: dict[str, Any]) -> list[Row]:
                 _met(row["ratio"] <= 1.5),
             )
         )
+        if "cpu_ms" in h:
+            out.append(
+                (
+                    f"CPU per tools/list, {n} children, server side (direct: child; hub: hub alone)",
+                    key,
+                    _f(d["cpu_ms"], " ms"),
+                    _f(h["cpu_ms"], " ms"),
+                    _x(_ratio(h["cpu_ms"], d["cpu_ms"])),
+                    "—",
+                    "—",
+                )
+            )
         if same:
             out.append(
                 (
@@ -138,6 +150,20 @@ def rows_for(key: str, r: dict[str, Any]) -> list[Row]:
                     "—",
                 )
             )
+    if len(lists) > 1 and "cpu_ms" in lists[min(lists, key=int)]["hub"]:
+        first, last = min(lists, key=int), max(lists, key=int)
+        cpu_growth = _ratio(lists[last]["hub"]["cpu_ms"], lists[first]["hub"]["cpu_ms"])
+        out.append(
+            (
+                f"hub CPU per tools/list growth, {last} vs {first} children (answered from the cache)",
+                key,
+                _f(lists[first]["hub"]["cpu_ms"], " ms"),
+                _f(lists[last]["hub"]["cpu_ms"], " ms"),
+                _x(cpu_growth),
+                "—",
+                "—",
+            )
+        )
     if len(lists) > 1:
         first, last = min(lists, key=int), max(lists, key=int)
         growth = _ratio(lists[last]["hub"]["median_ms"], lists[first]["hub"]["median_ms"])

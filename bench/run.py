@@ -383,7 +383,19 @@ async def listing(conns: list[Conn], reps: int) -> dict[str, Any]:
     samples = await interleaved(conns, reps, list_tools)
     for conn in conns:
         out[conn.label].update(summary(samples[conn.label]))
+        out[conn.label]["cpu_ms"] = await list_cpu_ms(conn, reps * 5)
     return out
+
+
+async def list_cpu_ms(conn: Conn, reps: int) -> float:
+    """Server-side CPU per tools/list: the hub's own (the child is not asked), or the direct child's.
+
+    Measured in a block of its own, since /proc counts CPU in clock ticks (10 ms): many calls per reading.
+    """
+    before = procs.cpu_s(conn.pid)
+    for _ in range(reps):
+        await list_tools(conn)
+    return round((procs.cpu_s(conn.pid) - before) / reps * 1000, 3)
 
 
 async def idle_cpu(conn: Conn, seconds: float) -> float:
