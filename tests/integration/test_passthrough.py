@@ -8,11 +8,14 @@ progress token, cancellations and the concurrency the child saw. The host is the
 from __future__ import annotations
 
 import json
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
 import anyio
 import pytest
+from mcp import Client
 
 from hub.passthrough import FIRST_ID
 from tests.conftest import WAIT, Host, connect_hub, hub_params, python_child, wait_for_log, wait_for_tools, write_config
@@ -33,20 +36,27 @@ async def wait_recorded(path: Path, method: str, count: int = 1) -> list[dict[st
     return found
 
 
-def hub_with_recorder(tmp_path: Path, **child: Any) -> tuple[Path, Path]:
+@asynccontextmanager
+async def through_hub(tmp_path: Path, tool: str, **child: Any) -> AsyncIterator[tuple[Client, Path]]:
+    """A stdio hub with one recorder child ("rec", more settings in `child`), once `tool` is listed; and its record."""
     record = tmp_path / "record.jsonl"
     config = write_config(
         tmp_path, {"rec": python_child("tests.children.recorder", str(record), **child)}, {"log_arguments": True}
     )
-    return config, record
+    host = Host()
+    async with connect_hub(hub_params(config, tmp_path / "hub.log"), host) as client:
+        await wait_for_tools(client, host, {tool})
+        yield client, record
+
+
+def first_text(result: Any) -> str:
+    text: str = result.content[0].text
+    return text
 
 
 async def test_a_call_reaches_the_child_around_the_sdk_and_comes_back_unchanged(tmp_path: Path) -> None:
-    config, record = hub_with_recorder(tmp_path)
     log = tmp_path / "hub.log"
-    host = Host()
-    async with connect_hub(hub_params(config, log), host) as client:
-        await wait_for_tools(client, host, {"rec_echo"})
+    async with through_hub(tmp_path, "rec_echo") as (client, record):
         result = await client.call_tool("rec_echo", {"text": "héllo"}, meta={"com.example/trace": "t1"})
         assert [c.model_dump(exclude_none=True) for c in result.content] == [{"type": "text", "text": "héllo"}]
         assert not result.is_error
@@ -60,15 +70,11 @@ async def test_a_call_reaches_the_child_around_the_sdk_and_comes_back_unchanged(
 
 
 async def test_calls_beyond_max_concurrency_wait_in_the_lane_and_all_come_back(tmp_path: Path) -> None:
-    config, record = hub_with_recorder(tmp_path, max_concurrency=2)
-    host = Host()
     answers: list[str] = []
-    async with connect_hub(hub_params(config, tmp_path / "hub.log"), host) as client:
-        await wait_for_tools(client, host, {"rec_sleep"})
+    async with through_hub(tmp_path, "rec_sleep", max_concurrency=2) as (client, record):
 
         async def one() -> None:
-            result = await client.call_tool("rec_sleep", {"seconds": 0.2})
-            answers.append(result.content[0].text)  # type: ignore[union-attr]
+            answers.append(first_text(await client.call_tool("rec_sleep", {"seconds": 0.2})))
 
         with anyio.fail_after(WAIT):
             async with anyio.create_task_group() as tg:
@@ -81,10 +87,7 @@ async def test_calls_beyond_max_concurrency_wait_in_the_lane_and_all_come_back(t
 
 
 async def test_a_cancelled_call_is_cancelled_at_the_child_under_the_child_side_id(tmp_path: Path) -> None:
-    config, record = hub_with_recorder(tmp_path)
-    host = Host()
-    async with connect_hub(hub_params(config, tmp_path / "hub.log"), host) as client:
-        await wait_for_tools(client, host, {"rec_sleep"})
+    async with through_hub(tmp_path, "rec_sleep") as (client, record):
         async with anyio.create_task_group() as tg:
             tg.start_soon(client.call_tool, "rec_sleep", {"seconds": 30})
             (sent,) = await wait_recorded(record, "tools/call")
@@ -92,57 +95,43 @@ async def test_a_cancelled_call_is_cancelled_at_the_child_under_the_child_side_i
         (cancelled,) = await wait_recorded(record, "notifications/cancelled")
         assert cancelled["params"]["requestId"] == sent["id"]
         # The hub is undisturbed and the slot is free again.
-        assert (await client.call_tool("rec_echo", {"text": "after"})).content[0].text == "after"  # type: ignore[union-attr]
+        assert first_text(await client.call_tool("rec_echo", {"text": "after"})) == "after"
 
 
 async def test_a_timeout_cancels_at_the_child_and_answers_is_error_naming_it(tmp_path: Path) -> None:
-    config, record = hub_with_recorder(tmp_path, tool_timeouts={"sleep": 0.5})
-    host = Host()
-    async with connect_hub(hub_params(config, tmp_path / "hub.log"), host) as client:
-        await wait_for_tools(client, host, {"rec_sleep"})
+    async with through_hub(tmp_path, "rec_sleep", tool_timeouts={"sleep": 0.5}) as (client, record):
         result = await client.call_tool("rec_sleep", {"seconds": 30})
-        assert result.is_error
-        text = result.content[0].text  # type: ignore[union-attr]
-        assert "server 'rec' did not answer within" in text and "timeout 0.5s" in text, text
+        text = first_text(result)
+        assert result.is_error and "server 'rec' did not answer within" in text and "timeout 0.5s" in text, text
         (sent,) = recorded(record, "tools/call")
         (cancelled,) = await wait_recorded(record, "notifications/cancelled")
         assert cancelled["params"] == {"requestId": sent["id"], "reason": "timeout"}
 
 
 async def test_progress_comes_back_under_the_hosts_token(tmp_path: Path) -> None:
-    config, record = hub_with_recorder(tmp_path)
-    host = Host()
     seen: list[tuple[float, float | None]] = []
 
     async def on_progress(progress: float, total: float | None, message: str | None) -> None:
         seen.append((progress, total))
 
-    async with connect_hub(hub_params(config, tmp_path / "hub.log"), host) as client:
-        await wait_for_tools(client, host, {"rec_progress"})
+    async with through_hub(tmp_path, "rec_progress") as (client, record):
         result = await client.call_tool("rec_progress", {"steps": 3}, progress_callback=on_progress)
-        assert result.content[0].text == "done 3"  # type: ignore[union-attr]
+        assert first_text(result) == "done 3"
     assert seen == [(1, 3), (2, 3), (3, 3)]
     (sent,) = recorded(record, "tools/call")
     assert sent["params"]["_meta"] == {"progressToken": sent["id"]}, "the child gets the hub's token, not the host's"
 
 
 async def test_a_child_that_exits_mid_call_gives_is_error_with_its_exit_status(tmp_path: Path) -> None:
-    config, _ = hub_with_recorder(tmp_path)
-    host = Host()
-    async with connect_hub(hub_params(config, tmp_path / "hub.log"), host) as client:
-        await wait_for_tools(client, host, {"rec_exit"})
+    async with through_hub(tmp_path, "rec_exit") as (client, _):
         result = await client.call_tool("rec_exit", {"code": 7})
-    assert result.is_error
-    text = result.content[0].text  # type: ignore[union-attr]
-    assert "server 'rec' closed the connection" in text and "exited with code 7" in text, text
+    text = first_text(result)
+    assert result.is_error and "server 'rec' closed the connection" in text and "exited with code 7" in text, text
     assert "recorder: exiting as asked" in text, "the stderr tail is part of the error"
 
 
 async def test_per_host_children_keep_the_sdk_path(tmp_path: Path) -> None:
-    config, record = hub_with_recorder(tmp_path, sessions="per-host")
-    host = Host()
-    async with connect_hub(hub_params(config, tmp_path / "hub.log"), host) as client:
-        await wait_for_tools(client, host, {"rec_echo"})
-        assert (await client.call_tool("rec_echo", {"text": "x"})).content[0].text == "x"  # type: ignore[union-attr]
+    async with through_hub(tmp_path, "rec_echo", sessions="per-host") as (client, record):
+        assert first_text(await client.call_tool("rec_echo", {"text": "x"})) == "x"
     sent = recorded(record, "tools/call")
     assert sent and all(c["id"] < FIRST_ID for c in sent)
