@@ -16,9 +16,10 @@ import math
 import random
 import time
 from collections import deque
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any, Protocol
 
 import anyio
@@ -50,6 +51,8 @@ HEARTBEAT_INTERVAL = 15.0
 HEARTBEAT_TIMEOUT = 10.0
 
 HUB_INFO = types.Implementation(name="mcp-hub", version="0.1.0")
+# Sends a request around the SDK session and returns the raw result (hub/passthrough.py PassThrough.request).
+RawSend = Callable[[Any, ProgressFnT], Awaitable[dict[str, Any]]]
 
 
 class ChildState(enum.StrEnum):
@@ -109,6 +112,7 @@ async def send_with_deadline(
     config: ServerConfig,
     relay: ProgressFnT | None,
     window_s: float,
+    raw: RawSend | None = None,
 ) -> dict[str, Any]:
     """Send one request; each progress notification moves the deadline to `window_s` from now, up to max_timeout.
 
@@ -126,6 +130,8 @@ async def send_with_deadline(
             if relay is not None:
                 await relay(progress, total, message)
 
+        if raw is not None:
+            return await raw(request, on_progress)
         result: dict[str, Any] = await client.session.send_request(
             request,
             RAW_RESULT,
@@ -253,8 +259,10 @@ class Child:
             await self._limiter.acquire()
         finally:
             self._waiting -= 1
+        direct, tap = self.direct, self.tap
+        raw = partial(tap.request, direct) if direct is not None and tap is not None else None
         try:
-            return await send_with_deadline(client, request, self.name, config, relay, timeout)
+            return await send_with_deadline(client, request, self.name, config, relay, timeout, raw)
         finally:
             self._limiter.release()
             if self.queued and self.tap is not None:

@@ -32,6 +32,8 @@ from typing import TYPE_CHECKING, Any
 import anyio
 import mcp_types as types
 from anyio.abc import TaskGroup
+from mcp.shared.dispatcher import ProgressFnT
+from mcp.shared.exceptions import MCPError
 from mcp_types.methods import serialize_server_result
 
 from hub.child import Child, ChildState
@@ -49,6 +51,8 @@ if TYPE_CHECKING:
 FIRST_ID = 1 << 40
 # The timeout watcher wakes at least this often, so that a new call rarely has to wake it.
 WATCH_TICK = 0.5
+# Upper bound on waiting for a request's last progress notifications to be relayed once its result is in.
+PROGRESS_DRAIN = 1.0
 # How long a child whose output ended may take to report its exit status, for the error message.
 SETTLE_EXIT = 1.0
 
@@ -99,6 +103,44 @@ class _Call:
     ceiling: float = math.inf
 
 
+@dataclass(eq=False, slots=True)
+class _Waiter:
+    """A request of the SDK path sent around the child's session (`PassThrough.request`), until it is answered."""
+
+    process: StdioProcess
+    on_progress: ProgressFnT
+    done: anyio.Event = field(default_factory=anyio.Event)
+    message: dict[str, Any] = field(default_factory=dict)
+    relaying: int = 0  # progress notifications being relayed now
+    relayed: anyio.Event = field(default_factory=anyio.Event)
+
+    async def relay(self, progress: float, total: float | None, message: str | None) -> None:
+        try:
+            await self.on_progress(progress, total, message)
+        finally:
+            self.relaying -= 1
+            if self.relaying == 0:
+                self.relayed.set()
+
+    def answer(self, message: dict[str, Any]) -> None:
+        if not self.done.is_set():
+            self.message = message
+            self.done.set()
+
+    def result(self) -> dict[str, Any]:
+        result, error = self.message.get("result"), self.message.get("error")
+        if type(result) is dict:
+            return result
+        if type(error) is dict:
+            code = error.get("code")
+            raise MCPError(
+                code=code if type(code) is int else types.INTERNAL_ERROR,
+                message=str(error.get("message")),
+                data=error.get("data"),
+            )
+        raise MCPError(code=types.INTERNAL_ERROR, message="the server sent an answer with neither result nor error")
+
+
 class PassThrough:
     def __init__(self, hub: Hub) -> None:
         self._hub = hub
@@ -107,6 +149,7 @@ class PassThrough:
         self._ids = itertools.count(FIRST_ID)
         self._by_child: dict[int, _Call] = {}
         self._by_host: dict[int | str, _Call] = {}  # sent or queued
+        self._waiters: dict[int, _Waiter] = {}  # the SDK path's requests, by child-side id
         self._deadlines: list[tuple[float, int]] = []
         self._watch_until = math.inf
         self._wake = anyio.Event()
@@ -290,7 +333,10 @@ class PassThrough:
             return
         call = self._by_child.get(data["id"])
         if call is None:
-            return  # answered already: timed out or cancelled
+            waiter = self._waiters.get(data["id"])
+            if waiter is not None:
+                waiter.answer(data)
+            return  # else answered already: timed out or cancelled
         self._finish(call)
         result, error = data.get("result"), data.get("error")
         if type(result) is dict:
@@ -308,10 +354,21 @@ class PassThrough:
         calls = [call for call in self._by_child.values() if call.process is process]
         if calls:
             self._spawn(self._connection_lost, process, calls)
+        for waiter in self._waiters.values():
+            if waiter.process is process:
+                waiter.answer({"error": {"code": types.CONNECTION_CLOSED, "message": "Connection closed"}})
 
     async def _progress(self, params: dict[str, Any]) -> None:
         call = self._by_child.get(params["progressToken"])
-        if call is None or call.host_token is None:
+        if call is None:
+            waiter = self._waiters.get(params["progressToken"])
+            if waiter is not None:  # relayed in a task, as the SDK session does: the reader never waits on a host
+                if waiter.relaying == 0:
+                    waiter.relayed = anyio.Event()
+                waiter.relaying += 1
+                self._spawn(waiter.relay, params.get("progress"), params.get("total"), params.get("message"))
+            return
+        if call.host_token is None:
             return
         call.deadline = min(anyio.current_time() + call.window, call.ceiling)
         notice = {**params, "progressToken": call.host_token}
@@ -343,6 +400,41 @@ class PassThrough:
             if self._by_child.get(call.child_id) is call:
                 self._finish(call)
                 await self._fail(call, "unavailable", types.INTERNAL_ERROR, "; ".join(parts))
+
+    # ---- requests of the SDK path, sent around the child's SDK session -------------------------------
+
+    async def request(self, process: StdioProcess, request: Any, on_progress: ProgressFnT) -> dict[str, Any]:
+        """Send a request of the SDK path (hub/router.py) to a stdio child as one line; return its raw result.
+
+        The host side stays the SDK's (HTTP hosts, 2026 hosts, the builtin paths); what is skipped is the child's
+        SDK session, which validated and re-dumped every result and spent a task per request. The caller's cancel
+        scope holds the deadline (`send_with_deadline`); `on_progress` gets the child's progress.
+
+        Raises:
+            MCPError: the child's own error, or CONNECTION_CLOSED when its output ends first (as the SDK session).
+        """
+        data = request.model_dump(by_alias=True, mode="json", exclude_none=True)
+        child_id = next(self._ids)
+        params = data.get("params") or {}
+        params["_meta"] = {**(params.get("_meta") or {}), "progressToken": child_id}
+        waiter = _Waiter(process, on_progress)
+        self._waiters[child_id] = waiter
+        try:
+            if not process.send_nowait(
+                _encode({"jsonrpc": "2.0", "id": child_id, "method": data["method"], "params": params})
+            ):
+                raise MCPError(code=types.CONNECTION_CLOSED, message="Connection closed")
+            await waiter.done.wait()
+            if waiter.relaying:  # the child's last progress, read before its result, reaches the host first
+                with anyio.move_on_after(PROGRESS_DRAIN):
+                    await waiter.relayed.wait()
+        except anyio.get_cancelled_exc_class():
+            notice = {"requestId": child_id, "reason": "cancelled by the hub"}
+            process.send_nowait(_encode({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": notice}))
+            raise
+        finally:
+            del self._waiters[child_id]
+        return waiter.result()
 
     # ---- deadlines ------------------------------------------------------------------------------------
 

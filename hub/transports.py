@@ -72,6 +72,10 @@ class Tap(Protocol):
     def resume(self, child: Any) -> None:
         """A max_concurrency slot of `child` (a `hub.child.Child`) was freed: send what waits for one."""
 
+    async def request(self, process: StdioProcess, request: Any, on_progress: Any) -> dict[str, Any]:
+        """Send one request to the child as a line of its own, and return the child's raw result."""
+        ...
+
 
 class Reaper:
     """The hub's side of `hub.reaper`: a watchdog process that outlives a SIGKILLed hub just long enough."""
