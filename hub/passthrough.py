@@ -6,12 +6,14 @@ takes this lane instead:
 
 - the host is handshake-era, initialized, and the hub's only host connection (always so over stdio);
 - `params` holds only `name`, `arguments` and `_meta`, and the name routes to a child's tool;
-- that child is a ready stdio child on its shared connection (`sessions: shared`), handshake-era too, and has a
-  free `max_concurrency` slot.
+- that child is a ready stdio child on its shared connection (`sessions: shared`), handshake-era too.
 
-Anything else (the builtin tool, unknown names, 2026 peers, `sessions: per-host`, URL children, a full child,
-task-augmented calls) takes the SDK path exactly as before. The lane keeps what the core issue requires of a call:
-the prefix stripped, the result passed back as the child's JSON with its URIs renamed, progress under the host's
+Anything else (the builtin tool, unknown names, 2026 peers, `sessions: per-host`, URL children, task-augmented
+calls) takes the SDK path exactly as before; a call beyond max_concurrency waits in the lane. On the SDK path (HTTP
+hosts, among others), a request to such a child still goes to it as a raw line (`request`): only the host side is
+the SDK's.
+
+The lane keeps what the core issue requires of a call: the prefix stripped, the result passed back as the child's JSON with its URIs renamed, progress under the host's
 token with the deadline moved by each one, cancellation passed on, per-tool timeouts, the concurrency limit, a
 child's requests and logs during the call routed to the host, an isError result naming the child when it fails,
 and the call-log line.
