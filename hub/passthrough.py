@@ -13,10 +13,10 @@ calls) takes the SDK path exactly as before; a call beyond max_concurrency waits
 hosts, among others), a request to such a child still goes to it as a raw line (`request`): only the host side is
 the SDK's.
 
-The lane keeps what the core issue requires of a call: the prefix stripped, the result passed back as the child's JSON with its URIs renamed, progress under the host's
-token with the deadline moved by each one, cancellation passed on, per-tool timeouts, the concurrency limit, a
-child's requests and logs during the call routed to the host, an isError result naming the child when it fails,
-and the call-log line.
+The lane keeps what the core issue requires of a call: the prefix stripped, the result passed back as the child's
+JSON with its URIs renamed, progress under the host's token with the deadline moved by each one, cancellation
+passed on, per-tool timeouts, the concurrency limit, a child's requests and logs during the call routed to the
+host, an isError result naming the child when it fails, and the call-log line.
 """
 
 from __future__ import annotations
