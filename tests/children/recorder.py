@@ -41,11 +41,14 @@ class Recorder:
             message["in_flight"] = len(self.calls) + 1
         self.record.write(json.dumps(message) + "\n")
         if method == "initialize":
-            self.answer(request_id, {
-                "protocolVersion": params.get("protocolVersion", "2025-11-25"),
-                "capabilities": {"tools": {}},
-                "serverInfo": {"name": "recorder", "version": "1.0.0"},
-            })
+            self.answer(
+                request_id,
+                {
+                    "protocolVersion": params.get("protocolVersion", "2025-11-25"),
+                    "capabilities": {"tools": {}},
+                    "serverInfo": {"name": "recorder", "version": "1.0.0"},
+                },
+            )
         elif method == "tools/list":
             self.answer(request_id, {"tools": TOOLS})
         elif method == "ping":
