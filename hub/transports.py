@@ -159,6 +159,7 @@ class StdioProcess:
         self.groups: ProcessGroups = groups or NoProcessGroups()
         self.tap = tap
         self._stdin: asyncio.StreamWriter | None = None
+        self._sdk_behind = False  # a message went to the SDK session since the last answer taken around it
         self.stderr_tail: deque[str] = deque(maxlen=STDERR_TAIL_LINES)
         self.pid: int | None = None
         self.returncode: int | None = None
@@ -272,6 +273,13 @@ class StdioProcess:
         data = decode(line)
         tap = self.tap
         if tap is not None and type(data) is dict and tap.wants(data):
+            if self._sdk_behind and "method" not in data:
+                # A log message read before this answer went to the SDK session, whose handler runs in a task of
+                # its own: let it run first, so the log reaches the host (and the right one) before the answer,
+                # as it did when both went through the session.
+                self._sdk_behind = False
+                await anyio.lowlevel.checkpoint()
+                await anyio.lowlevel.checkpoint()
             await tap.take(self, data, line)
             return
         try:
@@ -281,6 +289,7 @@ class StdioProcess:
             self._log.warning("child_stdout_not_jsonrpc", line=line[:200].decode("utf-8", "replace"))
             return
         await sink.send(message)
+        self._sdk_behind = True
 
     def send_nowait(self, line: bytes) -> bool:
         """Queue one encoded message for the child's stdin, around the SDK session; False if the child is gone.

@@ -194,6 +194,19 @@ async def test_progress_and_logs_reach_only_their_own_session(hub: Hub) -> None:
     assert not [n for n in bob.notifications if isinstance(n, types.ProgressNotification)]
 
 
+async def test_a_log_read_just_before_its_result_still_finds_its_session(hub: Hub) -> None:
+    # The child writes the log line and then the result; the result is taken around the SDK session while the
+    # log goes through it, so without care the call is over (and the log has no owner) when the log is handled.
+    ada, bob = Host(), Host()
+    async with connect_host(hub.url, ada) as a, connect_host(hub.url, bob) as b:
+        await a.set_logging_level("debug")
+        for i in range(60):
+            await call(a, "shared_log", {"level": "info", "message": f"race {i}"})
+        await ada.wait_for(lambda: sum(str(e.data).startswith("race ") for e in ada.logs) == 60, "all 60 logs")
+        await call(b, "shared_echo", {"text": "bob"})  # bob's stream works; anything misrouted came before this
+    assert not [e.data for e in bob.logs if str(e.data).startswith("race ")]
+
+
 async def test_a_hosts_roots_list_changed_reaches_the_children(hub: Hub) -> None:
     async with connect_host(hub.url) as client:
         await call(client, "lane_echo", {"text": "open my lane"})
