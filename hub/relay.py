@@ -15,7 +15,7 @@ The hub's own input-required driver (`ask_host`) knows the exact host request an
 from __future__ import annotations
 
 import warnings
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
 import mcp_types as types
@@ -116,50 +116,57 @@ def what(request: types.ServerRequest) -> str:
 
 async def ask_host(ctx: HostRequest, request: types.ServerRequest, server: str) -> Any:
     """Send one child-to-host request on the stream of host request `ctx`; an `ErrorData` if that cannot be done."""
-    capability, kind = _NEEDS[type(request)]
     if ctx.protocol_version in MODERN_PROTOCOL_VERSIONS:
         # Reached only for requests that cannot carry input-required rounds (tools/call, prompts/get and
         # resources/read are bridged by bridge.py), e.g. a sampling request during completion/complete.
         return types.ErrorData(
             code=types.INVALID_REQUEST,
-            message=f"hub: server '{server}' sent a {kind} request during a {ctx.method} request of a host that "
-            f"speaks {ctx.protocol_version}, which has no server-to-client requests and no input-required round "
+            message=f"hub: server '{server}' sent a {what(request)} request during a {ctx.method} request of a host "
+            f"that speaks {ctx.protocol_version}, which has no server-to-client requests and no input-required round "
             f"for {ctx.method}",
         )
-    if not ctx.session.check_client_capability(capability):
-        return types.ErrorData(
-            code=types.INVALID_REQUEST,
-            message=f"hub: the host did not declare the {kind} capability, so server '{server}' cannot use {kind}",
-        )
-    try:
-        # On the stream of the host request that caused it, so an HTTP host sees it on that request's SSE stream.
-        return await ctx.session.send_request(
-            request, _result_type(request), metadata=ServerMessageMetadata(related_request_id=ctx.request_id)
-        )
-    except NoBackChannelError:
-        return types.ErrorData(
-            code=types.INVALID_REQUEST,
-            message=f"hub: the host's connection cannot carry a {kind} request (protocol {ctx.protocol_version})",
-        )
-    except MCPError as exc:
-        return exc.error
+    # On the stream of the host request that caused it, so an HTTP host sees it on that request's SSE stream.
+    metadata = ServerMessageMetadata(related_request_id=ctx.request_id)
+    return await _ask(
+        ctx.session.check_client_capability,
+        lambda: ctx.session.send_request(request, _result_type(request), metadata=metadata),
+        request,
+        server,
+        ctx.protocol_version,
+    )
 
 
 async def ask_connection(connection: Connection, request: types.ServerRequest, server: str) -> Any:
     """Send one child-to-host request on a handshake-era host connection's standalone channel."""
+    return await _ask(
+        connection.check_capability,
+        lambda: connection.send_request(request, result_type=_result_type(request)),
+        request,
+        server,
+        connection.protocol_version,
+    )
+
+
+async def _ask(
+    declared: Callable[[types.ClientCapabilities], bool],
+    send: Callable[[], Awaitable[Any]],
+    request: types.ServerRequest,
+    server: str,
+    protocol: str,
+) -> Any:
+    """Send if the host declared the capability the request needs; an `ErrorData` for the child otherwise."""
     capability, kind = _NEEDS[type(request)]
-    if not connection.check_capability(capability):
+    if not declared(capability):
         return types.ErrorData(
             code=types.INVALID_REQUEST,
             message=f"hub: the host did not declare the {kind} capability, so server '{server}' cannot use {kind}",
         )
     try:
-        return await connection.send_request(request, result_type=_result_type(request))
+        return await send()
     except NoBackChannelError:
         return types.ErrorData(
             code=types.INVALID_REQUEST,
-            message=f"hub: the host's connection cannot carry a {kind} request "
-            f"(protocol {connection.protocol_version})",
+            message=f"hub: the host's connection cannot carry a {kind} request (protocol {protocol})",
         )
     except MCPError as exc:
         return exc.error
