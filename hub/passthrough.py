@@ -51,8 +51,6 @@ if TYPE_CHECKING:
 # Request ids of the lane's calls to children: far above the SDK session's own (counted up from 0), so that one
 # look at a child's answer tells whose it is.
 FIRST_ID = 1 << 40
-# The timeout watcher wakes at least this often, so that a new call rarely has to wake it.
-WATCH_TICK = 0.5
 # Upper bound on waiting for a request's last progress notifications to be relayed once its result is in.
 PROGRESS_DRAIN = 1.0
 # How long a child whose output ended may take to report its exit status, for the error message.
@@ -431,8 +429,9 @@ class PassThrough:
                 with anyio.move_on_after(PROGRESS_DRAIN):
                     await waiter.relayed.wait()
         except anyio.get_cancelled_exc_class():
-            notice = {"requestId": child_id, "reason": "cancelled by the hub"}
-            process.send_nowait(_encode({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": notice}))
+            if not waiter.done.is_set():  # the child is still working on it
+                notice = {"requestId": child_id, "reason": "cancelled by the hub"}
+                process.send_nowait(_encode({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": notice}))
             raise
         finally:
             del self._waiters[child_id]
@@ -457,8 +456,9 @@ class PassThrough:
                             continue
                         self._finish(call)
                         tg.start_soon(self._expire, call)
-                    head = self._deadlines[0][0] if self._deadlines else math.inf
-                    self._watch_until = min(head, now + WATCH_TICK)
+                    # Answered calls' entries stay until their deadline, so a new call (whose deadline is later)
+                    # rarely has to wake the watcher; with nothing in flight for a while it sleeps for good.
+                    self._watch_until = self._deadlines[0][0] if self._deadlines else math.inf
                     self._wake = anyio.Event()
                     with anyio.move_on_after(self._watch_until - now):
                         await self._wake.wait()
