@@ -93,13 +93,7 @@ async def test_sigkill_of_the_hub_leaves_no_child_or_grandchild(tmp_path: Path) 
     config, log_file, pid_file = _start(tmp_path)
     with spawned_hub(config, log_file) as process:
         tree = await _running_tree(process, log_file, pid_file)
-        try:
-            process.send_signal(signal.SIGKILL)
-            process.wait(timeout=WAIT)
-            left = await wait_all_gone(tree.values(), GONE_WAIT)
-            assert not left, f"still running {GONE_WAIT}s after the hub was SIGKILLed: {_describe(left)}"
-        finally:
-            kill_leftovers(tree.values())
+        await _sigkill_leaves_nothing(process, tree)
 
 
 @pytest.mark.parametrize("how", ["SIGTERM", "SIGINT", "stdin EOF"])
@@ -130,10 +124,15 @@ async def test_sigkill_also_ends_a_grandchild_that_left_the_childs_process_group
         tree = await _running_tree(process, log_file, pid_file)
         detached = proc(_pids(pid_file)[2])
         assert detached is not None and alive(detached)
-        try:
-            process.send_signal(signal.SIGKILL)
-            process.wait(timeout=WAIT)
-            left = await wait_all_gone(tree.values(), GONE_WAIT)
-            assert not left, f"still running {GONE_WAIT}s after the hub was SIGKILLed: {_describe(left)}"
-        finally:
-            kill_leftovers(tree.values())
+        await _sigkill_leaves_nothing(process, tree)
+
+
+async def _sigkill_leaves_nothing(process: subprocess.Popen[bytes], tree: dict[int, Proc]) -> None:
+    """SIGKILL the hub; every process of `tree` must be gone soon after (leftovers are killed either way)."""
+    try:
+        process.send_signal(signal.SIGKILL)
+        process.wait(timeout=WAIT)
+        left = await wait_all_gone(tree.values(), GONE_WAIT)
+        assert not left, f"still running {GONE_WAIT}s after the hub was SIGKILLed: {_describe(left)}"
+    finally:
+        kill_leftovers(tree.values())
