@@ -392,7 +392,6 @@ class Child:
                     if self.config.sessions == "shared" and not is_modern(client.protocol_version):
                         self.direct = self._process
                     self.last_error = None
-                    self.settled.set()
                     self._log.info(
                         "child_ready",
                         start_ms=self.start_ms,
@@ -404,6 +403,7 @@ class Child:
                         prompts=len(self.listing.prompts),
                     )
                     await self.observer.listing_changed(self)
+                    self.settled.set()  # after the namespace has the child's names: see Hub.wait_for_owner
                     if self.log_level is not None:
                         await self.set_log_level(self.log_level)
                     tg.start_soon(self._refresh_on_change, client)

@@ -30,7 +30,7 @@ from hub.passthrough import PassThrough
 from hub.registry import Namespace, build_namespace
 from hub.relay import forward_child_log, forward_child_request
 from hub.router import Router
-from hub.transports import Reaper
+from hub.transports import EXIT_GRACE, KILL_GRACE, Reaper
 
 HEALTH_TOOL = "hub_health"
 # How long roots/list_changed may take to reach each child.
@@ -146,6 +146,30 @@ class Hub:
         with anyio.move_on_after(limit_s):
             for child in self.children.values():
                 await child.settled.wait()
+
+    def settled(self) -> bool:
+        """Whether every child is ready or has failed at least once: the listing is as complete as it gets."""
+        return all(child.settled.is_set() for child in self.children.values())
+
+    def possible_owners(self, name: str) -> list[Child]:
+        """The children whose prefix `name` carries (or with no prefix): one of them may own it once it is up."""
+        return [c for c in self.children.values() if not c.prefix or name.startswith(c.prefix + "_")]
+
+    async def wait_for_owner(self, name: str) -> bool:
+        """Wait (bounded) for the children still starting that could own tool `name`.
+
+        A host may know a name before the hub does: from a warm start's cached listing, or from before a restart
+        of the hub. False if no such child was starting.
+        """
+        starting = [child for child in self.possible_owners(name) if not child.settled.is_set()]
+        if not starting:
+            return False
+        structlog.get_logger("hub").info("call_waits_for_start", tool=name, servers=[c.name for c in starting])
+        # A child that does not connect in time settles once its process is ended too.
+        with anyio.move_on_after(max(child.config.connect_timeout for child in starting) + EXIT_GRACE + KILL_GRACE):
+            for child in starting:
+                await child.settled.wait()
+        return True
 
     # ---- the namespace --------------------------------------------------------------------------------
 
