@@ -13,20 +13,17 @@ import signal
 import sys
 import warnings
 from collections.abc import Sequence
-from typing import Any, TextIO
-
-import anyio
-import mcp_types as types
-from mcp import Client
-from mcp.shared.exceptions import MCPDeprecationWarning, MCPError
+from typing import TYPE_CHECKING, Any, TextIO
 
 from hub import __version__
-from hub.config import ConfigError, LoadedConfig, load_config
-from hub.front import serve_http, serve_stdio
-from hub.hub import Hub
-from hub.logs import CallLog, configure_logging
-from hub.server import build_server
-from hub.transports import EXIT_GRACE, KILL_GRACE
+from hub.warm_start import EarlyFront, WarmStart
+
+if TYPE_CHECKING:
+    from mcp import Client
+
+    from hub.config import LoadedConfig
+    from hub.hub import Hub
+    from hub.logs import CallLog
 
 DEFAULT_CONFIG = "servers.yaml"
 EXIT_CONFIG = 2
@@ -61,6 +58,11 @@ def _parser() -> argparse.ArgumentParser:
         metavar="HOST[:PORT]",
         help="extra Host/Origin allowed over HTTP (DNS-rebinding protection); repeatable",
     )
+    serve.add_argument(
+        "--no-warm-start",
+        action="store_true",
+        help="do not answer a stdio host's first initialize and tools/list from the last run's cache",
+    )
 
     commands.add_parser("check", parents=[common], help="start every server and report its state")
     listing = commands.add_parser("list", parents=[common], help="print the merged catalog as the host sees it")
@@ -84,12 +86,26 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    # The hub forwards handshake-era features (logging, roots, subscribe) on purpose; the SDK warns on each use.
-    warnings.filterwarnings("ignore", category=MCPDeprecationWarning)
     args = _parser().parse_args(argv)
     if args.command == "reload":
         return _reload(args.pid, args.url)
     serving = args.command == "serve"
+    warm: WarmStart | None = None
+    early: EarlyFront | None = None
+    if serving and not args.http and not args.no_warm_start:
+        # Before anything heavy is imported: the host's first requests may be answered while the SDK loads.
+        warm = WarmStart.for_config(args.config)
+        early = EarlyFront.start(warm.kept) if warm.kept is not None else None
+    # Imported here, not at the top, so that the warm start's thread runs while they load (over a second).
+    import anyio
+    from mcp.shared.exceptions import MCPDeprecationWarning
+
+    from hub.config import ConfigError, load_config
+    from hub.front import serve_http, serve_stdio
+    from hub.logs import configure_logging
+
+    # The hub forwards handshake-era features (logging, roots, subscribe) on purpose; the SDK warns on each use.
+    warnings.filterwarnings("ignore", category=MCPDeprecationWarning)
     call_log = configure_logging(
         args.log_format or ("json" if serving else "console"),
         args.log_level or ("info" if serving else "warning"),
@@ -105,7 +121,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             if args.http:
                 anyio.run(serve_http, loaded, args.http, args.allow_host, call_log)
             else:
-                anyio.run(serve_stdio, loaded, call_log)
+                anyio.run(serve_stdio, loaded, call_log, warm, early)
             return 0
         return anyio.run(_one_shot, loaded, args, call_log)
     except KeyboardInterrupt:
@@ -138,6 +154,12 @@ def _reload(pid: int | None, url: str | None) -> int:
 
 
 async def _one_shot(loaded: LoadedConfig, args: argparse.Namespace, call_log: CallLog) -> int:
+    from mcp import Client
+
+    from hub.hub import Hub
+    from hub.server import build_server
+    from hub.transports import EXIT_GRACE, KILL_GRACE
+
     hub = Hub(loaded, call_log)
     wait = (
         args.wait
@@ -256,6 +278,9 @@ async def _print_list(hub: Hub, client: Client, as_json: bool, out: TextIO) -> i
 
 
 async def _print_call(client: Client, name: str, arguments: str, out: TextIO) -> int:
+    import mcp_types as types
+    from mcp.shared.exceptions import MCPError
+
     try:
         parsed = json.loads(arguments)
     except json.JSONDecodeError as exc:

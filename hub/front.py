@@ -18,6 +18,7 @@ from contextlib import asynccontextmanager, contextmanager
 import anyio
 import structlog
 import uvicorn
+from anyio.abc import TaskGroup
 from mcp.server.transport_security import TransportSecuritySettings
 from starlette.requests import Request
 from starlette.responses import JSONResponse
@@ -30,13 +31,15 @@ from hub.logs import CallLog
 from hub.reload import handle_signals, reload_from_disk, watch_config
 from hub.server import build_server
 from hub.stdio_front import stdio_front
+from hub.transports import EXIT_GRACE, KILL_GRACE
+from hub.warm_start import EarlyFront, WarmStart
 
 LOOPBACK = ("127.0.0.1", "localhost", "[::1]")
 _STOP_SIGNALS = (signal.SIGHUP, signal.SIGTERM, signal.SIGINT)
 
 
 @asynccontextmanager
-async def _serving(loaded: LoadedConfig, call_log: CallLog) -> AsyncIterator[tuple[Hub, anyio.CancelScope]]:
+async def _serving(loaded: LoadedConfig, call_log: CallLog) -> AsyncIterator[tuple[Hub, anyio.CancelScope, TaskGroup]]:
     """A running hub with its config watch and signal handling; cancelling the scope stops it gracefully."""
     hub = Hub(loaded, call_log)
     stop = anyio.CancelScope()  # entered by the caller around what it serves
@@ -44,18 +47,47 @@ async def _serving(loaded: LoadedConfig, call_log: CallLog) -> AsyncIterator[tup
         tg.start_soon(watch_config, hub)
         tg.start_soon(handle_signals, hub, stop, _STOP_SIGNALS)
         try:
-            yield hub, stop
+            yield hub, stop, tg
         finally:
             tg.cancel_scope.cancel()
 
 
-async def serve_stdio(loaded: LoadedConfig, call_log: CallLog | None = None) -> None:
-    async with _serving(loaded, call_log or CallLog()) as (hub, stop):
+async def serve_stdio(
+    loaded: LoadedConfig,
+    call_log: CallLog | None = None,
+    warm: WarmStart | None = None,
+    early: EarlyFront | None = None,
+) -> None:
+    log = structlog.get_logger("hub")
+    async with _serving(loaded, call_log or CallLog()) as (hub, stop, tg):
+        hub.passthrough.warm = warm
         server = build_server(hub)
         with stop:
-            async with stdio_front(hub.passthrough) as (read, write):
+            handoff = await anyio.to_thread.run_sync(early.finish) if early is not None else None
+            if handoff is not None and handoff.initialize is not None:
+                assert warm is not None
+                warm.sent = handoff.initialize
+                log.info(
+                    "warm_start",
+                    cache=str(warm.path),
+                    answered=["initialize", *(["tools/list"] if handoff.listing is not None else [])],
+                    held=len(handoff.lines) - 1,
+                )
+                if handoff.listing is not None:
+                    tg.start_soon(_confirm_listing, hub, handoff.listing)
+            async with stdio_front(hub.passthrough, warm, handoff) as (read, write):
                 await server.run(read, write, server.create_initialization_options())
-    structlog.get_logger("hub").info("hub_stopped")
+    log.info("hub_stopped")
+
+
+async def _confirm_listing(hub: Hub, sent: bytes) -> None:
+    """Once every child has settled, tell the host to list again if its cached listing is not the hub's."""
+    slowest = max((c.config.connect_timeout for c in hub.children.values()), default=0.0)
+    await hub.wait_settled(slowest + EXIT_GRACE + KILL_GRACE + 1)
+    stale = hub.passthrough.listing_bytes() != sent
+    structlog.get_logger("hub").info("warm_start_listing_checked", stale=stale)
+    if stale:
+        hub.hosts.list_changed("tools")
 
 
 def parse_bind(value: str) -> tuple[str, int]:
@@ -106,7 +138,7 @@ def health_routes(hub: Hub) -> list[Route]:
 
 async def serve_http(loaded: LoadedConfig, bind: str, allowed: list[str], call_log: CallLog | None = None) -> None:
     host, port = parse_bind(bind)
-    async with _serving(loaded, call_log or CallLog()) as (hub, stop):
+    async with _serving(loaded, call_log or CallLog()) as (hub, stop, _):
         server = build_server(hub)
         app = server.streamable_http_app(
             streamable_http_path="/mcp",

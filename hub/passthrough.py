@@ -47,6 +47,7 @@ from hub.transports import StdioProcess, describe_exit
 
 if TYPE_CHECKING:
     from hub.hub import Hub
+    from hub.warm_start import WarmStart
 
 # Request ids of the lane's calls to children: far above the SDK session's own (counted up from 0), so that one
 # look at a child's answer tells whose it is.
@@ -156,6 +157,8 @@ class PassThrough:
         self._task_group: TaskGroup | None = None
         # The encoded tools/list result and what it was made from: (namespace, config, protocol version, bytes).
         self._listing: tuple[object, object, str, bytes] | None = None
+        self.warm: WarmStart | None = None  # keeps the complete listing for the next start (stdio serve only)
+        self._kept: bytes | None = None
 
     # ---- the host side --------------------------------------------------------------------------------
 
@@ -286,13 +289,25 @@ class PassThrough:
         host = self._host or self._find_host()
         if host is None:
             return False
-        hub, version = self._hub, host.connection.protocol_version
-        cached = self._listing
+        version = host.connection.protocol_version
+        listing = self._listing_for(version)
+        await self._write_host(b'{"jsonrpc":"2.0","id":%b,"result":%b}\n' % (_json(request_id), listing))
+        if self.warm is not None and listing is not self._kept and self._hub.settled():
+            self._kept = listing
+            self.warm.listing(version, listing)  # the complete listing: the next start answers with it
+        return True
+
+    def listing_bytes(self) -> bytes | None:
+        """The encoded tools/list result for the stdio host, as `list_tools` would answer it now."""
+        host = self._host or self._find_host()
+        return None if host is None else self._listing_for(host.connection.protocol_version)
+
+    def _listing_for(self, version: str) -> bytes:
+        hub, cached = self._hub, self._listing
         if cached is None or cached[0] is not hub.namespace or cached[1] is not hub.loaded or cached[2] != version:
             shaped = serialize_server_result("tools/list", version, {"tools": hub.tool_listing()})
             cached = self._listing = (hub.namespace, hub.loaded, version, _json(shaped))
-        await self._write_host(b'{"jsonrpc":"2.0","id":%b,"result":%b}\n' % (_json(request_id), cached[3]))
-        return True
+        return cached[3]
 
     def cancel(self, message: dict[str, Any]) -> bool:
         """Pass a host's notifications/cancelled on to the child, for a call of this lane; False if not ours."""

@@ -20,29 +20,36 @@ from typing import TYPE_CHECKING, Any
 
 import anyio
 from mcp.shared.message import SessionMessage
+from mcp_types import JSONRPCResponse
 
 from hub.wire import decode, message_from
 
 if TYPE_CHECKING:
     from hub.passthrough import PassThrough
+    from hub.warm_start import Handoff, WarmStart
 
 READ_CHUNK = 1 << 16
 # How long a message that did not fit in the pipe may take to finish writing before the host is deemed gone.
 PARTIAL_WRITE_LIMIT = 30.0
 
 
-def stdio_front(passthrough: PassThrough | None = None) -> AbstractAsyncContextManager[tuple[Any, Any]]:
+def stdio_front(
+    passthrough: PassThrough | None = None, warm: WarmStart | None = None, handoff: Handoff | None = None
+) -> AbstractAsyncContextManager[tuple[Any, Any]]:
     """The (read, write) streams for `Server.run` over this process's stdin and stdout.
 
     Pipes and sockets are read and written without blocking; a regular file, a terminal or /dev/null never
     raises BlockingIOError, so the same code serves them too. With `passthrough`, the tools/call requests it can
-    carry (and their cancellations) go to it instead of the SDK session.
+    carry (and their cancellations) go to it instead of the SDK session. With `warm`, the host's initialize and
+    its answer are shown to it (see hub/warm_start.py); `handoff` holds what the host sent before we were here.
     """
-    return _nonblocking_stdio(passthrough)
+    return _nonblocking_stdio(passthrough, warm, handoff)
 
 
 @asynccontextmanager
-async def _nonblocking_stdio(passthrough: PassThrough | None) -> AsyncIterator[tuple[Any, Any]]:
+async def _nonblocking_stdio(
+    passthrough: PassThrough | None, warm: WarmStart | None, handoff: Handoff | None
+) -> AsyncIterator[tuple[Any, Any]]:
     wire_in = fcntl.fcntl(0, fcntl.F_DUPFD_CLOEXEC, 3)
     wire_out = fcntl.fcntl(1, fcntl.F_DUPFD_CLOEXEC, 3)
     null = os.open(os.devnull, os.O_RDONLY)
@@ -52,7 +59,7 @@ async def _nonblocking_stdio(passthrough: PassThrough | None) -> AsyncIterator[t
     blocking = (os.get_blocking(wire_in), os.get_blocking(wire_out))
     os.set_blocking(wire_in, False)
     os.set_blocking(wire_out, False)
-    read, write = FdReadStream(wire_in, passthrough), FdWriteStream(wire_out)
+    read, write = FdReadStream(wire_in, passthrough, warm, handoff), FdWriteStream(wire_out, warm)
     if passthrough is not None:
         passthrough.attach(write.send_bytes)
     try:
@@ -78,11 +85,18 @@ class FdReadStream:
     No reader task and no memory stream between the pipe and the dispatcher: one event-loop hop less per message.
     """
 
-    def __init__(self, fd: int, passthrough: PassThrough | None = None) -> None:
+    def __init__(
+        self,
+        fd: int,
+        passthrough: PassThrough | None = None,
+        warm: WarmStart | None = None,
+        handoff: Handoff | None = None,
+    ) -> None:
         self._fd = fd
         self._passthrough = passthrough
-        self._lines: deque[bytes] = deque()
-        self._pending = b""
+        self._warm = warm
+        self._lines: deque[bytes] = deque(handoff.lines if handoff else ())
+        self._pending = handoff.pending if handoff else b""
         self._eof = False
         # While waiting, the descriptor stays registered with the event loop from one wait to the next: a
         # registration per wait (anyio.wait_readable) is two epoll_ctl calls per message.
@@ -95,8 +109,11 @@ class FdReadStream:
                 line = self._lines.popleft()
                 if line.strip():
                     data = decode(line)
-                    if self._passthrough is not None and type(data) is dict and await self._diverted(data):
-                        continue
+                    if type(data) is dict:
+                        if self._passthrough is not None and await self._diverted(data):
+                            continue
+                        if self._warm is not None and data.get("method") == "initialize":
+                            self._warm.saw_initialize(data)
                     try:
                         return SessionMessage(message_from(data, line))
                     except ValueError as exc:
@@ -182,12 +199,16 @@ class FdWriteStream:
     sender can never leave half a line on the wire.
     """
 
-    def __init__(self, fd: int) -> None:
+    def __init__(self, fd: int, warm: WarmStart | None = None) -> None:
         self._fd = fd
+        self._warm = warm
         self._lock = anyio.Lock(fast_acquire=True)
         self._broken = False
 
     async def send(self, item: SessionMessage) -> None:
+        message, warm = item.message, self._warm
+        if warm is not None and type(message) is JSONRPCResponse and warm.answer(message.id, message.result):
+            return  # the SDK's answer to an initialize the host had from the warm start
         await self.send_bytes(item.message.model_dump_json(by_alias=True, exclude_unset=True).encode() + b"\n")
 
     async def send_bytes(self, line: bytes) -> None:

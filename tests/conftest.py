@@ -7,6 +7,7 @@ import os
 import socket
 import subprocess
 import sys
+import tempfile
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
@@ -21,6 +22,9 @@ from mcp import Client, StdioServerParameters
 from mcp.client.context import ClientRequestContext
 
 REPO = Path(__file__).resolve().parent.parent
+# Hubs started by the tests keep their warm-start caches here, never in the user's ~/.cache (subprocesses inherit
+# it; hub_params passes it through the SDK's filtered environment).
+CACHE_DIR = os.environ.setdefault("HUB_CACHE_DIR", tempfile.mkdtemp(prefix="hub-test-cache-"))
 EVERYTHING = REPO / "tests" / "npm" / "node_modules" / ".bin" / "mcp-server-everything"
 # Every wait in the tests is bounded by this; a child's cold start (an npm server, an SDK import) fits well inside.
 WAIT = 60.0
@@ -113,7 +117,7 @@ def hub_params(config: Path, log_file: Path, *extra: str, env: dict[str, str] | 
         command=sys.executable,
         args=["-m", "hub", "serve", "--config", str(config), "--log-file", str(log_file), *extra],
         cwd=str(REPO),
-        env=env,
+        env={"HUB_CACHE_DIR": CACHE_DIR, **(env or {})},
     )
 
 
