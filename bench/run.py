@@ -125,6 +125,7 @@ class Run:
     def __init__(self) -> None:
         self.dir = Path(tempfile.mkdtemp(prefix="hub-bench-"))
         self.marker = self.dir.name  # in the command line of every hub and child we start
+        self.cache = self.dir / "cache"  # the hubs' warm-start caches: never the user's ~/.cache
         self.seen: set[int] = set()
         self._n = 0
 
@@ -168,12 +169,19 @@ def _client(transport: Any, notes: Notifier) -> Client:
 
 @asynccontextmanager
 async def stdio_conn(
-    run: Run, label: str, argv: list[str], marker: str, prefix: str, *, wrap: list[str] | None = None
+    run: Run,
+    label: str,
+    argv: list[str],
+    marker: str,
+    prefix: str,
+    *,
+    wrap: list[str] | None = None,
+    env: dict[str, str] | None = None,
 ) -> AsyncIterator[Conn]:
     """Spawn `python argv` over stdio through the SDK's own stdio_client (it closes stdin, then TERM, then KILL)."""
     notes = Notifier()
     errlog = (run.dir / f"{run.name('stderr-')}.log").open("w")
-    params = StdioServerParameters(command=PY, args=[*(wrap or []), *argv], cwd=str(REPO))
+    params = StdioServerParameters(command=PY, args=[*(wrap or []), *argv], cwd=str(REPO), env=env)
     try:
         # Bounded: initialize and every request time out after LIMIT (read_timeout_seconds); on exit the SDK
         # closes stdin, waits 2 s, then SIGTERMs and SIGKILLs the process.
@@ -239,12 +247,15 @@ def direct(run: Run, front: str, kind: str, tools: int) -> Any:
     return http_conn(run, "direct", [*argv, "--http", "--port-file", str(port_file)], "", port_file)
 
 
-def hub(run: Run, front: str, kind: str, n: int, tools: int, wrap: list[str] | None = None) -> Any:
-    config = run.hub_config(kind, n, tools)
+def hub(
+    run: Run, front: str, kind: str, n: int, tools: int, wrap: list[str] | None = None, config: Path | None = None
+) -> Any:
+    """A hub on a fresh config, or on `config` again (then a stdio hub starts warm: see hub/warm_start.py)."""
+    config = config or run.hub_config(kind, n, tools)
     log = run.dir / f"{config.stem}.hub.log"
     argv = ["-m", "hub", "serve", "--config", str(config), "--log-file", str(log)]
     if front == "stdio":
-        return stdio_conn(run, "hub", argv, str(config), "c0_", wrap=wrap)
+        return stdio_conn(run, "hub", argv, str(config), "c0_", wrap=wrap, env={"HUB_CACHE_DIR": str(run.cache)})
     port = free_port()
     return http_conn(run, "hub", [*argv, "--http", f"127.0.0.1:{port}"], "c0_", None, port)
 
@@ -406,10 +417,15 @@ async def idle_cpu(conn: Conn, seconds: float) -> float:
 
 
 async def cold_start(run: Run, front: str, kind: str, n: int, p: Params) -> dict[str, Any]:
-    """Process start -> first answered tools/list, and -> the full listing (every child's tools), alternating."""
+    """Process start -> first answered tools/list, and -> the full listing (every child's tools), alternating.
+
+    Each round starts the hub on a new config (no cache: the first start ever), and over stdio then starts it
+    again on the same config: a warm start, answered from what the first one kept (hub/warm_start.py).
+    """
     expected = n * (p.tools + 3)
-    hub_first, hub_full, direct_first, notified = [], [], [], []
+    hub_first, hub_full, direct_first, notified, warm_first, warm_listed = [], [], [], [], [], []
     for r in range(p.cold_reps):
+        config = run.hub_config(kind, n, p.tools)
         for side in ("hub", "direct") if r % 2 == 0 else ("direct", "hub"):
             began = time.perf_counter()
             if side == "direct":
@@ -417,14 +433,20 @@ async def cold_start(run: Run, front: str, kind: str, n: int, p: Params) -> dict
                     await list_tools(conn)
                     direct_first.append(time.perf_counter() - began)
             else:
-                async with hub(run, front, kind, n, p.tools) as conn:
+                async with hub(run, front, kind, n, p.tools, config=config) as conn:
                     await list_tools(conn)
                     hub_first.append(time.perf_counter() - began)
                     await wait_listing(conn, expected)
                     hub_full.append(time.perf_counter() - began)
                     notified.append(conn.notes.count)
+                if front == "stdio":
+                    began = time.perf_counter()
+                    async with hub(run, front, kind, n, p.tools, config=config) as conn:
+                        listed = await list_tools(conn)
+                        warm_first.append(time.perf_counter() - began)
+                        warm_listed.append(len(listed["tools"]))
     d, f, full = (ms(statistics.median(x)) for x in (direct_first, hub_first, hub_full))
-    return {
+    res = {
         "direct_first_ms": d,
         "hub_first_ms": f,
         "hub_full_ms": full,
@@ -432,6 +454,12 @@ async def cold_start(run: Run, front: str, kind: str, n: int, p: Params) -> dict
         "ratio_full": ratio(full, d),
         "list_changed_seen": notified,
     }
+    if warm_first:
+        warm = ms(statistics.median(warm_first))
+        # The warm answer is the complete listing when every count reaches `expected`.
+        res.update(hub_warm_first_ms=warm, ratio_warm_first=ratio(warm, d))
+        res.update(warm_first_tools=warm_listed, expected_tools=expected)
+    return res
 
 
 async def bench_front(run: Run, front: str, kind: str, p: Params, log: Callable[[str], None]) -> dict[str, Any]:
