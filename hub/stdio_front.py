@@ -29,6 +29,7 @@ if TYPE_CHECKING:
     from hub.warm_start import Handoff, WarmStart
 
 READ_CHUNK = 1 << 16
+HOST_PIPE_SIZE = 1 << 20
 # How long a message that did not fit in the pipe may take to finish writing before the host is deemed gone.
 PARTIAL_WRITE_LIMIT = 30.0
 
@@ -59,6 +60,11 @@ async def _nonblocking_stdio(
     blocking = (os.get_blocking(wire_in), os.get_blocking(wire_out))
     os.set_blocking(wire_in, False)
     os.set_blocking(wire_out, False)
+    # A 64 KiB pipe takes a 142 KB listing or a 1 MiB result in many writes, each after an event-loop wait for
+    # the host to read; at 1 MiB it is one write (tools/list with 20 children: hub CPU 0.63 -> 0.37 ms). Left as
+    # it is when not a pipe, or over the system's limit (/proc/sys/fs/pipe-max-size, the user's pipe quota).
+    with suppress(OSError, AttributeError):
+        fcntl.fcntl(wire_out, fcntl.F_SETPIPE_SZ, HOST_PIPE_SIZE)
     read, write = FdReadStream(wire_in, passthrough, warm, handoff), FdWriteStream(wire_out, warm)
     if passthrough is not None:
         passthrough.attach(write.send_bytes)

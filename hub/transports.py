@@ -33,7 +33,7 @@ from mcp.shared._httpx_utils import create_mcp_http_client
 from mcp.shared.message import SessionMessage
 
 from hub.config import ServerConfig
-from hub.wire import decode, message_from
+from hub.wire import decode_answer, message_from
 
 BASE_ENV = ("HOME", "LOGNAME", "PATH", "SHELL", "TERM", "USER", "LANG", "LC_ALL", "LC_CTYPE", "TZ", "TMPDIR")
 # Lines of a child's stderr kept for error messages.
@@ -46,6 +46,7 @@ KILL_GRACE = 2.0
 DRAIN_AFTER_EXIT = 0.5
 # Bytes kept from each end of an oversized line, to find its request id.
 _EDGE = 512
+READ_CHUNK = 1 << 20
 _ID_AT_START = re.compile(rb'^\s*\{\s*"jsonrpc"\s*:\s*"2\.0"\s*,\s*"id"\s*:\s*(-?\d+|"(?:[^"\\]|\\.)*")')
 _ID_AT_END = re.compile(rb'"id"\s*:\s*(-?\d+|"(?:[^"\\]|\\.)*")\s*\}\s*$')
 
@@ -65,7 +66,10 @@ class Tap(Protocol):
 
     def wants(self, data: dict[str, Any]) -> bool: ...
 
-    async def take(self, process: StdioProcess, data: dict[str, Any], raw: bytes | bytearray) -> None: ...
+    async def take(
+        self, process: StdioProcess, data: dict[str, Any], raw: bytes | bytearray, exact: bytes | None = None
+    ) -> None:
+        """`data` decoded from `raw`; `exact`: the bytes of its result, when `decode_answer` could cut them out."""
 
     def closed(self, process: StdioProcess) -> None: ...
 
@@ -216,9 +220,11 @@ class StdioProcess:
         """Newline-delimited JSON-RPC from the child; a line over max_result_bytes is never held in memory."""
         assert process.stdout is not None
         limit = self.config.max_result_bytes
-        pending = bytearray()
+        stdout, pending = process.stdout, bytearray()
         skipping: tuple[bytes, bytearray, int] | None = None  # (head, tail, size) of an oversized line
-        async for chunk in process.stdout:
+        while True:
+            # All that the event loop has read, not 64 KiB at a time: a large result is a few pieces, not dozens.
+            chunk = await stdout.receive(READ_CHUNK)
             if skipping is not None:
                 head, tail, size = skipping
                 end = chunk.find(b"\n")
@@ -270,7 +276,7 @@ class StdioProcess:
     async def _deliver(self, sink: Any, line: bytes | bytearray) -> None:
         if not line.strip():
             return
-        data = decode(line)
+        data, exact = decode_answer(line)
         tap = self.tap
         if tap is not None and type(data) is dict and tap.wants(data):
             if self._sdk_behind and "method" not in data:
@@ -280,7 +286,7 @@ class StdioProcess:
                 self._sdk_behind = False
                 await anyio.lowlevel.checkpoint()
                 await anyio.lowlevel.checkpoint()
-            await tap.take(self, data, line)
+            await tap.take(self, data, line, exact)
             return
         try:
             message = SessionMessage(message_from(data, line))
