@@ -342,7 +342,9 @@ class PassThrough:
             return type(token) is int and token >= FIRST_ID
         return False
 
-    async def take(self, process: StdioProcess, data: dict[str, Any], raw: bytes | bytearray) -> None:
+    async def take(
+        self, process: StdioProcess, data: dict[str, Any], raw: bytes | bytearray, exact: bytes | None = None
+    ) -> None:
         if "method" in data:
             await self._progress(data["params"])
             return
@@ -357,7 +359,8 @@ class PassThrough:
         if type(result) is dict:
             if call.child.prefix and b'"uri"' in raw:  # a resource link or embedded resource, maybe
                 result = map_uris(result, lambda uri: expose_uri(call.child.prefix, uri))
-            encoded = _json(result)
+                exact = None
+            encoded = exact if exact is not None else _json(result)  # the child's own bytes when they can be cut out
             self._log_call(call, "tool_error" if result.get("isError") else "ok", len(encoded))
             await self._write_host(b'{"jsonrpc":"2.0","id":%b,"result":%b}\n' % (_json(call.host_id), encoded))
         elif type(error) is dict:
