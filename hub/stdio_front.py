@@ -158,8 +158,45 @@ class FdReadStream:
         waiter = self._waiter
         if waiter is None:
             self.unwatch()  # readable while nobody waits: epoll would call again on every loop iteration
-        elif not waiter.done():
+            return
+        if self._passthrough is not None and not self._lines and not self._eof:
+            self._take_calls(self._passthrough)
+            if not self._lines and not self._eof:
+                return  # all of it went to the pass-through: the session's reader sleeps on
+        if not waiter.done():
             waiter.set_result(None)
+
+    def _take_calls(self, passthrough: PassThrough) -> None:
+        """Read what the host sent, and give tools/call requests and their cancellations to the pass-through here.
+
+        This runs in the event loop's callback for the readable pipe, so a call reaches its child without waking
+        the SDK session's reader task (one task step less per call). The first line that is not the
+        pass-through's, and every line after it, are left for `receive`, in order.
+        """
+        try:
+            chunk = os.read(self._fd, READ_CHUNK)
+        except BlockingIOError:
+            return
+        except OSError:
+            chunk = b""
+        if not chunk:
+            self._eof = True
+            return
+        *lines, self._pending = (self._pending + chunk).split(b"\n")
+        for index, line in enumerate(lines):
+            if not line.strip():
+                continue
+            data = decode(line)
+            method = data.get("method") if type(data) is dict else None
+            try:
+                if method == "tools/call" and "id" in data and passthrough.offer(data):
+                    continue
+                if method == "notifications/cancelled" and passthrough.cancel(data):
+                    continue
+            except Exception:  # never in a loop callback: the session's reader takes it (and reports it)
+                pass
+            self._lines.extend(lines[index:])
+            return
 
     def unwatch(self) -> None:
         """Unregister the descriptor from the event loop (before it is closed)."""
