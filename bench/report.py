@@ -60,6 +60,19 @@ def rows_for(key: str, r: dict[str, Any]) -> list[Row]:
                 _met(seq["ratio_p99"] <= 2),
             )
         )
+        if "floor" in seq:
+            f = seq["floor"]
+            out.append(
+                (
+                    "tools/call echo, median, through a relay with no MCP logic (bench/relay_floor.py)",
+                    key,
+                    _f(d["median_ms"], " ms"),
+                    _f(f["median_ms"], " ms"),
+                    _x(seq["ratio_floor_median"]),
+                    "(the floor of any hop)",
+                    "—",
+                )
+            )
         cpu = seq["cpu_ms_per_call"]
         served = (cpu.get("hub") or 0) + (cpu.get("hub.child") or 0)
         out.append(

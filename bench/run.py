@@ -238,6 +238,13 @@ def _accepts(port: int) -> bool:
         return s.connect_ex(("127.0.0.1", port)) == 0
 
 
+def floor(run: Run, kind: str, tools: int) -> Any:
+    """The child behind bench/relay_floor.py: a hop with no MCP logic, over stdio."""
+    name = run.name("floor")
+    argv = ["-m", "bench.relay_floor", PY, *run.child_args(kind, tools, name)]
+    return stdio_conn(run, "floor", argv, f"{run.marker}-{name}", "")
+
+
 def direct(run: Run, front: str, kind: str, tools: int) -> Any:
     name = run.name("direct")
     argv = run.child_args(kind, tools, name)
@@ -469,7 +476,14 @@ async def bench_front(run: Run, front: str, kind: str, p: Params, log: Callable[
     async with direct(run, front, kind, p.tools) as d, hub(run, front, kind, 1, p.tools) as h:
         await wait_listing(h, p.tools + 3)
         conns = [d, h]
-        res["seq_echo"] = await sequential(run, conns, p, "echo", {"text": "hello"}, p.seq_calls)
+        if front == "stdio":  # the same calls through a relay with no MCP logic: what any extra hop costs
+            async with floor(run, kind, p.tools) as f:
+                res["seq_echo"] = await sequential(run, [*conns, f], p, "echo", {"text": "hello"}, p.seq_calls)
+            res["seq_echo"]["ratio_floor_median"] = ratio(
+                res["seq_echo"]["floor"]["median_ms"], res["seq_echo"]["direct"]["median_ms"]
+            )
+        else:
+            res["seq_echo"] = await sequential(run, conns, p, "echo", {"text": "hello"}, p.seq_calls)
         log(f"  echo median {res['seq_echo']['direct']['median_ms']} vs {res['seq_echo']['hub']['median_ms']} ms")
         res["throughput"] = await throughput(conns, p)
         res["payload_bytes"] = size = MIB
