@@ -146,6 +146,7 @@ class PassThrough:
     def __init__(self, hub: Hub) -> None:
         self._hub = hub
         self._write: Writer | None = None
+        self._write_nowait: Callable[[bytes], bool] | None = None
         self._host: Unattached | None = None  # the attached host's connection, once known
         self._ids = itertools.count(FIRST_ID)
         self._by_child: dict[int, _Call] = {}
@@ -162,12 +163,14 @@ class PassThrough:
 
     # ---- the host side --------------------------------------------------------------------------------
 
-    def attach(self, write: Writer) -> None:
-        """Serve the one host whose wire `write` writes to (the stdio front)."""
+    def attach(self, write: Writer, write_nowait: Callable[[bytes], bool] | None = None) -> None:
+        """Serve the one host whose wire `write` writes to (the stdio front); `write_nowait` writes at once or not."""
         self._write = write
+        self._write_nowait = write_nowait
 
     def detach(self) -> None:
         self._write = None
+        self._write_nowait = None
         self._host = None
         for child in self._hub.children.values():
             child.queued.clear()
@@ -357,16 +360,38 @@ class PassThrough:
         self._finish(call)
         result, error = data.get("result"), data.get("error")
         if type(result) is dict:
-            if call.child.prefix and b'"uri"' in raw:  # a resource link or embedded resource, maybe
-                result = map_uris(result, lambda uri: expose_uri(call.child.prefix, uri))
-                exact = None
-            encoded = exact if exact is not None else _json(result)  # the child's own bytes when they can be cut out
-            self._log_call(call, "tool_error" if result.get("isError") else "ok", len(encoded))
-            await self._write_host(b'{"jsonrpc":"2.0","id":%b,"result":%b}\n' % (_json(call.host_id), encoded))
+            await self._write_host(self._result_line(call, result, raw, exact))
         elif type(error) is dict:
             await self._child_error(call, error)
         else:
             await self._fail(call, "error", types.INTERNAL_ERROR, f"server '{call.child.name}' sent an invalid answer")
+
+    def take_nowait(
+        self, process: StdioProcess, data: dict[str, Any], raw: bytes | bytearray, exact: bytes | None
+    ) -> bool:
+        """`take` for a result, done at once from the child pipe's callback; False leaves it to `take`.
+
+        The answer is written now when the host's pipe takes it whole without waiting, else by a task, after
+        the same bookkeeping and call-log line as `take`.
+        """
+        call = self._by_child.get(data["id"])
+        result, write = data.get("result"), self._write_nowait
+        if call is None or type(result) is not dict or write is None or self._task_group is None:
+            return False
+        self._finish(call)
+        line = self._result_line(call, result, raw, exact)
+        if not write(line):
+            self._spawn(self._write_host, line)
+        return True
+
+    def _result_line(self, call: _Call, result: dict[str, Any], raw: bytes | bytearray, exact: bytes | None) -> bytes:
+        """The host's answer to `call`, its call-log line written."""
+        if call.child.prefix and b'"uri"' in raw:  # a resource link or embedded resource, maybe
+            result = map_uris(result, lambda uri: expose_uri(call.child.prefix, uri))
+            exact = None
+        encoded = exact if exact is not None else _json(result)  # the child's own bytes when they can be cut out
+        self._log_call(call, "tool_error" if result.get("isError") else "ok", len(encoded))
+        return b'{"jsonrpc":"2.0","id":%b,"result":%b}\n' % (_json(call.host_id), encoded)
 
     def closed(self, process: StdioProcess) -> None:
         calls = [call for call in self._by_child.values() if call.process is process]

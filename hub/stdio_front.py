@@ -13,6 +13,8 @@ from __future__ import annotations
 import asyncio
 import fcntl
 import os
+import select
+import stat
 from collections import deque
 from collections.abc import AsyncIterator
 from contextlib import AbstractAsyncContextManager, asynccontextmanager, suppress
@@ -67,7 +69,7 @@ async def _nonblocking_stdio(
         fcntl.fcntl(wire_out, fcntl.F_SETPIPE_SZ, HOST_PIPE_SIZE)
     read, write = FdReadStream(wire_in, passthrough, warm, handoff), FdWriteStream(wire_out, warm)
     if passthrough is not None:
-        passthrough.attach(write.send_bytes)
+        passthrough.attach(write.send_bytes, write.send_nowait)
     try:
         yield read, write
     finally:
@@ -245,6 +247,8 @@ class FdWriteStream:
     def __init__(self, fd: int, warm: WarmStart | None = None) -> None:
         self._fd = fd
         self._warm = warm
+        mode = os.fstat(fd).st_mode
+        self._whole_writes = stat.S_ISFIFO(mode) or stat.S_ISREG(mode)  # see send_nowait
         self._lock = anyio.Lock(fast_acquire=True)
         self._broken = False
 
@@ -269,6 +273,19 @@ class FdWriteStream:
                 if written < len(data):
                     self._broken = True  # the host stopped reading: the wire cannot be resynchronised
                     raise anyio.BrokenResourceError
+
+    def send_nowait(self, line: bytes) -> bool:
+        """Write one encoded message at once if it can go whole without waiting; False if nothing was written.
+
+        Only a line of at most PIPE_BUF bytes to a pipe or a file, while no other write is under way: a pipe
+        takes such a write whole or not at all, so a False leaves the wire as it was (then use `send_bytes`).
+        """
+        if not self._whole_writes or len(line) > select.PIPE_BUF or self._lock.locked() or self._broken:
+            return False
+        try:
+            return self._write(memoryview(line)) > 0
+        except anyio.BrokenResourceError:
+            return False  # send_bytes reports it
 
     def _write(self, data: memoryview) -> int:
         try:

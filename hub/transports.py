@@ -18,7 +18,7 @@ import signal
 import subprocess
 import sys
 from collections import deque
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager, suppress
 from typing import Any, Protocol
 
@@ -70,6 +70,12 @@ class Tap(Protocol):
         self, process: StdioProcess, data: dict[str, Any], raw: bytes | bytearray, exact: bytes | None = None
     ) -> None:
         """`data` decoded from `raw`; `exact`: the bytes of its result, when `decode_answer` could cut them out."""
+
+    def take_nowait(
+        self, process: StdioProcess, data: dict[str, Any], raw: bytes | bytearray, exact: bytes | None
+    ) -> bool:
+        """`take` done at once, from the pipe's callback, if it needs no waiting; False leaves it to `take`."""
+        ...
 
     def closed(self, process: StdioProcess) -> None: ...
 
@@ -173,15 +179,25 @@ class StdioProcess:
     @asynccontextmanager
     async def connect(self) -> AsyncIterator[TransportStreams]:
         assert self.config.command is not None
-        process = await anyio.open_process(
-            [self.config.command, *self.config.args],
-            env=child_environment(self.config),
-            cwd=self.config.cwd,
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            start_new_session=True,  # its own process group, so that we can end its descendants too
-        )
+        # stdout is a pipe of our own, read by an event-loop callback (_PipeReader), not anyio's stream.
+        out_read, out_write = os.pipe()
+        try:
+            process = await anyio.open_process(
+                [self.config.command, *self.config.args],
+                env=child_environment(self.config),
+                cwd=self.config.cwd,
+                stdin=subprocess.PIPE,
+                stdout=out_write,
+                stderr=subprocess.PIPE,
+                start_new_session=True,  # its own process group, so that we can end its descendants too
+            )
+        except BaseException:
+            os.close(out_read)
+            raise
+        finally:
+            os.close(out_write)
+        os.set_blocking(out_read, False)
+        stdout = _PipeReader(out_read, self._take_now if self.tap is not None else None)
         self.pid = process.pid
         self.groups.add(process.pid)
         # The event loop's writer under anyio's stream, for `send_nowait`; without it (another backend) the
@@ -192,7 +208,7 @@ class StdioProcess:
         write_send, write_recv = anyio.create_memory_object_stream[SessionMessage](16)
         async with anyio.create_task_group() as tg:
             reader = anyio.CancelScope()
-            tg.start_soon(self._read_stdout, process, read_send, reader)
+            tg.start_soon(self._read_stdout, stdout, read_send, reader)
             tg.start_soon(self._write_stdin, process, write_recv)
             tg.start_soon(self._read_stderr, process)
             tg.start_soon(self._wait_exit, process, reader)
@@ -206,25 +222,24 @@ class StdioProcess:
                     await read_recv.aclose()
                 tg.cancel_scope.cancel()
 
-    async def _read_stdout(self, process: Process, sink: Any, scope: anyio.CancelScope) -> None:
+    async def _read_stdout(self, stdout: _PipeReader, sink: Any, scope: anyio.CancelScope) -> None:
         async with sink:
             try:
                 with scope, suppress(anyio.EndOfStream, anyio.ClosedResourceError, anyio.BrokenResourceError, OSError):
-                    await self._read_lines(process, sink)
+                    await self._read_lines(stdout, sink)
             finally:
+                stdout.close()
                 self._stdin = None  # no answer can come any more: nothing more is sent around the SDK session
                 if self.tap is not None:
                     self.tap.closed(self)
 
-    async def _read_lines(self, process: Process, sink: Any) -> None:
+    async def _read_lines(self, stdout: _PipeReader, sink: Any) -> None:
         """Newline-delimited JSON-RPC from the child; a line over max_result_bytes is never held in memory."""
-        assert process.stdout is not None
         limit = self.config.max_result_bytes
-        stdout, pending = process.stdout, bytearray()
+        pending = bytearray()
         skipping: tuple[bytes, bytearray, int] | None = None  # (head, tail, size) of an oversized line
         while True:
-            # All that the event loop has read, not 64 KiB at a time: a large result is a few pieces, not dozens.
-            chunk = await stdout.receive(READ_CHUNK)
+            chunk = await stdout.receive(at_line_start=not pending and skipping is None)
             if skipping is not None:
                 head, tail, size = skipping
                 end = chunk.find(b"\n")
@@ -296,6 +311,31 @@ class StdioProcess:
             return
         await sink.send(message)
         self._sdk_behind = True
+
+    def _take_now(self, chunk: bytes) -> bytes:
+        """The pipe callback's fast path: hand answers the tap can take at once to it; returns the rest, whole lines.
+
+        `chunk` holds whole lines. Anything else (a message for the SDK session, a notification, a line over
+        max_result_bytes, an answer after a message the session still has to handle) stops it, and that line and
+        all after it go to `_read_lines`, in order.
+        """
+        tap, limit = self.tap, self.config.max_result_bytes
+        assert tap is not None
+        lines = chunk.split(b"\n")
+        lines.pop()  # after the last newline: nothing
+        for index, line in enumerate(lines):
+            if not line.strip():
+                continue
+            if len(line) <= limit and not self._sdk_behind:
+                data, exact = decode_answer(line)
+                try:
+                    answer = type(data) is dict and "method" not in data and tap.wants(data)
+                    if answer and tap.take_nowait(self, data, line, exact):
+                        continue
+                except Exception:  # never in a loop callback: _read_lines takes the line and reports what fails
+                    pass
+            return b"\n".join(lines[index:]) + b"\n"
+        return b""
 
     def send_nowait(self, line: bytes) -> bool:
         """Queue one encoded message for the child's stdin, around the SDK session; False if the child is gone.
@@ -377,6 +417,68 @@ class StdioProcess:
             if stream is not None:
                 with suppress(OSError, anyio.BrokenResourceError, anyio.ClosedResourceError):
                     await stream.aclose()
+
+
+class _PipeReader:
+    """A child's stdout, read by an event-loop callback; `receive` gives what the callback did not handle itself.
+
+    With `fast`, a chunk of whole lines that arrives while the reader task waits at a line start goes to it first,
+    inside the callback: an answer the pass-through can hand on at once then costs no task wake-up.
+    """
+
+    def __init__(self, fd: int, fast: Callable[[bytes], bytes] | None) -> None:
+        self._fd = fd
+        self._fast = fast
+        self._chunks: deque[bytes] = deque()
+        self._eof = False
+        self._at_line_start = False  # the reader task waits in `receive` with no partial line of its own
+        self._waiter: asyncio.Future[None] | None = None
+        self._loop = asyncio.get_running_loop()
+        self._loop.add_reader(fd, self._readable)
+        self._open = True
+
+    def _readable(self) -> None:
+        try:
+            chunk = os.read(self._fd, READ_CHUNK)
+        except BlockingIOError:
+            return
+        except OSError:
+            chunk = b""
+        if not chunk:
+            self._eof = True
+            self._loop.remove_reader(self._fd)
+        elif self._at_line_start and self._fast is not None and not self._chunks and chunk.endswith(b"\n"):
+            chunk = self._fast(chunk)
+            if not chunk:
+                return
+        self._chunks.append(chunk)
+        waiter = self._waiter
+        if waiter is not None and not waiter.done():
+            waiter.set_result(None)
+
+    async def receive(self, *, at_line_start: bool) -> bytes:
+        """The next chunk the callback left; raises EndOfStream once the child closed its stdout."""
+        while not self._chunks:
+            if self._eof:
+                raise anyio.EndOfStream
+            self._waiter = self._loop.create_future()
+            self._at_line_start = at_line_start
+            try:
+                await self._waiter
+            finally:
+                self._waiter = None
+                self._at_line_start = False
+        chunk = self._chunks.popleft()
+        if not chunk:
+            raise anyio.EndOfStream
+        return chunk
+
+    def close(self) -> None:
+        if self._open:
+            self._open = False
+            if not self._eof:
+                self._loop.remove_reader(self._fd)
+            os.close(self._fd)
 
 
 def url_transport(config: ServerConfig) -> Any:
