@@ -21,6 +21,7 @@ host, an isError result naming the child when it fails, and the call-log line.
 
 from __future__ import annotations
 
+import asyncio
 import heapq
 import itertools
 import json
@@ -254,7 +255,7 @@ class PassThrough:
         if process is None or not process.send_nowait(call.line):
             call.child.release(call)
             return False
-        now = anyio.current_time()
+        now = asyncio.get_running_loop().time()  # anyio.current_time() on asyncio, without its backend lookup
         call.process, call.deadline, call.ceiling = process, now + call.window, now + call.max_timeout
         self._by_child[call.child_id] = call
         self._by_host[call.host_id] = call
