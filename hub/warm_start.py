@@ -178,8 +178,10 @@ class EarlyFront:
 
     def _take(self, line: bytes) -> None:
         handoff = self._handoff
+        if not line.strip():
+            return  # the stdio transport skips blank lines too
         try:
-            message = json.loads(line) if line.strip() else None
+            message = json.loads(line)
         except ValueError:
             message = None
         if type(message) is not dict or type(message.get("id")) not in _ID_TYPES:
