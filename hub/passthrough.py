@@ -370,14 +370,20 @@ class PassThrough:
     def take_nowait(
         self, process: StdioProcess, data: dict[str, Any], raw: bytes | bytearray, exact: bytes | None
     ) -> bool:
-        """`take` for a result, done at once from the child pipe's callback; False leaves it to `take`.
+        """`take` for an answer, done at once from the child pipe's callback; False leaves it to `take`.
 
-        The answer is written now when the host's pipe takes it whole without waiting, else by a task, after
-        the same bookkeeping and call-log line as `take`.
+        A pass-through call's result is written now when the host's pipe takes it whole without waiting, else by
+        a task, after the same bookkeeping and call-log line as `take`. An answer to the SDK path's request wakes
+        its waiter, as in `take`.
         """
         call = self._by_child.get(data["id"])
+        if call is None:  # an answer to the SDK path's request (an HTTP host's call, say), or a late one
+            waiter = self._waiters.get(data["id"])
+            if waiter is not None:
+                waiter.answer(data)
+            return True
         result, write = data.get("result"), self._write_nowait
-        if call is None or type(result) is not dict or write is None or self._task_group is None:
+        if type(result) is not dict or write is None or self._task_group is None:
             return False
         self._finish(call)
         line = self._result_line(call, result, raw, exact)
