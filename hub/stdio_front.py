@@ -24,7 +24,7 @@ import anyio
 from mcp.shared.message import SessionMessage
 from mcp_types import JSONRPCResponse
 
-from hub.wire import decode, message_from
+from hub.wire import decode, message_from, read_now
 
 if TYPE_CHECKING:
     from hub.passthrough import PassThrough
@@ -128,13 +128,10 @@ class FdReadStream:
                         return exc  # the server answers with a parse error
             if self._eof:
                 raise anyio.EndOfStream
-            try:
-                chunk = os.read(self._fd, READ_CHUNK)
-            except BlockingIOError:
+            chunk = read_now(self._fd, READ_CHUNK)
+            if chunk is None:
                 await self._readable()
                 continue
-            except OSError:
-                chunk = b""
             if not chunk:
                 self._eof = True  # the host closed stdin: the session ends
                 continue
@@ -175,12 +172,9 @@ class FdReadStream:
         the SDK session's reader task (one task step less per call). The first line that is not the
         pass-through's, and every line after it, are left for `receive`, in order.
         """
-        try:
-            chunk = os.read(self._fd, READ_CHUNK)
-        except BlockingIOError:
+        chunk = read_now(self._fd, READ_CHUNK)
+        if chunk is None:
             return
-        except OSError:
-            chunk = b""
         if not chunk:
             self._eof = True
             return

@@ -33,7 +33,7 @@ from mcp.shared._httpx_utils import create_mcp_http_client
 from mcp.shared.message import SessionMessage
 
 from hub.config import ServerConfig
-from hub.wire import decode_answer, message_from
+from hub.wire import decode_answer, message_from, read_now
 
 BASE_ENV = ("HOME", "LOGNAME", "PATH", "SHELL", "TERM", "USER", "LANG", "LC_ALL", "LC_CTYPE", "TZ", "TMPDIR")
 # Lines of a child's stderr kept for error messages.
@@ -438,12 +438,9 @@ class _PipeReader:
         self._open = True
 
     def _readable(self) -> None:
-        try:
-            chunk = os.read(self._fd, READ_CHUNK)
-        except BlockingIOError:
+        chunk = read_now(self._fd, READ_CHUNK)
+        if chunk is None:
             return
-        except OSError:
-            chunk = b""
         if not chunk:
             self._eof = True
             self._loop.remove_reader(self._fd)

@@ -9,6 +9,7 @@ types) takes the validating path, so malformed input is reported exactly as the 
 from __future__ import annotations
 
 import json
+import os
 import re
 from typing import Any
 
@@ -23,6 +24,16 @@ _RESULT_HEAD = re.compile(r'\{"jsonrpc":"2\.0","id":(0|[1-9][0-9]*),"result":')
 
 def _is_id(value: Any) -> bool:
     return type(value) is int or type(value) is str  # not bool: ids are strict
+
+
+def read_now(fd: int, size: int) -> bytes | None:
+    """What a non-blocking descriptor has now: None if nothing yet, b"" at its end (or once it fails)."""
+    try:
+        return os.read(fd, size)
+    except BlockingIOError:
+        return None
+    except OSError:
+        return b""
 
 
 def parse_message(line: bytes | bytearray | str) -> types.JSONRPCMessage:
