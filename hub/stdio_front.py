@@ -276,10 +276,18 @@ class FdWriteStream:
         """
         if not self._whole_writes or len(line) > select.PIPE_BUF or self._lock.locked() or self._broken:
             return False
+        data, written = memoryview(line), 0
         try:
-            return self._write(memoryview(line)) > 0
+            written = self._write(data)
+            while 0 < written < len(data):  # only a regular file falls short (disk full); it never blocks
+                more = self._write(data[written:])
+                if more == 0:
+                    self._broken = True  # part of a line is out: the wire cannot be resynchronised
+                    break
+                written += more
         except anyio.BrokenResourceError:
-            return False  # send_bytes reports it
+            pass  # marked broken; with nothing written, send_bytes reports it
+        return written > 0
 
     def _write(self, data: memoryview) -> int:
         try:
