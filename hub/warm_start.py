@@ -32,6 +32,7 @@ from typing import Any
 from hub import __version__
 
 FORMAT = 1
+KEEP_FILES = 32  # cache files kept in the directory, the most recently written ones
 CACHE_DIR_ENV = "HUB_CACHE_DIR"
 # The id under which the SDK session is given a host's initialize that was answered from the cache.
 REPLAY_ID = "hub-warm-start-initialize"
@@ -111,6 +112,16 @@ class Answers:
             with contextlib.suppress(OSError):
                 os.unlink(temporary)
             raise
+        _prune(path.parent, keep=path)
+
+
+def _prune(directory: Path, keep: Path) -> None:
+    """Drop the oldest files beyond KEEP_FILES: each edit of a servers.yaml makes a new key, and so a new file."""
+    with contextlib.suppress(OSError):
+        files = sorted(directory.glob("*.json"), key=lambda p: p.stat().st_mtime, reverse=True)
+        for old in files[KEEP_FILES:]:
+            if old != keep:
+                old.unlink()
 
 
 @dataclass

@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import json
+import os
 import stat
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from hub.warm_start import REPLAY_ID, Answers, EarlyFront, WarmStart, cache_file
+from hub.warm_start import KEEP_FILES, REPLAY_ID, Answers, EarlyFront, WarmStart, cache_file
 
 INIT = {
     "protocolVersion": "2025-11-25",
@@ -122,3 +123,12 @@ def test_an_ordinary_initialize_answer_is_recorded_and_sent(tmp_path: Path) -> N
     assert warm.mismatch is None
     warm.listing("2025-11-25", LISTING)
     assert Answers.load(tmp_path / "w.json") == Answers("2025-11-25", INIT, LISTING)
+
+
+def test_the_cache_directory_keeps_only_the_most_recent_files(tmp_path: Path) -> None:
+    for index in range(KEEP_FILES + 5):
+        path = tmp_path / f"{index:03d}.json"
+        Answers("2025-11-25", INIT, LISTING).save(path)
+        os.utime(path, (1_000_000 + index, 1_000_000 + index))  # written one second apart
+    kept = sorted(p.name for p in tmp_path.glob("*.json"))
+    assert len(kept) == KEEP_FILES and kept[0] == "005.json", "the oldest went first"
