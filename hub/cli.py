@@ -158,17 +158,10 @@ async def _one_shot(loaded: LoadedConfig, args: argparse.Namespace, call_log: Ca
 
     from hub.hub import Hub
     from hub.server import build_server
-    from hub.transports import EXIT_GRACE, KILL_GRACE
 
     hub = Hub(loaded, call_log)
-    wait = (
-        args.wait
-        if args.wait is not None
-        # A child that hangs settles after its connect_timeout plus the time it is given to exit.
-        else max((s.connect_timeout for s in loaded.config.servers.values()), default=1.0) + EXIT_GRACE + KILL_GRACE + 1
-    )
     async with hub.running():
-        await hub.wait_settled(wait)
+        await hub.wait_settled(args.wait if args.wait is not None else hub.settle_limit())
         if args.command == "check":
             return _print_check(hub, sys.stdout)
         server = build_server(hub)

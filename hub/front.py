@@ -31,7 +31,6 @@ from hub.logs import CallLog
 from hub.reload import handle_signals, reload_from_disk, watch_config
 from hub.server import build_server
 from hub.stdio_front import stdio_front
-from hub.transports import EXIT_GRACE, KILL_GRACE
 from hub.warm_start import EarlyFront, WarmStart
 
 LOOPBACK = ("127.0.0.1", "localhost", "[::1]")
@@ -82,8 +81,7 @@ async def serve_stdio(
 
 async def _confirm_listing(hub: Hub, sent: bytes) -> None:
     """Once every child has settled, tell the host to list again if its cached listing is not the hub's."""
-    slowest = max((c.config.connect_timeout for c in hub.children.values()), default=0.0)
-    await hub.wait_settled(slowest + EXIT_GRACE + KILL_GRACE + 1)
+    await hub.wait_settled(hub.settle_limit())
     stale = hub.passthrough.listing_bytes() != sent
     structlog.get_logger("hub").info("warm_start_listing_checked", stale=stale)
     if stale:

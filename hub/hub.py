@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
 from contextlib import asynccontextmanager
 from typing import Any
 
@@ -147,6 +147,14 @@ class Hub:
             for child in self.children.values():
                 await child.settled.wait()
 
+    def settle_limit(self, children: Iterable[Child] | None = None) -> float:
+        """How long children (all, by default) may take to be ready or to have failed once.
+
+        The slowest connect_timeout, the time a hung process is then given to exit, and a second to report it.
+        """
+        pool = self.children.values() if children is None else children
+        return max((child.config.connect_timeout for child in pool), default=0.0) + EXIT_GRACE + KILL_GRACE + 1
+
     def settled(self) -> bool:
         """Whether every child is ready or has failed at least once: the listing is as complete as it gets."""
         return all(child.settled.is_set() for child in self.children.values())
@@ -165,8 +173,7 @@ class Hub:
         if not starting:
             return False
         structlog.get_logger("hub").info("call_waits_for_start", tool=name, servers=[c.name for c in starting])
-        # A child that does not connect in time settles once its process is ended too.
-        with anyio.move_on_after(max(child.config.connect_timeout for child in starting) + EXIT_GRACE + KILL_GRACE):
+        with anyio.move_on_after(self.settle_limit(starting)):
             for child in starting:
                 await child.settled.wait()
         return True

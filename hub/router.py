@@ -81,13 +81,13 @@ class Router:
         call = _Call("tools/call", params.name, bytes_in=json_size(params.arguments))
         with self._logged(ctx, call):
             route = self._hub.namespace.tool_routes.get(params.name)
+            builtin = self._hub.builtin_tool(params.name) if route is None else None
+            if builtin is not None:
+                call.child = "hub"
+                return await builtin(params.arguments or {})
             if route is None and await self._hub.wait_for_owner(params.name):
                 route = self._hub.namespace.tool_routes.get(params.name)
             if route is None:
-                builtin = self._hub.builtin_tool(params.name)
-                if builtin is not None:
-                    call.child = "hub"
-                    return await builtin(params.arguments or {})
                 down = [c for c in self._hub.possible_owners(params.name) if c.state is not ChildState.READY]
                 if down:  # the host may know the name from before (a warm start's listing): say why it is gone
                     call.child, call.outcome, call.error_code = down[0].name, "unavailable", types.INTERNAL_ERROR
