@@ -183,11 +183,8 @@ class FdReadStream:
             if not line.strip():
                 continue
             data = decode(line)
-            method = data.get("method") if type(data) is dict else None
             try:
-                if method == "tools/call" and "id" in data and passthrough.offer(data):
-                    continue
-                if method == "notifications/cancelled" and passthrough.cancel(data):
+                if type(data) is dict and _taken_now(passthrough, data):
                     continue
             except Exception:  # never in a loop callback: the session's reader takes it (and reports it)
                 pass
@@ -203,12 +200,9 @@ class FdReadStream:
     async def _diverted(self, data: dict[str, Any]) -> bool:
         passthrough = self._passthrough
         assert passthrough is not None
-        method = data.get("method")
-        if method == "tools/call":
-            return "id" in data and passthrough.offer(data)
-        if method == "tools/list":
+        if data.get("method") == "tools/list":
             return "id" in data and await passthrough.list_tools(data)
-        return method == "notifications/cancelled" and passthrough.cancel(data)
+        return _taken_now(passthrough, data)
 
     def __aiter__(self) -> FdReadStream:
         return self
@@ -229,6 +223,14 @@ class FdReadStream:
 
     async def __aexit__(self, *exc_info: object) -> None:
         await self.aclose()
+
+
+def _taken_now(passthrough: PassThrough, data: dict[str, Any]) -> bool:
+    """A tools/call or notifications/cancelled the pass-through took; it never waits, so a callback may ask too."""
+    method = data.get("method")
+    if method == "tools/call":
+        return "id" in data and passthrough.offer(data)
+    return method == "notifications/cancelled" and passthrough.cancel(data)
 
 
 class FdWriteStream:

@@ -444,11 +444,12 @@ class _PipeReader:
         if not chunk:
             self._eof = True
             self._loop.remove_reader(self._fd)
-        elif self._at_line_start and self._fast is not None and not self._chunks and chunk.endswith(b"\n"):
-            chunk = self._fast(chunk)
-            if not chunk:
-                return
-        self._chunks.append(chunk)
+        else:
+            if self._at_line_start and self._fast is not None and not self._chunks and chunk.endswith(b"\n"):
+                chunk = self._fast(chunk)
+                if not chunk:
+                    return  # all of it handed on: the reader task sleeps on
+            self._chunks.append(chunk)
         waiter = self._waiter
         if waiter is not None and not waiter.done():
             waiter.set_result(None)
@@ -465,10 +466,7 @@ class _PipeReader:
             finally:
                 self._waiter = None
                 self._at_line_start = False
-        chunk = self._chunks.popleft()
-        if not chunk:
-            raise anyio.EndOfStream
-        return chunk
+        return self._chunks.popleft()
 
     def close(self) -> None:
         if self._open:
