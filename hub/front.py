@@ -70,22 +70,24 @@ async def serve_stdio(
                     "warm_start",
                     cache=str(warm.path),
                     answered=["initialize", *(["tools/list"] if handoff.listing is not None else [])],
-                    held=len(handoff.lines) - 1,
+                    held=len(handoff.lines) - 1,  # the replayed initialize is the hub's own
                 )
-                if handoff.listing is not None:
-                    tg.start_soon(_confirm_listing, hub, handoff.listing)
+                tg.start_soon(_confirm_listing, hub, handoff.listing)
             async with stdio_front(hub.passthrough, warm, handoff) as (read, write):
                 await server.run(read, write, server.create_initialization_options())
     log.info("hub_stopped")
 
 
-async def _confirm_listing(hub: Hub, sent: bytes) -> None:
-    """Once every child has settled, tell the host to list again if its cached listing is not the hub's."""
+async def _confirm_listing(hub: Hub, sent: bytes | None) -> None:
+    """Once every child has settled after a warm start: the cache gets what the hub answers now (even if the host
+    never lists again), and a host whose cached listing (`sent`) is not the hub's is told to list again."""
     await hub.wait_settled(hub.settle_limit())
-    stale = hub.passthrough.listing_bytes() != sent
-    structlog.get_logger("hub").info("warm_start_listing_checked", stale=stale)
-    if stale:
-        hub.hosts.list_changed("tools")
+    current = hub.passthrough.listing_bytes()  # shaping it keeps it, with the initialize the SDK gave
+    if sent is not None:
+        stale = current != sent
+        structlog.get_logger("hub").info("warm_start_listing_checked", stale=stale)
+        if stale:
+            hub.hosts.list_changed("tools")
 
 
 def parse_bind(value: str) -> tuple[str, int]:

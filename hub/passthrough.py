@@ -160,7 +160,6 @@ class PassThrough:
         # The encoded tools/list result and what it was made from: (namespace, config, protocol version, bytes).
         self._listing: tuple[object, object, str, bytes] | None = None
         self.warm: WarmStart | None = None  # keeps the complete listing for the next start (stdio serve only)
-        self._kept: bytes | None = None
 
     # ---- the host side --------------------------------------------------------------------------------
 
@@ -293,12 +292,8 @@ class PassThrough:
         host = self._host or self._find_host()
         if host is None:
             return False
-        version = host.connection.protocol_version
-        listing = self._listing_for(version)
+        listing = self._listing_for(host.connection.protocol_version)
         await self._write_host(b'{"jsonrpc":"2.0","id":%b,"result":%b}\n' % (_json(request_id), listing))
-        if self.warm is not None and listing is not self._kept and self._hub.settled():
-            self._kept = listing
-            self.warm.listing(version, listing)  # the complete listing: the next start answers with it
         return True
 
     def listing_bytes(self) -> bytes | None:
@@ -307,10 +302,13 @@ class PassThrough:
         return None if host is None else self._listing_for(host.connection.protocol_version)
 
     def _listing_for(self, version: str) -> bytes:
+        """The listing shaped for `version`, encoded once per namespace; kept for the next start once complete."""
         hub, cached = self._hub, self._listing
         if cached is None or cached[0] is not hub.namespace or cached[1] is not hub.loaded or cached[2] != version:
             shaped = serialize_server_result("tools/list", version, {"tools": hub.tool_listing()})
             cached = self._listing = (hub.namespace, hub.loaded, version, _json(shaped))
+        if self.warm is not None and hub.settled():
+            self.warm.listing(version, cached[3])  # a no-op when the file holds it already
         return cached[3]
 
     def cancel(self, message: dict[str, Any]) -> bool:
@@ -352,12 +350,9 @@ class PassThrough:
         if "method" in data:
             await self._progress(data["params"])
             return
-        call = self._by_child.get(data["id"])
-        if call is None:
-            waiter = self._waiters.get(data["id"])
-            if waiter is not None:
-                waiter.answer(data)
-            return  # else answered already: timed out or cancelled
+        if self.take_nowait(process, data, raw, exact):
+            return
+        call = self._by_child[data["id"]]  # what take_nowait leaves: an error, or no way to write at once
         self._finish(call)
         result, error = data.get("result"), data.get("error")
         if type(result) is dict:
@@ -381,7 +376,7 @@ class PassThrough:
             waiter = self._waiters.get(data["id"])
             if waiter is not None:
                 waiter.answer(data)
-            return True
+            return True  # a late one (timed out or cancelled) is dropped
         result, write = data.get("result"), self._write_nowait
         if type(result) is not dict or write is None or self._task_group is None:
             return False

@@ -155,3 +155,25 @@ async def test_a_cached_tool_whose_server_does_not_come_up_is_an_error_naming_it
     assert result.is_error
     text = result.content[0].text
     assert "'slow_echo' is not available" in text and "server 'slow'" in text and "within 5s" in text
+
+
+async def test_a_changed_initialize_alone_is_rewritten_even_if_the_host_never_lists_again(tmp_path: Path) -> None:
+    config, gate = setup(tmp_path)
+    listed = await first_run(tmp_path, config, gate)
+    path = cache_file(config)
+    assert path is not None
+    kept = Answers.load(path)
+    assert kept is not None
+    stale = {**kept.initialize, "serverInfo": {**kept.initialize["serverInfo"], "version": "0.0.0-stale"}}
+    Answers(kept.requested, stale, kept.listing).save(path)
+
+    log = tmp_path / "second.log"
+    async with connect_hub(hub_params(config, log)) as client:
+        assert sorted(t.name for t in (await client.list_tools()).tools) == listed  # the one listing it asks for
+        await anyio.Path(gate).touch()
+        checked = await wait_for_log(log, "warm_start_listing_checked")
+    assert checked["stale"] is False, "the listing was right: the host is not asked to list again"
+    assert log_events(log, "warm_start_mismatch")[0]["differs"] == ["serverInfo"]
+    rewritten = Answers.load(path)
+    assert rewritten is not None and rewritten.initialize["serverInfo"]["version"] != "0.0.0-stale"
+    assert rewritten.listing == kept.listing
