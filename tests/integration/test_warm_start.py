@@ -177,3 +177,15 @@ async def test_a_changed_initialize_alone_is_rewritten_even_if_the_host_never_li
     rewritten = Answers.load(path)
     assert rewritten is not None and rewritten.initialize["serverInfo"]["version"] != "0.0.0-stale"
     assert rewritten.listing == kept.listing
+
+
+async def test_hub_health_never_waits_for_a_starting_server_without_a_prefix(tmp_path: Path) -> None:
+    gate = tmp_path / "gate"  # never opened: the server stays starting
+    slow = {"command": sys.executable, "args": ["-m", "tests.faults.children.slow_start", "--gate", str(gate)]}
+    config = write_config(tmp_path, {"slow": {**slow, "cwd": str(REPO), "prefix": ""}})
+    log = tmp_path / "hub.log"
+    async with connect_hub(hub_params(config, log)) as client:
+        health = await client.call_tool("hub_health", {})
+    assert not health.is_error and health.structured_content is not None
+    assert [s["state"] for s in health.structured_content["servers"]] == ["starting"]
+    assert not log_events(log, "call_waits_for_start"), "the builtin is served before any wait"
