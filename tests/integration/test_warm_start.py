@@ -61,6 +61,17 @@ async def first_run(tmp_path: Path, config: Path, gate: Path) -> list[str]:
     return sorted(t.name for t in tools)
 
 
+async def kept_by_a_first_run(tmp_path: Path) -> tuple[Path, Path, list[str], Path, Answers]:
+    """`setup` and `first_run`: the config, its gate, the listing, the cache file and what it holds."""
+    config, gate = setup(tmp_path)
+    listed = await first_run(tmp_path, config, gate)
+    path = cache_file(config)
+    assert path is not None
+    kept = Answers.load(path)
+    assert kept is not None
+    return config, gate, listed, path, kept
+
+
 async def test_the_next_start_answers_from_the_cache_and_a_call_waits_for_its_child(tmp_path: Path) -> None:
     config, gate = setup(tmp_path)
     listed = await first_run(tmp_path, config, gate)
@@ -97,12 +108,7 @@ async def test_the_next_start_answers_from_the_cache_and_a_call_waits_for_its_ch
 
 
 async def test_a_stale_cache_is_corrected_and_rewritten(tmp_path: Path) -> None:
-    config, gate = setup(tmp_path)
-    listed = await first_run(tmp_path, config, gate)
-    path = cache_file(config)
-    assert path is not None
-    kept = Answers.load(path)
-    assert kept is not None
+    config, gate, listed, path, kept = await kept_by_a_first_run(tmp_path)
     # As if the last run had listed a tool that is gone now, and had another server version.
     listing = json.loads(kept.listing)
     listing["tools"].append({"name": "slow_gone", "inputSchema": {"type": "object"}})
@@ -158,12 +164,7 @@ async def test_a_cached_tool_whose_server_does_not_come_up_is_an_error_naming_it
 
 
 async def test_a_changed_initialize_alone_is_rewritten_even_if_the_host_never_lists_again(tmp_path: Path) -> None:
-    config, gate = setup(tmp_path)
-    listed = await first_run(tmp_path, config, gate)
-    path = cache_file(config)
-    assert path is not None
-    kept = Answers.load(path)
-    assert kept is not None
+    config, gate, listed, path, kept = await kept_by_a_first_run(tmp_path)
     stale = {**kept.initialize, "serverInfo": {**kept.initialize["serverInfo"], "version": "0.0.0-stale"}}
     Answers(kept.requested, stale, kept.listing).save(path)
 
