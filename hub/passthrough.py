@@ -356,7 +356,9 @@ class PassThrough:
         self._finish(call)
         result, error = data.get("result"), data.get("error")
         if type(result) is dict:
-            await self._write_host(self._result_line(call, result, raw, exact))
+            line, size = self._result_line(call, result, raw, exact)
+            await self._write_host(line)
+            self._log_result(call, result, size)
         elif type(error) is dict:
             await self._child_error(call, error)
         else:
@@ -380,20 +382,26 @@ class PassThrough:
         result, write = data.get("result"), self._write_nowait
         if type(result) is not dict or write is None or self._task_group is None:
             return False
-        self._finish(call)
-        line = self._result_line(call, result, raw, exact)
+        line, size = self._result_line(call, result, raw, exact)
         if not write(line):
             self._spawn(self._write_host, line)
+        # After the answer is on its way: the bookkeeping and the call-log line are off the host's wait.
+        self._finish(call)
+        self._log_result(call, result, size)
         return True
 
-    def _result_line(self, call: _Call, result: dict[str, Any], raw: bytes | bytearray, exact: bytes | None) -> bytes:
-        """The host's answer to `call`, its call-log line written."""
+    def _result_line(
+        self, call: _Call, result: dict[str, Any], raw: bytes | bytearray, exact: bytes | None
+    ) -> tuple[bytes, int]:
+        """The host's answer to `call`, and the size of its result for the call log."""
         if call.child.prefix and b'"uri"' in raw:  # a resource link or embedded resource, maybe
             result = map_uris(result, lambda uri: expose_uri(call.child.prefix, uri))
             exact = None
         encoded = exact if exact is not None else _json(result)  # the child's own bytes when they can be cut out
-        self._log_call(call, "tool_error" if result.get("isError") else "ok", len(encoded))
-        return b'{"jsonrpc":"2.0","id":%b,"result":%b}\n' % (_json(call.host_id), encoded)
+        return b'{"jsonrpc":"2.0","id":%b,"result":%b}\n' % (_json(call.host_id), encoded), len(encoded)
+
+    def _log_result(self, call: _Call, result: dict[str, Any], size: int) -> None:
+        self._log_call(call, "tool_error" if result.get("isError") else "ok", size)
 
     def closed(self, process: StdioProcess) -> None:
         calls = [call for call in self._by_child.values() if call.process is process]
@@ -555,7 +563,7 @@ class PassThrough:
     def _log_call(
         self, call: _Call, outcome: str, size: int, code: int | None = None, message: str | None = None
     ) -> None:
-        """The same line as hub/router.py's, written before the host has the answer (as there)."""
+        """The same line as hub/router.py's; for a result, written just after the answer (it is off the hot path)."""
         connection = call.entry.connection
         fields: dict[str, Any] = {
             "method": "tools/call",

@@ -30,6 +30,7 @@ from tests.conftest import (
     hub_params,
     python_child,
     wait_for_file,
+    wait_for_log,
     wait_for_tools,
     write_config,
 )
@@ -329,6 +330,8 @@ async def test_every_routed_call_writes_one_structured_log_line(hub: Session) ->
     text = "logged once, by the call-log test, with a size no other call has"
     await hub.call("kitchen_echo", {"text": text})
     await hub.call("kitchen_fail")
+    # A result's line is written just after its answer: wait (bounded) for the last one.
+    await wait_for_log(hub.log_file, "call", lambda e: e["name"] == "kitchen_fail" and e["outcome"] == "tool_error")
     calls = [line for line in hub.log_lines() if line.get("event") == "call"]
     size = len(json.dumps({"text": text}, separators=(",", ":")))
     echo = [c for c in calls if c["name"] == "kitchen_echo" and c["bytes_in"] == size]
