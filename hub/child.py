@@ -34,6 +34,7 @@ from pydantic import TypeAdapter
 
 from hub.config import ServerConfig
 from hub.eras import check_child_era, client_mode, follow_changes, is_modern
+from hub.spawn import Spawned, end_unadopted
 from hub.transports import ProcessGroups, StdioProcess, Tap, describe_exit, url_transport
 
 # Results are kept as the raw JSON the child sent: nothing is lost, and nothing is re-validated into models.
@@ -211,6 +212,8 @@ class Child:
     # The process the pass-through may write to: set while a stdio child on its shared, handshake-era connection
     # is ready, None otherwise (URL children, `sessions: per-host`, 2026 children, between connections).
     direct: StdioProcess | None = None
+    # Its process, started before the SDK was imported (hub/spawn.py): the first connection adopts it.
+    spawned: Spawned | None = None
     _limiter: anyio.CapacityLimiter = field(init=False)
     _waiting: int = 0
     _timeouts: dict[str, float] = field(default_factory=dict)
@@ -373,6 +376,9 @@ class Child:
             self.state = ChildState.STOPPED
             self._client = None
             self.direct = None
+            if self.spawned is not None:  # stopped before its first connection adopted the early process
+                spawned, self.spawned = self.spawned, None
+                await end_unadopted(spawned)
 
     async def _run_once(self) -> None:
         began = time.monotonic()
@@ -438,7 +444,8 @@ class Child:
     @asynccontextmanager
     async def _connect(self) -> AsyncIterator[Client]:
         stdio = self.config.kind == "stdio"
-        self._process = StdioProcess(self.name, self.config, self.groups, self.tap) if stdio else None
+        spawned, self.spawned = self.spawned, None
+        self._process = StdioProcess(self.name, self.config, self.groups, self.tap, spawned) if stdio else None
         async with connect_child(self.config, self._process, self) as client:
             yield client
 

@@ -24,6 +24,7 @@ if TYPE_CHECKING:
     from hub.config import LoadedConfig
     from hub.hub import Hub
     from hub.logs import CallLog
+    from hub.spawn import EarlySpawns
 
 DEFAULT_CONFIG = "servers.yaml"
 EXIT_CONFIG = 2
@@ -96,16 +97,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         # Before anything heavy is imported: the host's first requests may be answered while the SDK loads.
         warm = WarmStart.for_config(args.config)
         early = EarlyFront.start(warm.kept) if warm.kept is not None else None
-    # Imported here, not at the top, so that the warm start's thread runs while they load (over a second).
+    # Imported here, not at the top, so that the warm start's thread runs while the SDK loads (over a second).
     import anyio
-    from mcp.shared.exceptions import MCPDeprecationWarning
 
     from hub.config import ConfigError, load_config
-    from hub.front import serve_http, serve_stdio
     from hub.logs import configure_logging
 
-    # The hub forwards handshake-era features (logging, roots, subscribe) on purpose; the SDK warns on each use.
-    warnings.filterwarnings("ignore", category=MCPDeprecationWarning)
     call_log = configure_logging(
         args.log_format or ("json" if serving else "console"),
         args.log_level or ("info" if serving else "warning"),
@@ -117,13 +114,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"hub: {exc}", file=sys.stderr)
         return EXIT_CONFIG
     try:
-        if serving:
-            if args.http:
-                anyio.run(serve_http, loaded, args.http, args.allow_host, call_log)
-            else:
-                anyio.run(serve_stdio, loaded, call_log, warm, early)
-            return 0
-        return anyio.run(_one_shot, loaded, args, call_log)
+        return anyio.run(_run, loaded, args, call_log, warm, early)
     except KeyboardInterrupt:
         return 130
 
@@ -153,13 +144,72 @@ def _reload(pid: int | None, url: str | None) -> int:
     return 1
 
 
-async def _one_shot(loaded: LoadedConfig, args: argparse.Namespace, call_log: CallLog) -> int:
+async def _run(
+    loaded: LoadedConfig,
+    args: argparse.Namespace,
+    call_log: CallLog,
+    warm: WarmStart | None,
+    early: EarlyFront | None,
+) -> int:
+    """Start the stdio children, then import the SDK while they boot (see hub/spawn.py), then run the command."""
+    from hub.spawn import EarlySpawns
+
+    def stop_now(signum: int, _frame: object) -> None:
+        raise SystemExit(128 + signum)  # ends the import, and the `finally` ends the children started below
+
+    # Until the hub's own handlers are set, a TERM or HUP must not leave the early children without their hub.
+    previous = {sig: signal.signal(sig, stop_now) for sig in (signal.SIGTERM, signal.SIGHUP)}
+    spawns = EarlySpawns()
+    try:
+        if _start_children_first(args, loaded, early):
+            await spawns.start(loaded)
+        from mcp.shared.exceptions import MCPDeprecationWarning
+
+        from hub.front import serve_http, serve_stdio
+
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+
+        # The hub forwards handshake-era features (logging, roots, subscribe) on purpose; the SDK warns on each use.
+        warnings.filterwarnings("ignore", category=MCPDeprecationWarning)
+        if args.command != "serve":
+            return await _one_shot(loaded, args, call_log, spawns)
+        if args.http:
+            await serve_http(loaded, args.http, args.allow_host, call_log, spawns)
+        else:
+            await serve_stdio(loaded, call_log, warm, early, spawns)
+        return 0
+    finally:
+        await spawns.aclose()
+
+
+def _start_children_first(args: argparse.Namespace, loaded: LoadedConfig, early: EarlyFront | None) -> bool:
+    """Whether starting the children before the SDK import makes the host wait less, not more.
+
+    The one-shot commands wait for every child anyway, and a warm-started host has its first answers from the
+    cache. Otherwise the host's first answer waits for the import, which children starting on the same cores
+    slow down (5 SDK children on 2 cores: 1.4 s -> 3.7 s): then only with a core for each of them.
+    """
+    if args.command != "serve" or early is not None:
+        return True
+    children = sum(1 for server in loaded.config.servers.values() if server.enabled and server.kind == "stdio")
+    return children + 1 <= _usable_cpus()
+
+
+def _usable_cpus() -> int:
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # not Linux
+        return os.cpu_count() or 1
+
+
+async def _one_shot(loaded: LoadedConfig, args: argparse.Namespace, call_log: CallLog, spawns: EarlySpawns) -> int:
     from mcp import Client
 
     from hub.hub import Hub
     from hub.server import build_server
 
-    hub = Hub(loaded, call_log)
+    hub = Hub(loaded, call_log, spawns)
     async with hub.running():
         await hub.wait_settled(args.wait if args.wait is not None else hub.settle_limit())
         if args.command == "check":

@@ -30,6 +30,7 @@ from hub.hub import Hub
 from hub.logs import CallLog
 from hub.reload import handle_signals, reload_from_disk, watch_config
 from hub.server import build_server
+from hub.spawn import EarlySpawns
 from hub.stdio_front import stdio_front
 from hub.warm_start import EarlyFront, WarmStart
 
@@ -38,9 +39,11 @@ _STOP_SIGNALS = (signal.SIGHUP, signal.SIGTERM, signal.SIGINT)
 
 
 @asynccontextmanager
-async def _serving(loaded: LoadedConfig, call_log: CallLog) -> AsyncIterator[tuple[Hub, anyio.CancelScope, TaskGroup]]:
+async def _serving(
+    loaded: LoadedConfig, call_log: CallLog, spawns: EarlySpawns | None
+) -> AsyncIterator[tuple[Hub, anyio.CancelScope, TaskGroup]]:
     """A running hub with its config watch and signal handling; cancelling the scope stops it gracefully."""
-    hub = Hub(loaded, call_log)
+    hub = Hub(loaded, call_log, spawns)
     stop = anyio.CancelScope()  # entered by the caller around what it serves
     async with hub.running(), anyio.create_task_group() as tg:
         tg.start_soon(watch_config, hub)
@@ -56,9 +59,10 @@ async def serve_stdio(
     call_log: CallLog | None = None,
     warm: WarmStart | None = None,
     early: EarlyFront | None = None,
+    spawns: EarlySpawns | None = None,
 ) -> None:
     log = structlog.get_logger("hub")
-    async with _serving(loaded, call_log or CallLog()) as (hub, stop, tg):
+    async with _serving(loaded, call_log or CallLog(), spawns) as (hub, stop, tg):
         hub.passthrough.warm = warm
         server = build_server(hub)
         with stop:
@@ -136,9 +140,15 @@ def health_routes(hub: Hub) -> list[Route]:
     return [Route("/healthz", healthz), Route("/readyz", readyz), Route("/reload", reload, methods=["POST"])]
 
 
-async def serve_http(loaded: LoadedConfig, bind: str, allowed: list[str], call_log: CallLog | None = None) -> None:
+async def serve_http(
+    loaded: LoadedConfig,
+    bind: str,
+    allowed: list[str],
+    call_log: CallLog | None = None,
+    spawns: EarlySpawns | None = None,
+) -> None:
     host, port = parse_bind(bind)
-    async with _serving(loaded, call_log or CallLog()) as (hub, stop, _):
+    async with _serving(loaded, call_log or CallLog(), spawns) as (hub, stop, _):
         server = build_server(hub)
         app = server.streamable_http_app(
             streamable_http_path="/mcp",

@@ -30,6 +30,7 @@ from hub.passthrough import PassThrough
 from hub.registry import Namespace, build_namespace
 from hub.relay import forward_child_log, forward_child_request
 from hub.router import Router
+from hub.spawn import EarlySpawns
 from hub.transports import EXIT_GRACE, KILL_GRACE, Reaper
 
 HEALTH_TOOL = "hub_health"
@@ -47,8 +48,11 @@ _HEALTH_TOOL_DEF: dict[str, Any] = {
 
 
 class Hub:
-    def __init__(self, loaded: LoadedConfig, call_log: CallLog | None = None) -> None:
+    def __init__(
+        self, loaded: LoadedConfig, call_log: CallLog | None = None, early: EarlySpawns | None = None
+    ) -> None:
         self.loaded = loaded
+        self._early = early  # children's processes started before the SDK import, taken at their first start
         self.call_log = call_log or CallLog()
         self.children: dict[str, Child] = {}
         self.namespace = Namespace()
@@ -99,6 +103,7 @@ class Hub:
             observer=self,
             groups=self._reaper,
             tap=self.passthrough,
+            spawned=self._early.take(name, server) if self._early is not None else None,
         )
         scope = anyio.CancelScope()
         self._scopes[name] = scope

@@ -4,8 +4,8 @@ The stdio transport is the hub's own rather than the SDK's `stdio_client` becaus
 that one hides: the process's exit code or signal, its pid, a bounded tail of its stderr for error messages,
 and tolerance of a child that prints non-JSON on stdout (logged and skipped, not fatal).
 
-Environment of a stdio child: only `BASE_ENV` names from the hub's environment, plus the names listed in
-`inherit_env`, plus `env`. Nothing else leaks from the hub (its secrets stay its own).
+A stdio child's process is started by hub/spawn.py (which also says what its environment is), now or, for a
+child's first connection, before the hub imported the SDK.
 """
 
 from __future__ import annotations
@@ -33,9 +33,9 @@ from mcp.shared._httpx_utils import create_mcp_http_client
 from mcp.shared.message import SessionMessage
 
 from hub.config import ServerConfig
+from hub.spawn import Spawned, spawn
 from hub.wire import decode_answer, message_from, read_now
 
-BASE_ENV = ("HOME", "LOGNAME", "PATH", "SHELL", "TERM", "USER", "LANG", "LC_ALL", "LC_CTYPE", "TZ", "TMPDIR")
 # Lines of a child's stderr kept for error messages.
 STDERR_TAIL_LINES = 20
 # Grace period for a child to exit by itself after its stdin closes (the spec's first shutdown step).
@@ -140,12 +140,6 @@ class NoProcessGroups:
         pass
 
 
-def child_environment(config: ServerConfig, environ: dict[str, str] | None = None) -> dict[str, str]:
-    source = os.environ if environ is None else environ
-    names = (*BASE_ENV, *config.inherit_env)
-    return {name: source[name] for name in names if name in source} | config.env
-
-
 def describe_exit(returncode: int | None) -> str:
     if returncode is None:
         return "still running"
@@ -161,9 +155,15 @@ class StdioProcess:
     """One run of a stdio child process; `connect()` yields the MCP streams."""
 
     def __init__(
-        self, name: str, config: ServerConfig, groups: ProcessGroups | None = None, tap: Tap | None = None
+        self,
+        name: str,
+        config: ServerConfig,
+        groups: ProcessGroups | None = None,
+        tap: Tap | None = None,
+        spawned: Spawned | None = None,
     ) -> None:
         assert config.command is not None
+        self._spawned = spawned  # started already (hub/spawn.py's EarlySpawns): adopted instead of started
         self.name = name
         self.config = config
         self.groups: ProcessGroups = groups or NoProcessGroups()
@@ -178,26 +178,10 @@ class StdioProcess:
 
     @asynccontextmanager
     async def connect(self) -> AsyncIterator[TransportStreams]:
-        assert self.config.command is not None
         # stdout is a pipe of our own, read by an event-loop callback (_PipeReader), not anyio's stream.
-        out_read, out_write = os.pipe()
-        try:
-            process = await anyio.open_process(
-                [self.config.command, *self.config.args],
-                env=child_environment(self.config),
-                cwd=self.config.cwd,
-                stdin=subprocess.PIPE,
-                stdout=out_write,
-                stderr=subprocess.PIPE,
-                start_new_session=True,  # its own process group, so that we can end its descendants too
-            )
-        except BaseException:
-            os.close(out_read)
-            raise
-        finally:
-            os.close(out_write)
-        os.set_blocking(out_read, False)
-        stdout = _PipeReader(out_read, self._take_now if self.tap is not None else None)
+        spawned, self._spawned = self._spawned or await spawn(self.config), None
+        process = spawned.process
+        stdout = _PipeReader(spawned.stdout_fd, self._take_now if self.tap is not None else None)
         self.pid = process.pid
         self.groups.add(process.pid)
         # The event loop's writer under anyio's stream, for `send_nowait`; without it (another backend) the

@@ -1,0 +1,127 @@
+"""Starting a stdio child's process, and starting them all before the hub has imported the MCP SDK.
+
+Importing the SDK takes over a second of CPU. A child's own start-up (an interpreter, a node runtime, a binary)
+needs none of it, so the hub can start every stdio child first and import the SDK while the children boot on the
+other cores; each child's first connection then adopts its process (`EarlySpawns.take`). When it does so is
+decided in hub/cli.py (`_start_children_first`): not when children on too few cores would delay the host's first
+answer. No MCP message is sent before the SDK is there: a child waits for `initialize` as it would anyway, and the
+pipes hold what it writes meanwhile.
+
+Environment of a stdio child: only `BASE_ENV` names from the hub's environment, plus the names listed in
+`inherit_env`, plus `env`. Nothing else leaks from the hub (its secrets stay its own). This module imports no
+part of the SDK.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+from contextlib import suppress
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+import anyio
+from anyio.abc import Process
+
+if TYPE_CHECKING:
+    from hub.config import LoadedConfig, ServerConfig
+
+BASE_ENV = ("HOME", "LOGNAME", "PATH", "SHELL", "TERM", "USER", "LANG", "LC_ALL", "LC_CTYPE", "TZ", "TMPDIR")
+# How long an early-started child that no connection adopted gets to exit after SIGTERM, before SIGKILL.
+UNADOPTED_GRACE = 2.0
+
+
+def child_environment(config: ServerConfig, environ: dict[str, str] | None = None) -> dict[str, str]:
+    source = os.environ if environ is None else environ
+    names = (*BASE_ENV, *config.inherit_env)
+    return {name: source[name] for name in names if name in source} | config.env
+
+
+@dataclass
+class Spawned:
+    """A child's process and the read end of its stdout, a pipe of the hub's own (non-blocking)."""
+
+    process: Process
+    stdout_fd: int
+
+
+async def spawn(config: ServerConfig) -> Spawned:
+    """Start `config`'s command in its own process group (so that its descendants can be ended with it)."""
+    assert config.command is not None
+    out_read, out_write = os.pipe()
+    try:
+        process = await anyio.open_process(
+            [config.command, *config.args],
+            env=child_environment(config),
+            cwd=config.cwd,
+            stdin=subprocess.PIPE,
+            stdout=out_write,
+            stderr=subprocess.PIPE,
+            start_new_session=True,
+        )
+    except BaseException:
+        os.close(out_read)
+        raise
+    finally:
+        os.close(out_write)
+    os.set_blocking(out_read, False)
+    return Spawned(process, out_read)
+
+
+class EarlySpawns:
+    """The stdio children started before the SDK import, each waiting for its first connection to take it."""
+
+    def __init__(self) -> None:
+        self._waiting: dict[str, tuple[ServerConfig, Spawned]] = {}
+
+    async def start(self, loaded: LoadedConfig) -> None:
+        """Start every enabled stdio child; one that cannot start is left to its connection to report."""
+        for name, server in loaded.config.servers.items():
+            if server.enabled and server.kind == "stdio":
+                try:
+                    self._waiting[name] = (server, await spawn(server))
+                except OSError:
+                    continue  # command or cwd not found: the child's own start says so, with the fix
+
+    def take(self, name: str, config: ServerConfig) -> Spawned | None:
+        """The process started early for `name`, if it was started from this same config."""
+        waiting = self._waiting.pop(name, None)
+        if waiting is None:
+            return None
+        if waiting[0] is not config:
+            self._waiting[name] = waiting  # another config now: ended by `aclose`
+            return None
+        return waiting[1]
+
+    def __len__(self) -> int:
+        return len(self._waiting)
+
+    async def aclose(self) -> None:
+        """End the processes no connection took (the hub stopped before starting them): TERM, bounded, KILL."""
+        waiting, self._waiting = list(self._waiting.values()), {}
+        async with anyio.create_task_group() as tg:
+            for _, spawned in waiting:
+                tg.start_soon(end_unadopted, spawned)
+
+
+async def end_unadopted(spawned: Spawned) -> None:
+    """End a process started early that no connection took: TERM to its group, bounded, then KILL."""
+    with anyio.CancelScope(shield=True):
+        await _end(spawned.process)
+    os.close(spawned.stdout_fd)
+
+
+async def _end(process: Process) -> None:
+    for sig in (signal.SIGTERM, signal.SIGKILL):
+        with suppress(ProcessLookupError, PermissionError):
+            os.killpg(process.pid, sig)
+        with anyio.move_on_after(UNADOPTED_GRACE):
+            while process.returncode is None:  # noqa: ASYNC110 - no event exists for this
+                await anyio.sleep(0.02)
+        if process.returncode is not None:
+            break
+    for stream in (process.stdin, process.stderr):
+        if stream is not None:
+            with suppress(OSError, anyio.BrokenResourceError, anyio.ClosedResourceError):
+                await stream.aclose()
