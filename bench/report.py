@@ -163,6 +163,35 @@ def rows_for(key: str, r: dict[str, Any]) -> list[Row]:
                     "—",
                 )
             )
+    for n, row in lists.items():
+        raw = row.get("raw_client")
+        if raw:
+            out.append(
+                (
+                    f"tools/list, {n} children, a host without the SDK (bench/raw_client.py: read whole, json.loads)",
+                    key,
+                    _f(raw["direct"]["median_ms"], " ms"),
+                    _f(raw["hub"]["median_ms"], " ms"),
+                    _x(raw["ratio"]),
+                    "≤ 1.5×",
+                    _met(raw["ratio"] <= 1.5) if raw["ratio"] else "—",
+                )
+            )
+    raws = {n: row["raw_client"] for n, row in lists.items() if row.get("raw_client")}
+    if len(raws) > 1:
+        first, last = min(raws, key=int), max(raws, key=int)
+        growth = _ratio(raws[last]["hub"]["median_ms"], raws[first]["hub"]["median_ms"])
+        out.append(
+            (
+                f"tools/list growth, hub {last} vs {first} children, a host without the SDK",
+                key,
+                _f(raws[first]["hub"]["median_ms"], " ms"),
+                _f(raws[last]["hub"]["median_ms"], " ms"),
+                _x(growth),
+                "constant (cache)",
+                _met(growth <= 1.5) if growth else "—",
+            )
+        )
     if len(lists) > 1 and "cpu_ms" in lists[min(lists, key=int)]["hub"]:
         first, last = min(lists, key=int), max(lists, key=int)
         cpu_growth = _ratio(lists[last]["hub"]["cpu_ms"], lists[first]["hub"]["cpu_ms"])
@@ -216,6 +245,18 @@ def rows_for(key: str, r: dict[str, Any]) -> list[Row]:
                     _x(c["ratio_warm_first"]),
                     "≤ 1 s (5 children)" if n == "5" else "—",
                     _met(c["hub_warm_first_ms"] <= 1000 and complete) if n == "5" else "—",
+                )
+            )
+        if "hub_warm_call_ms" in c:
+            out.append(
+                (
+                    f"cold start, warm → first tools/call answered (it waits for its server), {n} children",
+                    key,
+                    _f(c["direct_first_ms"], " ms"),
+                    _f(c["hub_warm_call_ms"], " ms"),
+                    _x(c["ratio_warm_call"]),
+                    "—",
+                    "—",
                 )
             )
         out.append(

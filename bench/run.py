@@ -41,6 +41,7 @@ from mcp.client.streamable_http import streamable_http_client
 from pydantic import TypeAdapter
 
 from bench import procs
+from bench.raw_client import RawStdio, listing_until, timed_lists
 from bench.report import render_table
 
 REPO = Path(__file__).resolve().parent.parent
@@ -405,6 +406,34 @@ async def listing(conns: list[Conn], reps: int) -> dict[str, Any]:
     return out
 
 
+def raw_listing(run: Run, kind: str, n: int, p: Params) -> dict[str, Any]:
+    """tools/list as a host without the SDK sees it (bench/raw_client.py): a direct child against a hub of n.
+
+    Blocking reads, run in a worker thread by the caller; both processes are stopped in the `finally`.
+    """
+    config = run.hub_config(kind, n, p.tools)
+    errlog = (run.dir / f"{run.name('raw-')}.log").open("w")
+    clients: list[RawStdio] = []
+    try:
+        child = [PY, *run.child_args(kind, p.tools, run.name("rawdirect"))]
+        clients.append(RawStdio(child, REPO, None, errlog, LIMIT))
+        log = run.dir / f"{config.stem}.raw.log"
+        argv = [PY, "-m", "hub", "serve", "--config", str(config), "--log-file", str(log)]
+        clients.append(RawStdio(argv, REPO, {**os.environ, "HUB_CACHE_DIR": str(run.cache)}, errlog, LIMIT))
+        for client in clients:
+            run.seen.add(client.pid)
+            client.initialize()
+        listing_until(clients[1], n * (p.tools + 3), LIMIT)
+        timed_lists(clients, 10)  # warm-up
+        samples = timed_lists(clients, p.list_reps)
+    finally:
+        for client in clients:
+            client.close()
+        errlog.close()
+    d, h = summary(samples[0]), summary(samples[1])
+    return {"direct": d, "hub": h, "ratio": ratio(h["median_ms"], d["median_ms"])}
+
+
 async def list_cpu_ms(conn: Conn, reps: int) -> float:
     """Server-side CPU per tools/list: the hub's own (the child is not asked), or the direct child's.
 
@@ -430,7 +459,7 @@ async def cold_start(run: Run, front: str, kind: str, n: int, p: Params) -> dict
     again on the same config: a warm start, answered from what the first one kept (hub/warm_start.py).
     """
     expected = n * (p.tools + 3)
-    hub_first, hub_full, direct_first, notified, warm_first, warm_listed = [], [], [], [], [], []
+    hub_first, hub_full, direct_first, notified, warm_first, warm_listed, warm_call = [], [], [], [], [], [], []
     for r in range(p.cold_reps):
         config = run.hub_config(kind, n, p.tools)
         for side in ("hub", "direct") if r % 2 == 0 else ("direct", "hub"):
@@ -452,6 +481,8 @@ async def cold_start(run: Run, front: str, kind: str, n: int, p: Params) -> dict
                         listed = await list_tools(conn)
                         warm_first.append(time.perf_counter() - began)
                         warm_listed.append(len(listed["tools"]))
+                        await call(conn, "echo", {"text": "first"})  # waits for its server to be up
+                        warm_call.append(time.perf_counter() - began)
     d, f, full = (ms(statistics.median(x)) for x in (direct_first, hub_first, hub_full))
     res = {
         "direct_first_ms": d,
@@ -465,6 +496,8 @@ async def cold_start(run: Run, front: str, kind: str, n: int, p: Params) -> dict
         warm = ms(statistics.median(warm_first))
         # The warm answer is the complete listing when every count reaches `expected`.
         res.update(hub_warm_first_ms=warm, ratio_warm_first=ratio(warm, d))
+        warm_call_ms = ms(statistics.median(warm_call))
+        res.update(hub_warm_call_ms=warm_call_ms, ratio_warm_call=ratio(warm_call_ms, d))
         res.update(warm_first_tools=warm_listed, expected_tools=expected)
     return res
 
@@ -509,6 +542,8 @@ async def bench_front(run: Run, front: str, kind: str, p: Params, log: Callable[
             # Exercise the hub before reading its peak: a 1 MiB result through it.
             await call(h, "payload", {"bytes": res["payload_bytes"]})
             res["memory"][str(n)] = procs.tree_memory(h.pid)
+        if front == "stdio":  # the same listing, read by a host without the SDK (its own processes)
+            row["raw_client"] = await anyio.to_thread.run_sync(raw_listing, run, kind, n, p)
     res["cold"] = {}
     for n in p.cold_children if front == "stdio" or p.quick else (5,):
         log(f"[{front}/{kind}] cold start with {n} children")
