@@ -443,11 +443,17 @@ class Child:
 
     @asynccontextmanager
     async def _connect(self) -> AsyncIterator[Client]:
-        stdio = self.config.kind == "stdio"
         spawned, self.spawned = self.spawned, None
-        self._process = StdioProcess(self.name, self.config, self.groups, self.tap, spawned) if stdio else None
-        async with connect_child(self.config, self._process, self) as client:
-            yield client
+        process = None
+        if self.config.kind == "stdio":
+            process = StdioProcess(self.name, self.config, self.groups, self.tap, spawned)
+        self._process = process
+        try:
+            async with connect_child(self.config, process, self) as client:
+                yield client
+        finally:
+            if process is not None:
+                await process.release()
 
     async def _until_connection_ends(self, client: Client) -> None:
         """A stdio child's end is its process's exit; a URL child's is a failed heartbeat."""

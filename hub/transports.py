@@ -33,7 +33,7 @@ from mcp.shared._httpx_utils import create_mcp_http_client
 from mcp.shared.message import SessionMessage
 
 from hub.config import ServerConfig
-from hub.spawn import Spawned, spawn
+from hub.spawn import Spawned, end_unadopted, spawn
 from hub.wire import decode_answer, message_from, read_now
 
 # Lines of a child's stderr kept for error messages.
@@ -175,6 +175,12 @@ class StdioProcess:
         self.returncode: int | None = None
         self.exited = anyio.Event()
         self._log = structlog.get_logger("hub.child").bind(child=name)
+
+    async def release(self) -> None:
+        """End the early-started process handed to this run if `connect` never took it (stopped before it ran)."""
+        spawned, self._spawned = self._spawned, None
+        if spawned is not None:
+            await end_unadopted(spawned)
 
     @asynccontextmanager
     async def connect(self) -> AsyncIterator[TransportStreams]:
