@@ -30,8 +30,8 @@ from hub.passthrough import PassThrough
 from hub.registry import Namespace, build_namespace
 from hub.relay import forward_child_log, forward_child_request
 from hub.router import Router
-from hub.spawn import EarlySpawns
-from hub.transports import EXIT_GRACE, KILL_GRACE, Reaper
+from hub.spawn import EXIT_GRACE, KILL_GRACE, EarlySpawns
+from hub.transports import Reaper
 
 HEALTH_TOOL = "hub_health"
 # How long roots/list_changed may take to reach each child.

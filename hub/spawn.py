@@ -28,8 +28,10 @@ if TYPE_CHECKING:
     from hub.config import LoadedConfig, ServerConfig
 
 BASE_ENV = ("HOME", "LOGNAME", "PATH", "SHELL", "TERM", "USER", "LANG", "LC_ALL", "LC_CTYPE", "TZ", "TMPDIR")
-# How long an early-started child that no connection adopted gets to exit after SIGTERM, before SIGKILL.
-UNADOPTED_GRACE = 2.0
+# Grace period for a child to exit by itself after its stdin closes (the spec's first shutdown step).
+EXIT_GRACE = 2.0
+# Time between SIGTERM and SIGKILL of the child's process group.
+KILL_GRACE = 2.0
 
 
 def child_environment(config: ServerConfig, environ: dict[str, str] | None = None) -> dict[str, str]:
@@ -94,9 +96,6 @@ class EarlySpawns:
             return None
         return waiting[1]
 
-    def __len__(self) -> int:
-        return len(self._waiting)
-
     async def aclose(self) -> None:
         """End the processes no connection took (the hub stopped before starting them): TERM, bounded, KILL."""
         waiting, self._waiting = list(self._waiting.values()), {}
@@ -106,22 +105,30 @@ class EarlySpawns:
 
 
 async def end_unadopted(spawned: Spawned) -> None:
-    """End a process started early that no connection took: TERM to its group, bounded, then KILL."""
+    """End a process started early that no connection took, as `stop` ends any child."""
     with anyio.CancelScope(shield=True):
-        await _end(spawned.process)
+        await stop(spawned.process)
     os.close(spawned.stdout_fd)
 
 
-async def _end(process: Process) -> None:
-    for sig in (signal.SIGTERM, signal.SIGKILL):
-        with suppress(ProcessLookupError, PermissionError):
-            os.killpg(process.pid, sig)
-        with anyio.move_on_after(UNADOPTED_GRACE):
+async def stop(process: Process) -> None:
+    """Close stdin, wait, then SIGTERM and SIGKILL the whole process group; every wait bounded."""
+    if process.stdin is not None:
+        with suppress(OSError, anyio.BrokenResourceError, anyio.ClosedResourceError):
+            await process.stdin.aclose()
+    for sig, grace in ((None, EXIT_GRACE), (signal.SIGTERM, KILL_GRACE), (signal.SIGKILL, KILL_GRACE)):
+        if sig is not None:
+            with suppress(ProcessLookupError, PermissionError):
+                os.killpg(process.pid, sig)
+        with anyio.move_on_after(grace):
             while process.returncode is None:  # noqa: ASYNC110 - no event exists for this
                 await anyio.sleep(0.02)
         if process.returncode is not None:
             break
-    for stream in (process.stdin, process.stderr):
+    # Descendants that outlived the leader still share its group.
+    with suppress(ProcessLookupError, PermissionError):
+        os.killpg(process.pid, signal.SIGKILL)
+    for stream in (process.stdout, process.stderr):
         if stream is not None:
             with suppress(OSError, anyio.BrokenResourceError, anyio.ClosedResourceError):
                 await stream.aclose()

@@ -33,15 +33,11 @@ from mcp.shared._httpx_utils import create_mcp_http_client
 from mcp.shared.message import SessionMessage
 
 from hub.config import ServerConfig
-from hub.spawn import Spawned, end_unadopted, spawn
+from hub.spawn import Spawned, end_unadopted, spawn, stop
 from hub.wire import decode_answer, message_from, read_now
 
 # Lines of a child's stderr kept for error messages.
 STDERR_TAIL_LINES = 20
-# Grace period for a child to exit by itself after its stdin closes (the spec's first shutdown step).
-EXIT_GRACE = 2.0
-# Time between SIGTERM and SIGKILL of the child's process group.
-KILL_GRACE = 2.0
 # After the process exits, how long its last output may take to be read before the connection is closed.
 DRAIN_AFTER_EXIT = 0.5
 # Bytes kept from each end of an oversized line, to find its request id.
@@ -385,28 +381,9 @@ class StdioProcess:
         reader.cancel()
 
     async def _stop(self, process: Process) -> None:
-        """Close stdin, wait, then SIGTERM and SIGKILL the whole process group; every wait bounded."""
-        assert process.stdin is not None
-        with suppress(OSError, anyio.BrokenResourceError, anyio.ClosedResourceError):
-            await process.stdin.aclose()
-        for sig, grace in ((None, EXIT_GRACE), (signal.SIGTERM, KILL_GRACE), (signal.SIGKILL, KILL_GRACE)):
-            if sig is not None:
-                with suppress(ProcessLookupError, PermissionError):
-                    os.killpg(process.pid, sig)
-            with anyio.move_on_after(grace):
-                while process.returncode is None:  # noqa: ASYNC110 - see _wait_exit
-                    await anyio.sleep(0.02)
-            if process.returncode is not None:
-                break
-        # Descendants that outlived the leader still share its group.
-        with suppress(ProcessLookupError, PermissionError):
-            os.killpg(process.pid, signal.SIGKILL)
+        await stop(process)
         self.groups.discard(process.pid)
         self.returncode = process.returncode
-        for stream in (process.stdout, process.stderr):
-            if stream is not None:
-                with suppress(OSError, anyio.BrokenResourceError, anyio.ClosedResourceError):
-                    await stream.aclose()
 
 
 class _PipeReader:
