@@ -239,6 +239,27 @@ def rows_for(key: str, r: dict[str, Any]) -> list[Row]:
                 _met(c["ratio_full"] <= 2.0) if n != "1" and c["ratio_full"] else "—",
             )
         )
+    par = r.get("parallel_start")
+    if par:
+        spread = (
+            f"{par['children']} children sleeping up to {par['slowest_s']:g} s before serving (sum {par['sum_s']:g} s);"
+            " direct: the slowest alone"
+        )
+        for label, hub_ms, x in (
+            (f"start → full live listing, first start, {spread}", par["hub_first_full_ms"], par["ratio_first"]),
+            (f"start → every child answered a call, warm start, {spread}", par["hub_warm_all_ms"], par["ratio_warm"]),
+        ):
+            out.append(
+                (
+                    label,
+                    key,
+                    _f(par["direct_slowest_ms"], " ms"),
+                    _f(hub_ms, " ms"),
+                    _x(x),
+                    "≈ slowest child, not the sum",
+                    _met(x <= 2.0) if x else "—",
+                )
+            )
     mem = r.get("memory") or {}
     for n, m in mem.items():
         target = n == "20"

@@ -28,7 +28,7 @@ import tempfile
 import time
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -66,6 +66,10 @@ class Params:
     list_children: tuple[int, ...] = (1, 5, 20)
     cold_children: tuple[int, ...] = (1, 5, 20)
     cold_reps: int = 3
+    # Children that take a while to start without using the CPU (a backend to reach first): parallel or not.
+    parallel_children: int = 20
+    parallel_slowest_s: float = 2.0
+    parallel_reps: int = 3
     payload_reps: int = 30
     idle_s: float = 5.0
 
@@ -84,6 +88,9 @@ class Params:
             list_children=(2,),
             cold_children=(2,),
             cold_reps=1,
+            parallel_children=2,
+            parallel_slowest_s=0.3,
+            parallel_reps=1,
             payload_reps=3,
             idle_s=0.5,
         )
@@ -138,16 +145,17 @@ class Run:
         self.seen.add(pid)
         self.seen.update(procs.descendants(pid))
 
-    def child_args(self, kind: str, tools: int, name: str) -> list[str]:
-        return ["-m", f"bench.child_{kind}", "--tools", str(tools), "--name", f"{self.marker}-{name}"]
+    def child_args(self, kind: str, tools: int, name: str, delay: float = 0.0) -> list[str]:
+        argv = ["-m", f"bench.child_{kind}", "--tools", str(tools), "--name", f"{self.marker}-{name}"]
+        return [*argv, "--start-delay", str(delay)] if delay else argv
 
-    def hub_config(self, kind: str, n: int, tools: int) -> Path:
+    def hub_config(self, kind: str, n: int, tools: int, delays: list[float] | None = None) -> Path:
         # max_concurrency (default 16) is raised to the most calls the bench keeps in flight: a direct connection
         # has no such limit, and at 16 a 10 ms tool is capped at 1,600 calls/s by design, not by the hub's cost.
         servers = {
             f"c{i}": {
                 "command": PY,
-                "args": self.child_args(kind, tools, f"c{i}"),
+                "args": self.child_args(kind, tools, f"c{i}", delays[i] if delays else 0.0),
                 "cwd": str(REPO),
                 "max_concurrency": HUB_MAX_CONCURRENCY,
             }
@@ -246,9 +254,9 @@ def floor(run: Run, kind: str, tools: int) -> Any:
     return stdio_conn(run, "floor", argv, f"{run.marker}-{name}", "")
 
 
-def direct(run: Run, front: str, kind: str, tools: int) -> Any:
+def direct(run: Run, front: str, kind: str, tools: int, delay: float = 0.0) -> Any:
     name = run.name("direct")
-    argv = run.child_args(kind, tools, name)
+    argv = run.child_args(kind, tools, name, delay)
     if front == "stdio":
         return stdio_conn(run, "direct", argv, f"{run.marker}-{name}", "")
     port_file = run.dir / f"{name}.port"
@@ -502,6 +510,52 @@ async def cold_start(run: Run, front: str, kind: str, n: int, p: Params) -> dict
     return res
 
 
+async def parallel_start(run: Run, p: Params) -> dict[str, Any]:
+    """N raw children that sleep 1/N .. 1 x `parallel_slowest_s` before serving: is the hub's start their slowest or
+    their sum? Against a direct connection to the slowest child alone, alternating, start -> its tools listed.
+
+    The children's start costs no CPU here, unlike the cold rows (N interpreters starting on 2 cores), so what is
+    left is how the hub starts them. First start: until the live listing has every child's tools. Warm start (the
+    cached listing is complete at once): until every child has answered a call, each call waiting for its server.
+    """
+    n = p.parallel_children
+    delays = [round(p.parallel_slowest_s * (i + 1) / n, 3) for i in range(n)]
+    expected = n * (p.tools + 3)
+    direct_s: list[float] = []
+    first_s: list[float] = []
+    warm_s: list[float] = []
+    for r in range(p.parallel_reps):
+        config = run.hub_config("raw", n, p.tools, delays)
+        for side in ("hub", "direct") if r % 2 == 0 else ("direct", "hub"):
+            began = time.perf_counter()
+            if side == "direct":
+                async with direct(run, "stdio", "raw", p.tools, delays[-1]) as conn:
+                    await list_tools(conn)
+                    direct_s.append(time.perf_counter() - began)
+                continue
+            async with hub(run, "stdio", "raw", n, p.tools, config=config) as conn:
+                await wait_listing(conn, expected)
+                first_s.append(time.perf_counter() - began)
+            began = time.perf_counter()
+            async with hub(run, "stdio", "raw", n, p.tools, config=config) as conn:
+                with anyio.fail_after(LIMIT):
+                    async with anyio.create_task_group() as tg:
+                        for i in range(n):
+                            tg.start_soon(call, replace(conn, prefix=f"c{i}_"), "echo", {"text": "up"})
+                warm_s.append(time.perf_counter() - began)
+    d, first, warm = (ms(statistics.median(x)) for x in (direct_s, first_s, warm_s))
+    return {
+        "children": n,
+        "slowest_s": delays[-1],
+        "sum_s": round(sum(delays), 3),
+        "direct_slowest_ms": d,
+        "hub_first_full_ms": first,
+        "hub_warm_all_ms": warm,
+        "ratio_first": ratio(first, d),
+        "ratio_warm": ratio(warm, d),
+    }
+
+
 async def bench_front(run: Run, front: str, kind: str, p: Params, log: Callable[[str], None]) -> dict[str, Any]:
     """Every figure for one front (stdio / http) and one kind of child (sdk / raw)."""
     res: dict[str, Any] = {}
@@ -548,6 +602,9 @@ async def bench_front(run: Run, front: str, kind: str, p: Params, log: Callable[
     for n in p.cold_children if front == "stdio" or p.quick else (5,):
         log(f"[{front}/{kind}] cold start with {n} children")
         res["cold"][str(n)] = await cold_start(run, front, kind, n, p)
+    if front == "stdio" and kind == "raw":
+        log(f"[{front}/{kind}] parallel start, {p.parallel_children} children that sleep before serving")
+        res["parallel_start"] = await parallel_start(run, p)
     return res
 
 
