@@ -141,6 +141,14 @@ class HubSettings(_Strict):
     log_arguments: bool = Field(default=False, description="Put tool argument values in the call log.")
     health_tool: bool = Field(default=True, description="Expose the built-in hub_health tool.")
     watch: bool = Field(default=True, description="Reload servers.yaml when it changes on disk.")
+    startup_listing_wait: float = Field(
+        default=5.0,
+        ge=0,
+        description=(
+            "Seconds after the hub starts during which a list request waits for the servers still starting, so "
+            "that a host's first listing is complete; 0 answers at once with the servers already up."
+        ),
+    )
 
 
 class HubConfig(_Strict):

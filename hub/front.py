@@ -77,14 +77,16 @@ async def serve_stdio(
                     held=len(handoff.lines) - 1,  # the replayed initialize is the hub's own
                 )
                 tg.start_soon(_confirm_listing, hub, handoff.listing)
+            elif warm is not None:  # a cold start: its complete listing is kept even if the host never lists again
+                tg.start_soon(_confirm_listing, hub, None)
             async with stdio_front(hub.passthrough, warm, handoff) as (read, write):
                 await server.run(read, write, server.create_initialization_options())
     log.info("hub_stopped")
 
 
 async def _confirm_listing(hub: Hub, sent: bytes | None) -> None:
-    """Once every child has settled after a warm start: the cache gets what the hub answers now (even if the host
-    never lists again), and a host whose cached listing (`sent`) is not the hub's is told to list again."""
+    """Once every child has settled: the cache gets what the hub answers now (even if the host never lists again),
+    and after a warm start, a host whose cached listing (`sent`) is not the hub's is told to list again."""
     await hub.wait_settled(hub.settle_limit())
     current = hub.passthrough.listing_bytes()  # shaping it keeps it, with the initialize the SDK gave
     if sent is not None:

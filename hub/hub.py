@@ -62,6 +62,7 @@ class Hub:
         self.router = Router(self)
         self.passthrough = PassThrough(self)  # tools/call around the SDK, once a stdio front attaches
         self.started = time.monotonic()
+        self._start_over = False  # every child started with the hub settled, or the listing wait ran out
         self._log = structlog.get_logger("hub")
         self._reaper = Reaper()
         self._task_group: TaskGroup | None = None
@@ -163,6 +164,37 @@ class Hub:
     def settled(self) -> bool:
         """Whether every child is ready or has failed at least once: the listing is as complete as it gets."""
         return all(child.settled.is_set() for child in self.children.values())
+
+    def startup_wait_left(self) -> float:
+        """Seconds a list request may still wait for the children started with the hub; 0 once that is over.
+
+        A host that ignores tools/list_changed (Claude Desktop, historically) keeps its first listing until it
+        restarts, so during start-up a listing waits (bounded by `startup_listing_wait`) to be complete. Children
+        added by a reload, or restarting later, never hold a listing.
+        """
+        if self._start_over:
+            return 0.0
+        left = self.started + self.loaded.config.hub.startup_listing_wait - time.monotonic()
+        if left <= 0 or self.settled():
+            self._start_over = True
+            return 0.0
+        return left
+
+    def end_start_wait(self) -> None:
+        """List requests from now on answer at once, with the children that are up."""
+        self._start_over = True
+
+    async def wait_for_start(self) -> None:
+        """Hold a list request until every child started with the hub is ready or has failed once (bounded)."""
+        left = self.startup_wait_left()
+        if not left:
+            return
+        starting = [child for child in self.children.values() if not child.settled.is_set()]
+        self._log.info("listing_waits_for_start", servers=[c.name for c in starting], limit_s=round(left, 1))
+        with anyio.move_on_after(left):
+            for child in starting:
+                await child.settled.wait()
+        self.startup_wait_left()  # marks start-up over when it is
 
     def possible_owners(self, name: str) -> list[Child]:
         """The children whose prefix `name` carries (or with no prefix): one of them may own it once it is up."""

@@ -292,9 +292,19 @@ class PassThrough:
         host = self._host or self._find_host()
         if host is None:
             return False
+        if self._hub.startup_wait_left() and self._task_group is not None:
+            self._spawn(self._list_after_start, request_id, host)  # the reader goes on meanwhile
+            return True
+        await self._write_listing(request_id, host)
+        return True
+
+    async def _list_after_start(self, request_id: Any, host: Unattached) -> None:
+        await self._hub.wait_for_start()
+        await self._write_listing(request_id, host)
+
+    async def _write_listing(self, request_id: Any, host: Unattached) -> None:
         listing = self._listing_for(host.connection.protocol_version)
         await self._write_host(b'{"jsonrpc":"2.0","id":%b,"result":%b}\n' % (_json(request_id), listing))
-        return True
 
     def listing_bytes(self) -> bytes | None:
         """The encoded tools/list result for the stdio host, as `list_tools` would answer it now."""

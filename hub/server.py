@@ -88,6 +88,7 @@ class ListingCache:
         if ctx.method not in _CACHED_LISTS or (ctx.params or {}).get("cursor"):
             return await call_next(ctx)
         self._track(ctx)
+        await self._hub.wait_for_start()
         if self._namespace is not self._hub.namespace:
             self._namespace, self._answers = self._hub.namespace, {}
         key = (ctx.method, ctx.protocol_version)
