@@ -191,9 +191,11 @@ def rows_for(key: str, r: dict[str, Any]) -> list[Row]:
         out.append(_growth(label, key, lists[first]["hub"]["median_ms"], lists[last]["hub"]["median_ms"], True))
     for n, c in (r.get("cold") or {}).items():
         first_ok = c["hub_first_ms"] <= 1000 if n == "5" else None
+        counts = c.get("first_tools")
+        state = "" if counts is None else " (complete)" if min(counts) >= c["expected_tools"] else " (partial)"
         out.append(
             (
-                f"cold start, first ever (no cache) → first tools/list, {n} children",
+                f"cold start, first ever (no cache) → first tools/list, {n} children{state}",
                 key,
                 _f(c["direct_first_ms"], " ms"),
                 _f(c["hub_first_ms"], " ms"),
