@@ -11,6 +11,7 @@ import json
 import os
 import signal
 import sys
+import time
 import warnings
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, TextIO
@@ -87,6 +88,7 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    started = time.monotonic()  # a host's first listing is timed from here (Hub.startup_wait_left)
     args = _parser().parse_args(argv)
     if args.command == "reload":
         return _reload(args.pid, args.url)
@@ -114,7 +116,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"hub: {exc}", file=sys.stderr)
         return EXIT_CONFIG
     try:
-        return anyio.run(_run, loaded, args, call_log, warm, early)
+        return anyio.run(_run, loaded, args, call_log, warm, early, started)
     except KeyboardInterrupt:
         return 130
 
@@ -150,6 +152,7 @@ async def _run(
     call_log: CallLog,
     warm: WarmStart | None,
     early: EarlyFront | None,
+    started: float,
 ) -> int:
     """Start the stdio children, then import the SDK while they boot (see hub/spawn.py), then run the command."""
     from hub.spawn import EarlySpawns
@@ -175,9 +178,9 @@ async def _run(
         if args.command != "serve":
             return await _one_shot(loaded, args, call_log, spawns)
         if args.http:
-            await serve_http(loaded, args.http, args.allow_host, call_log, spawns)
+            await serve_http(loaded, args.http, args.allow_host, call_log, spawns, started)
         else:
-            await serve_stdio(loaded, call_log, warm, early, spawns)
+            await serve_stdio(loaded, call_log, warm, early, spawns, started)
         return 0
     finally:
         await spawns.aclose()
@@ -186,16 +189,19 @@ async def _run(
 def _start_children_first(args: argparse.Namespace, loaded: LoadedConfig, early: EarlyFront | None) -> bool:
     """Whether starting the children before the SDK import makes the host wait less, not more.
 
-    The one-shot commands wait for every child anyway, a warm-started host has its first answers from the
-    cache, and a host's first listing waits for the children while `startup_listing_wait` lasts (the default
-    servers.yaml, 2 children: complete after 2.5 s instead of 3.0 s). With no such wait, the host's first answer
-    waits for the import, which children starting on the same cores slow down (5 SDK children on 2 cores: 1.4 s
-    -> 3.7 s): then only with a core for each of them.
+    The one-shot commands wait for every child anyway, and a warm-started host has its first answers from the
+    cache. Otherwise children starting on the same cores slow the import down, and with it the host's
+    `initialize` answer: all end at about their total CPU over the cores (5 SDK children on 2 cores: 1.6 s ->
+    4-6 s; 20: 2 s -> 12-15 s), which the listing wait (counted from the process start) may outlast. So only
+    when they are few: a core for each child while the host's first listing waits for them anyway
+    (`startup_listing_wait`; the default servers.yaml's two children on 2 cores then give a complete first
+    listing after 2.4-3.3 s instead of 3.0-4.0 s), and one more for the hub's import without that wait.
     """
-    if args.command != "serve" or early is not None or loaded.config.hub.startup_listing_wait > 0:
+    if args.command != "serve" or early is not None:
         return True
     children = sum(1 for server in loaded.config.servers.values() if server.enabled and server.kind == "stdio")
-    return children + 1 <= _usable_cpus()
+    spare = 0 if loaded.config.hub.startup_listing_wait > 0 else 1  # a core for the hub's import, or not
+    return children + spare <= _usable_cpus()
 
 
 def _usable_cpus() -> int:

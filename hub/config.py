@@ -145,8 +145,8 @@ class HubSettings(_Strict):
         default=5.0,
         ge=0,
         description=(
-            "Seconds after the hub starts during which a list request waits for the servers still starting, so "
-            "that a host's first listing is complete; 0 answers at once with the servers already up."
+            "Seconds after the hub's process starts during which a list request waits for the servers still "
+            "starting, so that a host's first listing is complete; 0 answers at once with the servers already up."
         ),
     )
 

@@ -40,10 +40,10 @@ _STOP_SIGNALS = (signal.SIGHUP, signal.SIGTERM, signal.SIGINT)
 
 @asynccontextmanager
 async def _serving(
-    loaded: LoadedConfig, call_log: CallLog, spawns: EarlySpawns | None
+    loaded: LoadedConfig, call_log: CallLog, spawns: EarlySpawns | None, started: float | None
 ) -> AsyncIterator[tuple[Hub, anyio.CancelScope, TaskGroup]]:
     """A running hub with its config watch and signal handling; cancelling the scope stops it gracefully."""
-    hub = Hub(loaded, call_log, spawns)
+    hub = Hub(loaded, call_log, spawns, started)
     stop = anyio.CancelScope()  # entered by the caller around what it serves
     async with hub.running(), anyio.create_task_group() as tg:
         tg.start_soon(watch_config, hub)
@@ -60,9 +60,10 @@ async def serve_stdio(
     warm: WarmStart | None = None,
     early: EarlyFront | None = None,
     spawns: EarlySpawns | None = None,
+    started: float | None = None,
 ) -> None:
     log = structlog.get_logger("hub")
-    async with _serving(loaded, call_log or CallLog(), spawns) as (hub, stop, tg):
+    async with _serving(loaded, call_log or CallLog(), spawns, started) as (hub, stop, tg):
         hub.passthrough.warm = warm
         server = build_server(hub)
         with stop:
@@ -148,9 +149,10 @@ async def serve_http(
     allowed: list[str],
     call_log: CallLog | None = None,
     spawns: EarlySpawns | None = None,
+    started: float | None = None,
 ) -> None:
     host, port = parse_bind(bind)
-    async with _serving(loaded, call_log or CallLog(), spawns) as (hub, stop, _):
+    async with _serving(loaded, call_log or CallLog(), spawns, started) as (hub, stop, _):
         server = build_server(hub)
         app = server.streamable_http_app(
             streamable_http_path="/mcp",

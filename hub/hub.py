@@ -49,7 +49,11 @@ _HEALTH_TOOL_DEF: dict[str, Any] = {
 
 class Hub:
     def __init__(
-        self, loaded: LoadedConfig, call_log: CallLog | None = None, early: EarlySpawns | None = None
+        self,
+        loaded: LoadedConfig,
+        call_log: CallLog | None = None,
+        early: EarlySpawns | None = None,
+        started: float | None = None,
     ) -> None:
         self.loaded = loaded
         self._early = early  # children's processes started before the SDK import, taken at their first start
@@ -61,7 +65,7 @@ class Hub:
         self.bridges = Bridges()  # handshake-era children's calls parked for 2026 hosts' input rounds
         self.router = Router(self)
         self.passthrough = PassThrough(self)  # tools/call around the SDK, once a stdio front attaches
-        self.started = time.monotonic()
+        self.started = time.monotonic() if started is None else started  # the process's start, from hub.cli
         self._start_over = False  # every child started with the hub settled, or the listing wait ran out
         self._log = structlog.get_logger("hub")
         self._reaper = Reaper()
@@ -167,6 +171,9 @@ class Hub:
 
     def startup_wait_left(self) -> float:
         """Seconds a list request may still wait for the children started with the hub; 0 once that is over.
+
+        Counted from the process's start, so that a host's first listing comes at most `startup_listing_wait`
+        after it spawned the hub, however long the import took (hosts time a server's start-up: Codex 10 s).
 
         A host that ignores tools/list_changed (Claude Desktop, historically) keeps its first listing until it
         restarts, so during start-up a listing waits (bounded by `startup_listing_wait`) to be complete. Children

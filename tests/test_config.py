@@ -103,6 +103,7 @@ def test_omitted_keys_take_their_documented_defaults() -> None:
     config = parse("servers:\n  time:\n    command: mcp-server-time\n")
     assert config.hub.log_arguments is False
     assert config.hub.health_tool is True
+    assert config.hub.startup_listing_wait == 5.0
     server = config.servers["time"]
     assert server.args == ()
     assert server.env == {}
