@@ -77,9 +77,8 @@ async def serve_stdio(
                     answered=["initialize", *(["tools/list"] if handoff.listing is not None else [])],
                     held=len(handoff.lines) - 1,  # the replayed initialize is the hub's own
                 )
-                tg.start_soon(_confirm_listing, hub, handoff.listing)
-            elif warm is not None:  # a cold start: its complete listing is kept even if the host never lists again
-                tg.start_soon(_confirm_listing, hub, None)
+            if warm is not None:  # the complete listing is kept even if the host never lists again
+                tg.start_soon(_confirm_listing, hub, handoff.listing if handoff is not None else None)
             async with stdio_front(hub.passthrough, warm, handoff) as (read, write):
                 await server.run(read, write, server.create_initialization_options())
     log.info("hub_stopped")

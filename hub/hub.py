@@ -200,7 +200,6 @@ class Hub:
         with anyio.move_on_after(left):
             for child in starting:
                 await child.settled.wait()
-        self.startup_wait_left()  # marks start-up over when it is
 
     def possible_owners(self, name: str) -> list[Child]:
         """The children whose prefix `name` carries (or with no prefix): one of them may own it once it is up."""
