@@ -8,7 +8,6 @@ once its SDK is imported and its children are being connected. An early start is
 from __future__ import annotations
 
 import datetime
-import os
 import signal
 import subprocess
 import sys
@@ -65,7 +64,6 @@ def test_check_adopts_the_child_it_started_before_importing_the_sdk(tmp_path: Pa
     assert noted[0][1] < _seconds(hub_started["timestamp"]), "the child started before the SDK was imported"
 
 
-@pytest.mark.skipif(len(os.sched_getaffinity(0)) < 2, reason="with one core, `serve` starts children after the import")
 async def test_a_hub_stopped_while_it_imports_the_sdk_ends_the_children_it_started(tmp_path: Path) -> None:
     # A child stuck in its start-up ignores the end of its stdin: only the hub's signal ends it.
     config, starts = _config(tmp_path, "--stuck")
