@@ -191,15 +191,20 @@ class Hub:
         self._start_over = True
 
     async def wait_for_start(self) -> None:
-        """Hold a list request until every child started with the hub is ready or has failed once (bounded)."""
-        left = self.startup_wait_left()
-        if not left:
-            return
-        starting = [child for child in self.children.values() if not child.settled.is_set()]
-        self._log.info("listing_waits_for_start", servers=[c.name for c in starting], limit_s=round(left, 1))
-        with anyio.move_on_after(left):
-            for child in starting:
-                await child.settled.wait()
+        """Hold a list request until every child started with the hub is ready or has failed once (bounded).
+
+        It ends exactly when `startup_wait_left` does (a server added by a reload meanwhile counts too), because
+        list_changed is not sent until then: a listing answered sooner could miss a change nobody is told of.
+        """
+        logged = False
+        while left := self.startup_wait_left():
+            starting = [child for child in self.children.values() if not child.settled.is_set()]
+            if not logged:
+                self._log.info("listing_waits_for_start", servers=[c.name for c in starting], limit_s=round(left, 1))
+                logged = True
+            with anyio.move_on_after(left):
+                for child in starting:
+                    await child.settled.wait()
 
     def possible_owners(self, name: str) -> list[Child]:
         """The children whose prefix `name` carries (or with no prefix): one of them may own it once it is up."""
@@ -280,7 +285,9 @@ class Hub:
             )
             if before != after
         ]
-        if changed:
+        # Not during the start-up wait: every listing asked meanwhile is held until it ends and then answered with
+        # all of it, so telling the host would only make it list once more (warm_start checks its cached listing).
+        if changed and not self.startup_wait_left():
             self.hosts.list_changed(*changed)
 
     def _reserved(self) -> frozenset[str]:

@@ -20,6 +20,7 @@ from pydantic import TypeAdapter
 
 from tests.conftest import (
     REPO,
+    Host,
     connect_host,
     connect_hub,
     hub_params,
@@ -52,7 +53,8 @@ def setup(tmp_path: Path, **hub: Any) -> tuple[Path, Path]:
 async def test_a_first_listing_waits_for_a_server_still_starting_while_calls_go_on(tmp_path: Path) -> None:
     config, gate = setup(tmp_path, startup_listing_wait=60)  # longer than this test, on any machine
     log = tmp_path / "hub.log"
-    async with connect_hub(hub_params(config, log)) as client:
+    host = Host()
+    async with connect_hub(hub_params(config, log), host) as client:
         listed: list[set[str]] = []
 
         async def list_tools() -> None:
@@ -71,21 +73,40 @@ async def test_a_first_listing_waits_for_a_server_still_starting_while_calls_go_
             assert listed == []  # still held: the slow server has not started
             await anyio.Path(gate).touch()
         assert listed and SLOW | FAST | {"hub_health"} <= listed[0]
+        # Both servers came up while the listing was held, and the host was not told to list again: its first
+        # listing has them all. (A ping's answer comes after anything the hub wrote before it.)
+        await client.send_ping()
+        assert not list_changes(host)
+
+
+def list_changes(host: Host) -> list[Any]:
+    return [n for n in host.notifications if isinstance(n, types.ToolListChangedNotification)]
 
 
 async def test_a_listing_after_the_wait_ran_out_is_answered_with_what_is_up(tmp_path: Path) -> None:
     wait = 4.0  # counted from the hub's process start, which comes after `began`
-    config, _gate = setup(tmp_path, startup_listing_wait=wait)  # the gate never opens
+    config, gate = setup(tmp_path, startup_listing_wait=wait)  # the gate opens only after the listing
     log = tmp_path / "hub.log"
+    host = Host()
     began = time.monotonic()
-    async with connect_hub(hub_params(config, log)) as client:
+    async with connect_hub(hub_params(config, log), host) as client:
         with anyio.fail_after(30):
             names = {t.name for t in (await client.list_tools()).tools}
         answered = time.monotonic() - began
-    assert not SLOW & names
-    assert "hub_health" in names
-    # Held for the whole wait: never answered sooner (that would be the listing before this feature).
-    assert answered >= wait
+        assert not SLOW & names
+        assert "hub_health" in names
+        # Held for the whole wait: never answered sooner (that would be the listing before this feature).
+        assert answered >= wait
+        # Once the wait is over, a server coming up is announced as ever: list on each list_changed until it is in.
+        await anyio.Path(gate).touch()
+        seen = 0
+        with anyio.fail_after(30):
+            while True:
+                while len(list_changes(host)) == seen:
+                    await host.changed.wait()
+                seen = len(list_changes(host))
+                if {t.name for t in (await client.list_tools()).tools} >= SLOW:
+                    break
 
 
 async def test_no_wait_answers_at_once(tmp_path: Path) -> None:
