@@ -66,7 +66,10 @@ async def test_stdout_carries_nothing_but_json_rpc(tmp_path: Path) -> None:
             await process.stdin.send(b'{"jsonrpc":"2.0","method":"notifications/initialized"}\n')
             await process.stdin.send(_request(2, "logging/setLevel", {"level": "debug"}))
             await until(lambda m: m.get("id") == 2)
-            await until(lambda m: m.get("method") == "notifications/tools/list_changed")
+            # Answered once the servers have started (the first listing waits for them), kitchen's tools included.
+            await process.stdin.send(_request(5, "tools/list"))
+            listing = await until(lambda m: m.get("id") == 5)
+            assert "kitchen_log" in {tool["name"] for tool in listing["result"]["tools"]}
             await process.stdin.send(_request(3, "tools/call", {"name": "kitchen_log",
                                                                 "arguments": {"level": "info", "message": "m"}}))
             await until(lambda m: m.get("id") == 3)
