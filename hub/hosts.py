@@ -43,6 +43,7 @@ class HostConnections:
     def __init__(self) -> None:
         self.bus = InMemorySubscriptionBus()
         self._connections: weakref.WeakSet[Connection] = weakref.WeakSet()
+        self._by_session: weakref.WeakValueDictionary[str, Connection] = weakref.WeakValueDictionary()
         # exposed URI -> connections subscribed to it
         self._subscriptions: dict[str, weakref.WeakSet[Connection]] = {}
         self._pending: set[str] = set()
@@ -52,10 +53,14 @@ class HostConnections:
     def add(self, connection: Connection) -> None:
         if connection not in self._connections:
             self._connections.add(connection)
+            if connection.session_id is not None:
+                self._by_session[connection.session_id] = connection
             connection.exit_stack.callback(self._forget, connection)
 
     def _forget(self, connection: Connection) -> None:
         self._connections.discard(connection)
+        if connection.session_id is not None:
+            self._by_session.pop(connection.session_id, None)
         for subscribers in self._subscriptions.values():
             subscribers.discard(connection)
 
@@ -66,6 +71,10 @@ class HostConnections:
         for connection in self._connections:
             return connection
         return None
+
+    def session(self, session_id: str) -> Connection | None:
+        """The HTTP host connection of this `mcp-session-id`, once it has sent a request the hub handled."""
+        return self._by_session.get(session_id)
 
     def __len__(self) -> int:
         return len(self._connections)

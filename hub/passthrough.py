@@ -30,11 +30,12 @@ import time
 from collections.abc import Awaitable, Callable, Coroutine
 from contextlib import suppress
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 import anyio
 import mcp_types as types
 from anyio.abc import TaskGroup
+from mcp.server.connection import Connection
 from mcp.shared.dispatcher import ProgressFnT
 from mcp.shared.exceptions import MCPError
 from mcp_types.methods import serialize_server_result
@@ -61,6 +62,16 @@ SETTLE_EXIT = 1.0
 _PARAMS = frozenset({"name", "arguments", "_meta"})
 _ID_TYPES = (int, str)  # JSON-RPC ids and progress tokens; `type(x) in` also keeps bool out
 Writer = Callable[[bytes], Awaitable[None]]
+
+
+class Stream(Protocol):
+    """Where one call's messages go when its host is not the stdio front: an HTTP request's response stream."""
+
+    def send(self, line: bytes) -> None:
+        """A notification for the host (progress), before the answer."""
+
+    def end(self, line: bytes | None) -> None:
+        """The answer, which ends the stream; None when the call was cancelled and gets none."""
 
 
 _JSON = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False)
@@ -90,6 +101,7 @@ class _Call:
     child_id: int
     child: Child
     entry: Unattached  # the host's connection, in the child's in-flight list while the call is there
+    stream: Stream | None  # None: the stdio front's host
     line: bytes  # the request as the child gets it
     exposed: str
     original: str
@@ -103,6 +115,11 @@ class _Call:
     process: StdioProcess | None = None
     deadline: float = math.inf
     ceiling: float = math.inf
+
+    @property
+    def key(self) -> tuple[int, int | str]:
+        """Request ids are per host connection: two HTTP sessions may both have a call 1 in flight."""
+        return id(self.entry.connection), self.host_id
 
 
 @dataclass(eq=False, slots=True)
@@ -151,7 +168,7 @@ class PassThrough:
         self._host: Unattached | None = None  # the attached host's connection, once known
         self._ids = itertools.count(FIRST_ID)
         self._by_child: dict[int, _Call] = {}
-        self._by_host: dict[int | str, _Call] = {}  # sent or queued
+        self._by_host: dict[tuple[int, int | str], _Call] = {}  # sent or queued, by (host connection, host id)
         self._waiters: dict[int, _Waiter] = {}  # the SDK path's requests, by child-side id
         self._deadlines: list[tuple[float, int]] = []
         self._watch_until = math.inf
@@ -173,30 +190,45 @@ class PassThrough:
         self._write_nowait = None
         self._host = None
         for child in self._hub.children.values():
-            child.queued.clear()
-        for call in list(self._by_child.values()):
+            for call in [c for c in child.queued if c.stream is None]:
+                child.queued.remove(call)
+        for call in [c for c in self._by_child.values() if c.stream is None]:
             self._finish(call)  # nobody is left to answer
-        self._by_host.clear()
+        for key in [k for k, c in self._by_host.items() if c.stream is None]:
+            del self._by_host[key]
 
     def offer(self, message: dict[str, Any]) -> bool:
-        """Take a host's tools/call request if the lane can carry it; False leaves it to the SDK path."""
-        call = self._admit(message)
+        """Take the stdio host's tools/call request if the lane can carry it; False leaves it to the SDK path."""
+        host = (self._host or self._find_host()) if self._write is not None else None
+        return host is not None and self._take_call(message, host, None) is not None
+
+    def offer_streamed(self, message: dict[str, Any], host: Unattached, stream: Stream) -> float | None:
+        """Take an HTTP host's tools/call request (hub/http_passthrough.py), its messages going to `stream`.
+
+        Returns the longest the call may take (its deadline can move with progress, up to that), or None if the
+        lane does not take it.
+        """
+        call = self._take_call(message, host, stream)
+        return None if call is None else call.max_timeout
+
+    def _take_call(self, message: dict[str, Any], host: Unattached, stream: Stream | None) -> _Call | None:
+        call = self._admit(message, host, stream)
         if call is None:
-            return False
+            return None
         child = call.child
         if child.reserve(call):
-            return self._send(call)  # False: the child just went away, and the SDK path reports it
+            return call if self._send(call) else None  # None: the child just went away; the SDK path reports it
         if child.waiting >= child.config.max_queue:
-            return False  # the SDK path refuses it (ChildBusy), with the same message as ever
+            return None  # the SDK path refuses it (ChildBusy), with the same message as ever
         child.queued.append(call)
-        self._by_host[call.host_id] = call
-        return True
+        self._by_host[call.key] = call
+        return call
 
-    def _admit(self, message: dict[str, Any]) -> _Call | None:
+    def _admit(self, message: dict[str, Any], host: Unattached, stream: Stream | None) -> _Call | None:
         host_id, params = message.get("id"), message.get("params")
-        if self._write is None or type(params) is not dict or not params.keys() <= _PARAMS:
+        if type(params) is not dict or not params.keys() <= _PARAMS:
             return None
-        if type(host_id) not in _ID_TYPES or host_id in self._by_host:
+        if type(host_id) not in _ID_TYPES or (id(host.connection), host_id) in self._by_host:
             return None
         name, arguments, meta = params.get("name"), params.get("arguments"), params.get("_meta")
         if type(name) is not str or (arguments is not None and type(arguments) is not dict):
@@ -205,9 +237,6 @@ class PassThrough:
             return None
         token = meta.get("progressToken") if meta else None
         if token is not None and type(token) not in _ID_TYPES:
-            return None
-        host = self._host or self._find_host()
-        if host is None:
             return None
         hub = self._hub
         route = hub.namespace.tool_routes.get(name)
@@ -230,6 +259,7 @@ class PassThrough:
             child_id=child_id,
             child=child,
             entry=host,
+            stream=stream,
             line=line + b"}}\n",
             exposed=name,
             original=route.original,
@@ -257,7 +287,7 @@ class PassThrough:
         now = asyncio.get_running_loop().time()  # anyio.current_time() on asyncio, without its backend lookup
         call.process, call.deadline, call.ceiling = process, now + call.window, now + call.max_timeout
         self._by_child[call.child_id] = call
-        self._by_host[call.host_id] = call
+        self._by_host[call.key] = call
         call.child.inflight.append(call.entry)
         heapq.heappush(self._deadlines, (call.deadline, call.child_id))
         if call.deadline < self._watch_until:
@@ -273,7 +303,7 @@ class PassThrough:
         while queue and child.reserve(queue[0]):
             call = queue.popleft()
             if not self._send(call):
-                self._by_host.pop(call.host_id, None)
+                self._by_host.pop(call.key, None)
                 message = child.unavailable_reason()
                 self._spawn(self._fail, call, "unavailable", types.INTERNAL_ERROR, message)
 
@@ -321,17 +351,26 @@ class PassThrough:
             self.warm.listing(version, cached[3])  # a no-op when the file holds it already
         return cached[3]
 
-    def cancel(self, message: dict[str, Any]) -> bool:
-        """Pass a host's notifications/cancelled on to the child, for a call of this lane; False if not ours."""
+    def cancel(self, message: dict[str, Any], connection: Connection | None = None) -> bool:
+        """Pass a host's notifications/cancelled on to the child, for a call of this lane; False if not ours.
+
+        `connection`: the HTTP host's that sent it; None for the stdio host.
+        """
         params = message.get("params")
         request_id = params.get("requestId") if type(params) is dict else None
-        call = self._by_host.get(request_id) if type(request_id) in _ID_TYPES else None  # type: ignore[arg-type]
+        if connection is None and self._host is not None:
+            connection = self._host.connection
+        if connection is None or type(request_id) not in _ID_TYPES:
+            return False
+        call = self._by_host.get((id(connection), request_id))  # type: ignore[arg-type]  # an int or str
         if call is None:
             return False
         assert isinstance(params, dict)
+        if call.stream is not None:
+            call.stream.end(None)  # a cancelled request gets no answer
         process = call.process
         if process is None:  # still queued: the child never saw it
-            self._by_host.pop(call.host_id, None)
+            self._by_host.pop(call.key, None)
             call.child.queued.remove(call)
         else:
             self._finish(call)
@@ -367,7 +406,7 @@ class PassThrough:
         result, error = data.get("result"), data.get("error")
         if type(result) is dict:
             line, size = self._result_line(call, result, raw, exact)
-            await self._write_host(line)
+            await self._deliver(call, line, last=True)
             self._log_result(call, result, size)
         elif type(error) is dict:
             await self._child_error(call, error)
@@ -390,10 +429,12 @@ class PassThrough:
                 waiter.answer(data)
             return True  # a late one (timed out or cancelled) is dropped
         result, write = data.get("result"), self._write_nowait
-        if type(result) is not dict or write is None or self._task_group is None:
+        if type(result) is not dict or (call.stream is None and write is None) or self._task_group is None:
             return False
         line, size = self._result_line(call, result, raw, exact)
-        if not write(line):
+        if call.stream is not None:
+            call.stream.end(line)
+        elif write is not None and not write(line):
             self._spawn(self._write_host, line)
         # After the answer is on its way: the bookkeeping and the call-log line are off the host's wait.
         self._finish(call)
@@ -435,7 +476,7 @@ class PassThrough:
             return
         call.deadline = min(anyio.current_time() + call.window, call.ceiling)
         notice = {**params, "progressToken": call.host_token}
-        await self._answer(call, {"jsonrpc": "2.0", "method": "notifications/progress", "params": notice})
+        await self._deliver(call, _encode({"jsonrpc": "2.0", "method": "notifications/progress", "params": notice}))
 
     async def _child_error(self, call: _Call, error: dict[str, Any]) -> None:
         code, message, data = error.get("code"), str(error.get("message")), error.get("data")
@@ -545,7 +586,7 @@ class PassThrough:
         """The call leaves the lane's tables and releases its child slot; its answer, if any, is up to the caller."""
         if self._by_child.pop(call.child_id, None) is None:
             return
-        self._by_host.pop(call.host_id, None)
+        self._by_host.pop(call.key, None)
         with suppress(ValueError):
             call.child.inflight.remove(call.entry)
         call.child.release(call)
@@ -556,7 +597,17 @@ class PassThrough:
             self._task_group.start_soon(func, *args)
 
     async def _answer(self, call: _Call, message: dict[str, Any]) -> None:
-        await self._write_host(_encode(message))
+        """The call's answer (a result or an error): the last message for it."""
+        await self._deliver(call, _encode(message), last=True)
+
+    async def _deliver(self, call: _Call, line: bytes, last: bool = False) -> None:
+        stream = call.stream
+        if stream is None:
+            await self._write_host(line)
+        elif last:
+            stream.end(line)
+        else:
+            stream.send(line)
 
     async def _write_host(self, line: bytes) -> None:
         write = self._write

@@ -56,11 +56,18 @@ class Unattached:
     """An in-flight host request that reached the child around the SDK (hub/passthrough.py).
 
     It has no request context, only the host connection it arrived on: a child's request during it goes to that
-    connection's standalone channel (stdio, the one place the pass-through runs, has no other).
+    connection's standalone channel. Over stdio there is no other; over HTTP the pass-through takes only hosts
+    that declared nothing a child could ask (hub/http_passthrough.py).
     """
 
     def __init__(self, connection: Connection) -> None:
         self.connection = connection
+
+    async def log(self, level: types.LoggingLevel, data: Any, logger: str) -> None:
+        """A child's log message during the request."""
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", MCPDeprecationWarning)
+            await self.connection.log(level, data, logger)
 
 
 InFlight = HostRequest | Waiting | Unattached
@@ -228,9 +235,7 @@ async def forward_child_log(child: Child, params: types.LoggingMessageNotificati
     if isinstance(owner, Ambiguous):
         _log.info("child_log_unrouted", child=child.name, level=params.level, host_sessions=owner.sessions)
     elif isinstance(owner, Unattached):
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", MCPDeprecationWarning)
-            await owner.connection.log(params.level, params.data, logger)
+        await owner.log(params.level, params.data, logger)
     elif owner is not None:
         await send_log(owner, params, logger)
     else:
