@@ -26,6 +26,7 @@ from starlette.routing import Route
 
 from hub.child import ChildState
 from hub.config import LoadedConfig
+from hub.http_passthrough import HttpPassThrough
 from hub.hub import Hub
 from hub.logs import CallLog
 from hub.reload import handle_signals, reload_from_disk, watch_config
@@ -153,12 +154,14 @@ async def serve_http(
     host, port = parse_bind(bind)
     async with _serving(loaded, call_log or CallLog(), spawns, started) as (hub, stop, _):
         server = build_server(hub)
-        app = server.streamable_http_app(
+        security = security_settings(host, port, allowed)
+        sdk_app = server.streamable_http_app(
             streamable_http_path="/mcp",
             host=host,
-            transport_security=security_settings(host, port, allowed),
+            transport_security=security,
             custom_starlette_routes=health_routes(hub),
         )
+        app = HttpPassThrough(sdk_app, hub, server.session_manager, security, "/mcp")
         # http="auto" (uvicorn's default) picks httptools, a dependency: 10% less hub CPU per call than h11.
         config = uvicorn.Config(app, host=host, port=port, log_level="warning", lifespan="on", access_log=False)
         uvicorn_server = _Uvicorn(config)

@@ -3,9 +3,9 @@
 Usage: python -m tests.children.recorder RECORD_FILE
 
 Each received message is appended to RECORD_FILE as one JSON line, with `"in_flight"` (calls being served at that
-moment) added to tools/call requests. Tools: `echo {text}`, `sleep {seconds}` (answers after the delay, or never
-if cancelled first), `progress {steps}` (one progress notification per step, with the token it was given) and
-`exit {code}` (ends the process mid-call).
+moment) added to tools/call requests. Tools: `echo {text}`, `sleep {seconds, text}` (answers `text` or "slept"
+after the delay, or never if cancelled first), `progress {steps}` (one progress notification per step, with the
+token it was given), `log {text}` (a log message, then the answer) and `exit {code}` (ends the process mid-call).
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from typing import Any
 
 TOOLS = [
     {"name": name, "description": f"{name} (recorder)", "inputSchema": {"type": "object"}}
-    for name in ("echo", "sleep", "progress", "exit")
+    for name in ("echo", "sleep", "progress", "log", "exit")
 ]
 
 
@@ -67,7 +67,7 @@ class Recorder:
         try:
             if name == "sleep":
                 await asyncio.sleep(float(args.get("seconds", 0)))
-                text = "slept"
+                text = str(args.get("text", "slept"))
             elif name == "progress":
                 token = (params.get("_meta") or {}).get("progressToken")
                 steps = int(args.get("steps", 1))
@@ -77,6 +77,10 @@ class Recorder:
                         self.send({"jsonrpc": "2.0", "method": "notifications/progress", "params": progress})
                     await asyncio.sleep(0)
                 text = f"done {steps}"
+            elif name == "log":
+                text = str(args.get("text", ""))
+                log = {"level": "warning", "logger": "rec-logger", "data": text}
+                self.send({"jsonrpc": "2.0", "method": "notifications/message", "params": log})
             elif name == "exit":
                 sys.stderr.write("recorder: exiting as asked\n")
                 sys.stderr.flush()

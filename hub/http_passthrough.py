@@ -1,0 +1,245 @@
+"""tools/call from HTTP hosts around the SDK's Streamable HTTP transport: the host side of the pass-through.
+
+Over HTTP the SDK spends more CPU per call than the child behind the hub does: it validates each POST into models,
+hands it through memory streams to a session task and a handler task, and answers on an `EventSourceResponse`
+with a task of its own (docs/performance.md, "HTTP"). For the common call, this wrapper around the SDK's app
+answers the POST itself: the body is parsed once, the call goes to the child through `PassThrough`, and the
+child's result is written back as the one SSE event of the response, unchanged.
+
+It takes a POST only when all of this holds, and hands everything else to the SDK untouched:
+
+- the request is a single `tools/call` (or a `notifications/cancelled` for one of its calls) within the SDK's
+  body limit, with the headers the SDK requires (Host, Origin and Content-Type as the SDK checks them, Accept with
+  both media types) and the session's own protocol version;
+- the session is a live handshake-era one the hub knows, opened without credentials, and its host declared
+  neither sampling, elicitation nor roots: nothing a child could ask it during the call, so no request has to
+  travel on the call's stream. Progress and the child's log messages during the call do, as on the SDK path;
+- `PassThrough` takes the call (a ready stdio child on its shared connection: see hub/passthrough.py).
+
+The session's idle timeout counts these calls as activity. The SDK keeps its sessions in private fields
+(`_server_instances`, `_session_owners`); if a release renames them, every request takes the SDK path again.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections import deque
+from typing import TYPE_CHECKING, Any
+
+import anyio
+import mcp_types as types
+from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
+from mcp.server.transport_security import TransportSecurityMiddleware, TransportSecuritySettings
+from starlette.requests import Request
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from hub.eras import is_modern
+from hub.relay import Unattached
+
+if TYPE_CHECKING:
+    from mcp.server.connection import Connection
+
+    from hub.hub import Hub
+
+# A call's stream outlives its own deadline by this much at most, should its answer never come.
+SAFETY_MARGIN = 30.0
+_CALL_MARKERS = (b'"tools/call"', b'"notifications/cancelled"')
+
+
+class _CallStream:
+    """One POST's SSE response body: the call's progress, log messages and answer, as they come."""
+
+    def __init__(self, request_id: Any) -> None:
+        self._request_id = request_id
+        self._events: deque[bytes] = deque()
+        self._ended = False
+        self._wake = anyio.Event()
+
+    @property
+    def open(self) -> bool:
+        return not self._ended
+
+    def send(self, line: bytes) -> None:
+        if not self._ended:
+            self._events.append(b"event: message\r\ndata: " + line.rstrip(b"\n") + b"\r\n\r\n")
+            self._wake.set()
+
+    def end(self, line: bytes | None) -> None:
+        if not self._ended:
+            if line is not None:
+                self.send(line)
+            self._ended = True
+            self._wake.set()
+
+    async def chunks(self, limit: float) -> Any:
+        """(body, last) pairs until the answer, or until `limit` seconds passed without it."""
+        with anyio.move_on_after(limit):
+            while True:
+                if self._events or self._ended:
+                    body = b"".join(self._events)
+                    self._events.clear()
+                    yield body, self._ended
+                    if self._ended:
+                        return
+                    continue
+                self._wake = anyio.Event()
+                await self._wake.wait()
+        error = {"code": types.INTERNAL_ERROR, "message": "hub: the call got no answer"}
+        answer = json.dumps({"jsonrpc": "2.0", "id": self._request_id, "error": error}).encode()
+        yield b"event: message\r\ndata: " + answer + b"\r\n\r\n", True
+
+
+class _StreamedHost(Unattached):
+    """The host of one streamed call: a child's log message during it goes on the call's own stream."""
+
+    def __init__(self, connection: Connection, stream: _CallStream) -> None:
+        super().__init__(connection)
+        self.stream = stream
+
+    async def log(self, level: types.LoggingLevel, data: Any, logger: str) -> None:
+        if not self.stream.open:
+            await super().log(level, data, logger)
+            return
+        params = {"level": level, "logger": logger, "data": data}
+        self.stream.send(json.dumps({"jsonrpc": "2.0", "method": "notifications/message", "params": params}).encode())
+
+
+def _accepts_both(accept: str) -> bool:
+    """The SDK's rule (`check_accept_headers`): JSON and SSE both acceptable, wildcards included."""
+    kinds = {part.split(";")[0].strip().lower() for part in accept.split(",")}
+    if "*/*" in kinds:
+        return True
+    return bool(kinds & {"application/json", "application/*"}) and bool(kinds & {"text/event-stream", "text/*"})
+
+
+class HttpPassThrough:
+    """ASGI wrapper of the SDK's Streamable HTTP app (see the module docstring)."""
+
+    def __init__(
+        self,
+        app: ASGIApp,
+        hub: Hub,
+        manager: StreamableHTTPSessionManager,
+        security: TransportSecuritySettings,
+        path: str = "/mcp",
+    ) -> None:
+        self._app = app
+        self._hub = hub
+        self._manager = manager
+        self._security = TransportSecurityMiddleware(security)
+        self._path = path
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http" or scope["method"] != "POST" or scope["path"] != self._path:
+            await self._app(scope, receive, send)
+            return
+        received: list[Message] = []
+        body = await self._read_body(receive, received)
+        if body is None or not await self._took(scope, body, send):
+            await self._app(scope, _replay(received, receive), send)
+
+    async def _read_body(self, receive: Receive, received: list[Message]) -> bytes | None:
+        """The whole body, or None (then the SDK gets the request: too large, or the client went away)."""
+        size, limit = 0, self._manager.max_request_body_size
+        while True:
+            message = await receive()
+            received.append(message)
+            if message["type"] != "http.request":
+                return None
+            size += len(message.get("body", b""))
+            if size > limit:
+                return None
+            if not message.get("more_body", False):
+                return b"".join(m.get("body", b"") for m in received)
+
+    async def _took(self, scope: Scope, body: bytes, send: Send) -> bool:
+        if not any(marker in body for marker in _CALL_MARKERS):
+            return False
+        headers = {k: v for k, v in scope["headers"] if k in (b"mcp-session-id", b"mcp-protocol-version", b"accept")}
+        session_id = headers.get(b"mcp-session-id", b"").decode("latin-1")
+        connection = self._session(scope, session_id)
+        if connection is None or headers.get(b"mcp-protocol-version", b"").decode() != connection.protocol_version:
+            return False
+        if not _accepts_both(headers.get(b"accept", b"").decode("latin-1")):
+            return False
+        if await self._security.validate_request(Request(scope), is_post=True) is not None:
+            return False
+        try:
+            message = json.loads(body)
+        except ValueError:
+            return False
+        if type(message) is not dict or message.get("jsonrpc") != "2.0":
+            return False
+        passthrough = self._hub.passthrough
+        if message.get("method") == "notifications/cancelled" and "id" not in message:
+            if not passthrough.cancel(message, connection):
+                return False
+            await send({"type": "http.response.start", "status": 202, "headers": [(b"content-length", b"0")]})
+            await send({"type": "http.response.body", "body": b""})
+            return True
+        if message.get("method") != "tools/call" or "id" not in message:
+            return False
+        stream = _CallStream(message["id"])
+        limit = passthrough.offer_streamed(message, _StreamedHost(connection, stream), stream)
+        if limit is None:
+            return False
+        self._touch(session_id)
+        try:
+            await self._respond(session_id, stream, limit + SAFETY_MARGIN, send)
+        finally:
+            self._touch(session_id)
+        return True
+
+    def _session(self, scope: Scope, session_id: str) -> Connection | None:
+        """The session's connection, if this request may go around the SDK's transport at all."""
+        manager = self._manager
+        if not session_id or scope.get("user") is not None or manager.json_response or manager.event_store is not None:
+            return None  # credentials, JSON-only answers and resumable streams are the SDK's to handle
+        transport = getattr(manager, "_server_instances", {}).get(session_id)
+        if transport is None or transport.is_terminated:
+            return None
+        if getattr(manager, "_session_owners", {}).get(session_id):  # opened with credentials
+            return None
+        connection = self._hub.hosts.session(session_id)
+        if connection is None or is_modern(connection.protocol_version) or not connection.initialize_accepted:
+            return None
+        caps = connection.client_capabilities
+        if caps is None or caps.sampling is not None or caps.elicitation is not None or caps.roots is not None:
+            return None
+        return connection
+
+    def _touch(self, session_id: str) -> None:
+        """A call is activity: push the session's idle deadline on, as the SDK does for the requests it serves."""
+        transport = getattr(self._manager, "_server_instances", {}).get(session_id)
+        idle = getattr(transport, "idle_scope", None)
+        timeout = self._manager.session_idle_timeout
+        if idle is not None and timeout is not None and not idle.cancel_called and math.isfinite(idle.deadline):
+            idle.deadline = max(idle.deadline, anyio.current_time() + timeout)
+
+    async def _respond(self, session_id: str, stream: _CallStream, limit: float, send: Send) -> None:
+        headers = [
+            (b"content-type", b"text/event-stream"),
+            (b"cache-control", b"no-cache, no-transform"),
+            (b"connection", b"keep-alive"),
+            (b"mcp-session-id", session_id.encode("latin-1")),
+        ]
+        started = False
+        try:
+            async for body, last in stream.chunks(limit):
+                if not started:
+                    await send({"type": "http.response.start", "status": 200, "headers": headers})
+                    started = True
+                await send({"type": "http.response.body", "body": body, "more_body": not last})
+        except OSError:
+            pass  # the host went away: its call still ends at the child, by its answer or its deadline
+
+
+def _replay(received: list[Message], receive: Receive) -> Receive:
+    """A `receive` that gives the messages already read first, then the rest."""
+    pending = deque(received)
+
+    async def replay() -> Message:
+        return pending.popleft() if pending else await receive()
+
+    return replay

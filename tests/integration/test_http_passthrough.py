@@ -1,0 +1,149 @@
+"""The HTTP host side of the pass-through (hub/http_passthrough.py): what it takes, what it leaves to the SDK.
+
+A real `hub serve --http` in front of the recorder child, driven by raw HTTP requests (the SDK's own HTTP client
+library, so that request ids, headers and capabilities are the test's to choose) and by the SDK's client.
+test_passthrough.py runs the common call paths (result, queueing, cancel, timeout, progress, exit) over HTTP too.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+import anyio
+import httpx2
+import pytest
+
+from hub.passthrough import FIRST_ID
+from tests.conftest import WAIT, Host, connect_host, python_child, serve_hub_http, wait_for_tools, write_config
+from tests.integration.test_passthrough import recorded, wait_recorded
+
+pytestmark = pytest.mark.anyio
+
+PROTOCOL = "2025-11-25"
+
+
+def around_the_sdk(sent: dict[str, Any]) -> bool:
+    """Whether the host side took the pass-through: the SDK path gives every call the hub's progress token, and
+    the pass-through only when the host asked for progress (none of these calls does). Both send the child's line
+    themselves, with ids from FIRST_ID up."""
+    return sent["id"] >= FIRST_ID and "progressToken" not in (sent["params"].get("_meta") or {})
+
+
+def events(body: bytes) -> list[dict[str, Any]]:
+    """The JSON-RPC messages of an SSE body."""
+    return [json.loads(line[5:]) for line in body.splitlines() if line.startswith(b"data:")]
+
+
+class RawHost:
+    """One Streamable HTTP session, opened and driven by hand."""
+
+    def __init__(self, http: httpx2.AsyncClient, url: str, capabilities: dict[str, Any] | None = None) -> None:
+        self.http, self.url, self.capabilities = http, url, capabilities or {}
+        self.headers = {"accept": "application/json, text/event-stream", "content-type": "application/json"}
+
+    async def open(self) -> None:
+        info = {"name": "raw-host", "version": "1"}
+        params = {"protocolVersion": PROTOCOL, "capabilities": self.capabilities, "clientInfo": info}
+        answer = await self.post({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": params})
+        assert answer.status_code == 200, answer.text
+        self.headers["mcp-session-id"] = answer.headers["mcp-session-id"]
+        self.headers["mcp-protocol-version"] = PROTOCOL
+        assert (await self.post({"jsonrpc": "2.0", "method": "notifications/initialized"})).status_code == 202
+        with anyio.fail_after(WAIT):  # the recorder child may still be starting
+            while "rec_sleep" not in {t["name"] for t in (await self.request(1, "tools/list"))["tools"]}:  # noqa: ASYNC110
+                await anyio.sleep(0.05)
+
+    async def post(self, message: dict[str, Any], **headers: str) -> httpx2.Response:
+        return await self.http.post(self.url, json=message, headers={**self.headers, **headers})
+
+    async def request(self, request_id: int, method: str, params: dict[str, Any] | None = None) -> Any:
+        answer = await self.post({"jsonrpc": "2.0", "id": request_id, "method": method, "params": params or {}})
+        (last,) = [m for m in events(answer.content) if m.get("id") == request_id]
+        return last["result"]
+
+    async def call(self, request_id: int, tool: str, arguments: dict[str, Any], into: list[Any]) -> None:
+        """A tools/call whose stream is read to its end: each message it carried goes to `into`."""
+        params = {"name": tool, "arguments": arguments}
+        answer = await self.post({"jsonrpc": "2.0", "id": request_id, "method": "tools/call", "params": params})
+        into.extend(events(answer.content))
+
+    async def cancel(self, request_id: int) -> int:
+        notice = {"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": request_id}}
+        return (await self.post(notice)).status_code
+
+
+@asynccontextmanager
+async def http_hub(tmp_path: Path) -> AsyncIterator[tuple[str, Path, httpx2.AsyncClient]]:
+    record = tmp_path / "record.jsonl"
+    config = write_config(tmp_path, {"rec": python_child("tests.children.recorder", str(record))})
+    async with serve_hub_http(config, tmp_path / "hub.log") as url, httpx2.AsyncClient(timeout=WAIT) as http:
+        yield url, record, http
+
+
+async def test_two_sessions_with_the_same_request_id_keep_their_calls_and_cancels_apart(tmp_path: Path) -> None:
+    async with http_hub(tmp_path) as (url, record, http):
+        a, b = RawHost(http, url), RawHost(http, url)
+        await a.open()
+        await b.open()
+        seen_a: list[Any] = []
+        seen_b: list[Any] = []
+        with anyio.fail_after(WAIT):
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(a.call, 7, "rec_sleep", {"seconds": 60, "text": "a"}, seen_a)
+                (sent_a,) = await wait_recorded(record, "tools/call")
+                tg.start_soon(b.call, 7, "rec_sleep", {"seconds": 60, "text": "b"}, seen_b)
+                sent_b = (await wait_recorded(record, "tools/call", 2))[1]
+                assert around_the_sdk(sent_a) and around_the_sdk(sent_b), "a call took the SDK path"
+                # B's cancel ends B's call at the child, not A's, though both are request 7.
+                assert await b.cancel(7) == 202
+                (cancelled,) = await wait_recorded(record, "notifications/cancelled")
+                assert cancelled["params"]["requestId"] == sent_b["id"]
+                assert await a.cancel(7) == 202
+                cancels = await wait_recorded(record, "notifications/cancelled", 2)
+                assert cancels[1]["params"]["requestId"] == sent_a["id"]
+        assert seen_a == [] and seen_b == []  # a cancelled request gets no answer
+        # Both sessions go on.
+        assert await a.request(8, "tools/call", {"name": "rec_echo", "arguments": {"text": "A"}}) == {
+            "content": [{"type": "text", "text": "A"}]
+        }
+
+
+async def test_a_call_with_a_foreign_origin_is_refused_as_by_the_sdk(tmp_path: Path) -> None:
+    async with http_hub(tmp_path) as (url, record, http):
+        host = RawHost(http, url)
+        await host.open()
+        params = {"name": "rec_echo", "arguments": {"text": "x"}}
+        call = {"jsonrpc": "2.0", "id": 5, "method": "tools/call", "params": params}
+        answer = await host.post(call, origin="http://evil.example")
+        assert answer.status_code == 403
+        assert recorded(record, "tools/call") == []
+
+
+async def test_a_host_that_can_be_asked_keeps_the_sdk_path(tmp_path: Path) -> None:
+    async with http_hub(tmp_path) as (url, record, http):
+        host = RawHost(http, url, capabilities={"sampling": {}})
+        await host.open()
+        result = await host.request(5, "tools/call", {"name": "rec_echo", "arguments": {"text": "x"}})
+        assert result["content"] == [{"type": "text", "text": "x"}]
+        (sent,) = recorded(record, "tools/call")
+        assert not around_the_sdk(sent), "a host that declared sampling must be answered on the SDK's stream"
+
+
+async def test_a_child_s_log_message_during_a_call_reaches_the_host(tmp_path: Path) -> None:
+    async with http_hub(tmp_path) as (url, record, _):
+        host = Host()
+        async with connect_host(url, host, capabilities=False) as client:
+            await wait_for_tools(client, host, {"rec_log"})
+            result = await client.call_tool("rec_log", {"text": "careful"})
+            assert not result.is_error
+            with anyio.fail_after(WAIT):
+                while not host.logs:
+                    await host.changed.wait()
+        (sent,) = recorded(record, "tools/call")
+        assert around_the_sdk(sent)
+        (log,) = host.logs
+        assert (log.level, log.logger, log.data) == ("warning", "rec/rec-logger", "careful")
