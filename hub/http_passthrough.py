@@ -72,22 +72,21 @@ class _CallStream:
             self._ended = True
             self._wake.set()
 
-    async def chunks(self, limit: float) -> Any:
-        """(body, last) pairs until the answer, or until `limit` seconds passed without it."""
-        with anyio.move_on_after(limit):
-            while True:
-                if self._events or self._ended:
-                    body = b"".join(self._events)
-                    self._events.clear()
-                    yield body, self._ended
-                    if self._ended:
-                        return
-                    continue
-                self._wake = anyio.Event()
-                await self._wake.wait()
+    async def take(self) -> tuple[bytes, bool]:
+        """The events since the last take (waiting for one), and whether the stream has ended."""
+        while not self._events and not self._ended:
+            self._wake = anyio.Event()
+            await self._wake.wait()
+        body = b"".join(self._events)
+        self._events.clear()
+        return body, self._ended
+
+    def give_up(self) -> bytes:
+        """The stream's end when its answer never came (the call's own deadline should have given one)."""
+        self._ended = True
         error = {"code": types.INTERNAL_ERROR, "message": "hub: the call got no answer"}
         answer = json.dumps({"jsonrpc": "2.0", "id": self._request_id, "error": error}).encode()
-        yield b"event: message\r\ndata: " + answer + b"\r\n\r\n", True
+        return b"event: message\r\ndata: " + answer + b"\r\n\r\n"
 
 
 class _StreamedHost(Unattached):
@@ -226,11 +225,18 @@ class HttpPassThrough:
         ]
         started = False
         try:
-            async for body, last in stream.chunks(limit):
-                if not started:
-                    await send({"type": "http.response.start", "status": 200, "headers": headers})
-                    started = True
-                await send({"type": "http.response.body", "body": body, "more_body": not last})
+            with anyio.move_on_after(limit):
+                while True:
+                    body, last = await stream.take()
+                    if not started:
+                        await send({"type": "http.response.start", "status": 200, "headers": headers})
+                        started = True
+                    await send({"type": "http.response.body", "body": body, "more_body": not last})
+                    if last:
+                        return
+            if not started:
+                await send({"type": "http.response.start", "status": 200, "headers": headers})
+            await send({"type": "http.response.body", "body": stream.give_up(), "more_body": False})
         except OSError:
             pass  # the host went away: its call still ends at the child, by its answer or its deadline
 
