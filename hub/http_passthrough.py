@@ -13,7 +13,8 @@ It takes a POST only when all of this holds, and hands everything else to the SD
   both media types) and the session's own protocol version;
 - the session is a live handshake-era one the hub knows, opened without credentials, and its host declared
   neither sampling, elicitation nor roots: nothing a child could ask it during the call, so no request has to
-  travel on the call's stream. Progress and the child's log messages during the call do, as on the SDK path;
+  travel on the call's stream. Progress and the child's log messages during the call do, as on the SDK path (a
+  log message that comes after the result goes on the session's standalone stream, as over stdio);
 - `PassThrough` takes the call (a ready stdio child on its shared connection: see hub/passthrough.py).
 
 The session's idle timeout counts these calls as activity. The SDK keeps its sessions in private fields
@@ -42,7 +43,8 @@ if TYPE_CHECKING:
 
     from hub.hub import Hub
 
-# A call's stream outlives its own deadline by this much at most, should its answer never come.
+# Should the lane never answer a call, its stream is ended (and the call cancelled) this long after twice its
+# longest allowed time. A backstop: every call the lane holds ends by its answer, its deadline or a cancel.
 SAFETY_MARGIN = 30.0
 _CALL_MARKERS = (b'"tools/call"', b'"notifications/cancelled"')
 
@@ -158,7 +160,8 @@ class HttpPassThrough:
         headers = {k: v for k, v in scope["headers"] if k in (b"mcp-session-id", b"mcp-protocol-version", b"accept")}
         session_id = headers.get(b"mcp-session-id", b"").decode("latin-1")
         connection = self._session(scope, session_id)
-        if connection is None or headers.get(b"mcp-protocol-version", b"").decode() != connection.protocol_version:
+        version = headers.get(b"mcp-protocol-version", b"").decode("latin-1")
+        if connection is None or version != connection.protocol_version:
             return False
         if not _accepts_both(headers.get(b"accept", b"").decode("latin-1")):
             return False
@@ -174,7 +177,8 @@ class HttpPassThrough:
         if message.get("method") == "notifications/cancelled" and "id" not in message:
             if not passthrough.cancel(message, connection):
                 return False
-            await send({"type": "http.response.start", "status": 202, "headers": [(b"content-length", b"0")]})
+            accepted = [(b"content-length", b"0"), (b"mcp-session-id", session_id.encode("latin-1"))]
+            await send({"type": "http.response.start", "status": 202, "headers": accepted})
             await send({"type": "http.response.body", "body": b""})
             return True
         if message.get("method") != "tools/call" or "id" not in message:
@@ -185,7 +189,10 @@ class HttpPassThrough:
             return False
         self._touch(session_id)
         try:
-            await self._respond(session_id, stream, limit + SAFETY_MARGIN, send)
+            # Queued behind max_concurrency, a call may wait about as long again before its deadline starts.
+            if not await self._respond(session_id, stream, 2 * limit + SAFETY_MARGIN, send):
+                notice = {"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": message["id"]}}
+                passthrough.cancel(notice, connection)  # given up on: the child stops, and its slot is free
         finally:
             self._touch(session_id)
         return True
@@ -216,7 +223,8 @@ class HttpPassThrough:
         if idle is not None and timeout is not None and not idle.cancel_called and math.isfinite(idle.deadline):
             idle.deadline = max(idle.deadline, anyio.current_time() + timeout)
 
-    async def _respond(self, session_id: str, stream: _CallStream, limit: float, send: Send) -> None:
+    async def _respond(self, session_id: str, stream: _CallStream, limit: float, send: Send) -> bool:
+        """Write the call's events until its answer; False if `limit` ran out first (the host got an error)."""
         headers = [
             (b"content-type", b"text/event-stream"),
             (b"cache-control", b"no-cache, no-transform"),
@@ -233,12 +241,13 @@ class HttpPassThrough:
                         started = True
                     await send({"type": "http.response.body", "body": body, "more_body": not last})
                     if last:
-                        return
+                        return True
             if not started:
                 await send({"type": "http.response.start", "status": 200, "headers": headers})
             await send({"type": "http.response.body", "body": stream.give_up(), "more_body": False})
+            return False
         except OSError:
-            pass  # the host went away: its call still ends at the child, by its answer or its deadline
+            return True  # the host went away: its call still ends at the child, by its answer or its deadline
 
 
 def _replay(received: list[Message], receive: Receive) -> Receive:
