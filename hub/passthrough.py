@@ -1,17 +1,19 @@
 """tools/call around the SDK: the host's line goes to the child and the child's answer back, parsed once each way.
 
 A pass-through hub does not need to validate, model and re-serialise a result it forwards unchanged, yet the SDK
-path does that twice per call plus a dozen task hops (docs/performance.md). On the stdio front, the common call
-takes this lane instead:
+path does that twice per call plus a dozen task hops (docs/performance.md). The common call takes this lane
+instead, from the stdio front (`offer`) and from HTTP hosts through hub/http_passthrough.py (`offer_streamed`,
+answered on the call's own `Stream`):
 
-- the host is handshake-era, initialized, and the hub's only host connection (always so over stdio);
+- the host is handshake-era and initialized: over stdio the hub's only host connection, over HTTP a session
+  whose host declared nothing a child could ask it;
 - `params` holds only `name`, `arguments` and `_meta`, and the name routes to a child's tool;
 - that child is a ready stdio child on its shared connection (`sessions: shared`), handshake-era too.
 
 Anything else (the builtin tool, unknown names, 2026 peers, `sessions: per-host`, URL children, task-augmented
 calls) takes the SDK path exactly as before; a call beyond max_concurrency waits in the lane. On the SDK path (HTTP
-hosts, among others), a request to such a child still goes to it as a raw line (`request`): only the host side is
-the SDK's.
+hosts that can be asked for sampling, elicitation or roots, among others), a request to such a child still goes to
+it as a raw line (`request`): only the host side is the SDK's.
 
 The lane keeps what the core issue requires of a call: the prefix stripped, the result passed back as the child's
 JSON with its URIs renamed, progress under the host's token with the deadline moved by each one, cancellation
