@@ -11,6 +11,8 @@ protection): loopback names are allowed at the served port; other names must be 
 
 from __future__ import annotations
 
+import asyncio
+import logging
 import signal
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager, contextmanager
@@ -114,6 +116,20 @@ def security_settings(host: str, port: int, allowed: list[str]) -> TransportSecu
     return TransportSecuritySettings(enable_dns_rebinding_protection=True, allowed_hosts=hosts, allowed_origins=origins)
 
 
+class _StopIsNoError(logging.Filter):
+    """uvicorn logs its lifespan, and requests still open, as failed when the hub's stop cancels them.
+
+    A request's comes with the exception; the lifespan's as starlette's formatted traceback, in the message.
+    """
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        kind = record.exc_info[0] if record.exc_info else None
+        if kind is not None:
+            return not issubclass(kind, asyncio.CancelledError)
+        text = record.getMessage()
+        return not (text.startswith("Traceback") and text.rstrip().endswith("CancelledError"))
+
+
 class _Uvicorn(uvicorn.Server):
     """uvicorn without its signal handlers: the hub handles SIGTERM, SIGINT and SIGHUP itself."""
 
@@ -163,7 +179,11 @@ async def serve_http(
         )
         app = HttpPassThrough(sdk_app, hub, server.session_manager, security, "/mcp")
         # http="auto" (uvicorn's default) picks httptools, a dependency: 10% less hub CPU per call than h11.
-        config = uvicorn.Config(app, host=host, port=port, log_level="warning", lifespan="on", access_log=False)
+        # log_config=None: uvicorn's warnings and errors become lines of the hub's own log (JSON, --log-file).
+        config = uvicorn.Config(
+            app, host=host, port=port, log_level="warning", lifespan="on", access_log=False, log_config=None
+        )
+        logging.getLogger("uvicorn.error").addFilter(_StopIsNoError())
         uvicorn_server = _Uvicorn(config)
         structlog.get_logger("hub").info("hub_http_listening", url=f"http://{host}:{port}/mcp")
         with stop:

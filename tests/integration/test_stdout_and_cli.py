@@ -12,7 +12,17 @@ import anyio
 import pytest
 from anyio.streams.text import TextReceiveStream
 
-from tests.conftest import REPO, WAIT, python_child, write_config
+from tests.conftest import (
+    REPO,
+    WAIT,
+    Host,
+    connect_host,
+    log_events,
+    python_child,
+    serve_hub_http,
+    wait_for_tools,
+    write_config,
+)
 
 pytestmark = pytest.mark.integration
 
@@ -88,6 +98,22 @@ async def test_stdout_carries_nothing_but_json_rpc(tmp_path: Path) -> None:
     log = [json.loads(line) for line in "".join(errors).splitlines() if line.startswith("{")]
     events = {entry["event"] for entry in log}
     assert {"hub_started", "child_ready", "call"} <= events, "the log lines went to stderr, as JSON"
+
+
+@pytest.mark.anyio
+async def test_an_http_hub_stops_without_a_traceback_and_logs_only_json(tmp_path: Path) -> None:
+    config = write_config(tmp_path, {"kitchen": python_child("tests.children.kitchen", "--tools", "add")})
+    log = tmp_path / "hub.log"
+    async with serve_hub_http(config, log) as url:  # stopped by SIGTERM on the way out
+        host = Host()
+        async with connect_host(url, host, capabilities=False) as client:
+            await wait_for_tools(client, host, {"kitchen_add"})
+            assert not (await client.call_tool("kitchen_add", {"a": 1, "b": 2})).is_error
+    assert log_events(log, "hub_stopped"), "the hub stopped gracefully"
+    err = log.with_suffix(".err").read_text()
+    assert "Traceback" not in err and "CancelledError" not in err, err
+    entries = [json.loads(line) for line in log.read_text().splitlines()]
+    assert not [e for e in entries if e.get("level") in ("error", "critical")], "a stop is not an error"
 
 
 def run_cli(*args: str, config: Path) -> subprocess.CompletedProcess[str]:
