@@ -73,7 +73,7 @@ class HostConnections:
         return None
 
     def session(self, session_id: str) -> Connection | None:
-        """The HTTP host connection of this `mcp-session-id`, once it has sent a request the hub handled."""
+        """The HTTP host connection of this `mcp-session-id`, once its handshake is complete (it is tracked then)."""
         return self._by_session.get(session_id)
 
     def __len__(self) -> int:

@@ -173,10 +173,10 @@ class Hub:
         """Seconds a list request may still wait for the children started with the hub; 0 once that is over.
 
         A host that ignores tools/list_changed (Claude Desktop, historically) keeps its first listing until it
-        restarts, so during start-up a listing waits to be complete. Children added by a reload, or restarting
-        later, never hold a listing. Counted from the process's start, so that a host's first listing comes at
-        most `startup_listing_wait` after it spawned the hub, however long the import took (hosts time a
-        server's start-up: Codex 10 s by default).
+        restarts, so during start-up a listing waits to be complete. Children restarting later, or added by a
+        reload once the wait is over, never hold a listing. Counted from the process's start, so that a host's
+        first listing comes at most `startup_listing_wait` after it spawned the hub, however long the import took
+        (hosts time a server's start-up: Codex 10 s by default).
         """
         if self._start_over:
             return 0.0
