@@ -1,6 +1,6 @@
 """Synthetic MCP child that does NOT use the SDK: newline-delimited JSON-RPC over stdin/stdout, asyncio only.
 
-    python -m bench.child_raw [--tools K] [--name NAME] [--start-delay SECONDS]
+    python -m bench.child_raw [--tools K] [--name NAME]
 
 Same tools as `child_sdk` (bench/tools.py). Answers initialize, ping, tools/list, tools/call; ignores
 notifications; -32601 for anything else. Its cost per call is a json.loads and a json.dumps, so a benchmark
@@ -13,7 +13,6 @@ import argparse
 import asyncio
 import json
 import sys
-import time
 from typing import Any
 
 from bench.tools import payload_text, tool_definitions
@@ -104,14 +103,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--tools", type=int, default=10)
     parser.add_argument("--name", default="bench-raw")
-    parser.add_argument(
-        "--start-delay",
-        type=float,
-        default=0.0,
-        help="sleep this long before reading stdin, as a server that first connects to its backend",
-    )
     args = parser.parse_args()
-    time.sleep(args.start_delay)  # what the hub sends meanwhile waits in the pipe
     asyncio.run(RawChild(args.name, args.tools).serve())
 
 

@@ -147,7 +147,7 @@ class Run:
 
     def child_args(self, kind: str, tools: int, name: str, delay: float = 0.0) -> list[str]:
         argv = ["-m", f"bench.child_{kind}", "--tools", str(tools), "--name", f"{self.marker}-{name}"]
-        return [*argv, "--start-delay", str(delay)] if delay else argv
+        return ["-m", "bench.waits", str(delay), *argv[1:]] if delay else argv
 
     def hub_config(self, kind: str, n: int, tools: int, delays: list[float] | None = None) -> Path:
         # max_concurrency (default 16) is raised to the most calls the bench keeps in flight: a direct connection
