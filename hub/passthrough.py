@@ -6,14 +6,14 @@ instead, from the stdio front (`offer`) and from HTTP hosts through hub/http_pas
 answered on the call's own `Stream`):
 
 - the host is handshake-era and initialized: over stdio the hub's only host connection, over HTTP a session
-  whose host declared nothing a child could ask it;
+  opened without credentials;
 - `params` holds only `name`, `arguments` and `_meta`, and the name routes to a child's tool;
 - that child is a ready stdio child on its shared connection (`sessions: shared`), handshake-era too.
 
 Anything else (the builtin tool, unknown names, 2026 peers, `sessions: per-host`, URL children, task-augmented
 calls) takes the SDK path exactly as before; a call beyond max_concurrency waits in the lane. On the SDK path (HTTP
-hosts that can be asked for sampling, elicitation or roots, among others), a request to such a child still goes to
-it as a raw line (`request`): only the host side is the SDK's.
+hosts with credentials, 2026 hosts, among others), a request to such a child still goes to it as a raw line
+(`request`): only the host side is the SDK's.
 
 The lane keeps what the core issue requires of a call: the prefix stripped, the result passed back as the child's
 JSON with its URIs renamed, progress under the host's token with the deadline moved by each one, cancellation

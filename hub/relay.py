@@ -56,12 +56,16 @@ class Unattached:
     """An in-flight host request that reached the child around the SDK (hub/passthrough.py).
 
     It has no request context, only the host connection it arrived on: a child's request during it goes to that
-    connection's standalone channel. Over stdio there is no other; over HTTP the pass-through takes only hosts
-    that declared nothing a child could ask (hub/http_passthrough.py).
+    connection's standalone channel. Over stdio there is no other; over HTTP the request's own stream carries it
+    (hub/http_passthrough.py overrides `ask` and `log`).
     """
 
     def __init__(self, connection: Connection) -> None:
         self.connection = connection
+
+    async def ask(self, request: types.ServerRequest, server: str) -> Any:
+        """A child's request during the host request; an `ErrorData` goes back to the child."""
+        return await ask_connection(self.connection, request, server)
 
     async def log(self, level: types.LoggingLevel, data: Any, logger: str) -> None:
         """A child's log message during the request."""
@@ -105,7 +109,7 @@ def owner_of(inflight: Sequence[InFlight]) -> InFlight | Ambiguous | None:
     return inflight[-1]
 
 
-def _result_type(request: types.ServerRequest) -> type[types.Result]:
+def result_type(request: types.ServerRequest) -> type[types.Result]:
     if isinstance(request, types.CreateMessageRequest):
         with_tools = request.params.tools is not None or request.params.tool_choice is not None
         return types.CreateMessageResultWithTools if with_tools else types.CreateMessageResult
@@ -134,9 +138,9 @@ async def ask_host(ctx: HostRequest, request: types.ServerRequest, server: str) 
         )
     # On the stream of the host request that caused it, so an HTTP host sees it on that request's SSE stream.
     metadata = ServerMessageMetadata(related_request_id=ctx.request_id)
-    return await _ask(
+    return await ask_if_declared(
         ctx.session.check_client_capability,
-        lambda: ctx.session.send_request(request, _result_type(request), metadata=metadata),
+        lambda: ctx.session.send_request(request, result_type(request), metadata=metadata),
         request,
         server,
         ctx.protocol_version,
@@ -145,16 +149,16 @@ async def ask_host(ctx: HostRequest, request: types.ServerRequest, server: str) 
 
 async def ask_connection(connection: Connection, request: types.ServerRequest, server: str) -> Any:
     """Send one child-to-host request on a handshake-era host connection's standalone channel."""
-    return await _ask(
+    return await ask_if_declared(
         connection.check_capability,
-        lambda: connection.send_request(request, result_type=_result_type(request)),
+        lambda: connection.send_request(request, result_type=result_type(request)),
         request,
         server,
         connection.protocol_version,
     )
 
 
-async def _ask(
+async def ask_if_declared(
     declared: Callable[[types.ClientCapabilities], bool],
     send: Callable[[], Awaitable[Any]],
     request: types.ServerRequest,
@@ -200,7 +204,7 @@ async def route_child_request(server: str, inflight: Sequence[InFlight], request
     if isinstance(owner, Waiting):
         return await owner.ask(request)
     if isinstance(owner, Unattached):
-        return await ask_connection(owner.connection, request, server)
+        return await owner.ask(request, server)
     return await ask_host(owner, request, server)
 
 

@@ -5,7 +5,8 @@ Usage: python -m tests.children.recorder RECORD_FILE
 Each received message is appended to RECORD_FILE as one JSON line, with `"in_flight"` (calls being served at that
 moment) added to tools/call requests. Tools: `echo {text}`, `sleep {seconds, text}` (answers `text` or "slept"
 after the delay, or never if cancelled first), `progress {steps}` (one progress notification per step, with the
-token it was given), `log {text}` (a log message, then the answer) and `exit {code}` (ends the process mid-call).
+token it was given), `log {text}` (a log message, then the answer), `ask {method, params}` (sends the hub that
+request and answers with the JSON of the response it got) and `exit {code}` (ends the process mid-call).
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from typing import Any
 
 TOOLS = [
     {"name": name, "description": f"{name} (recorder)", "inputSchema": {"type": "object"}}
-    for name in ("echo", "sleep", "progress", "log", "exit")
+    for name in ("echo", "sleep", "progress", "log", "ask", "exit")
 ]
 
 
@@ -27,6 +28,7 @@ class Recorder:
         self.record = open(record, "a", buffering=1)  # noqa: SIM115 - open for the process's life
         self.calls: dict[Any, asyncio.Task[None]] = {}
         self.out = sys.stdout
+        self.asked: dict[str, asyncio.Future[dict[str, Any]]] = {}  # the recorder's own requests, by id
 
     def send(self, message: dict[str, Any]) -> None:
         self.out.write(json.dumps(message) + "\n")
@@ -59,6 +61,10 @@ class Recorder:
             task = self.calls.pop(params.get("requestId"), None)
             if task is not None:
                 task.cancel()
+        elif method is None and request_id in self.asked:
+            asked = self.asked.pop(request_id)
+            if not asked.done():  # its call may have been cancelled meanwhile
+                asked.set_result(message)
         elif request_id is not None:
             self.send({"jsonrpc": "2.0", "id": request_id, "error": {"code": -32601, "message": "no such method"}})
 
@@ -81,6 +87,12 @@ class Recorder:
                 text = str(args.get("text", ""))
                 log = {"level": "warning", "logger": "rec-logger", "data": text}
                 self.send({"jsonrpc": "2.0", "method": "notifications/message", "params": log})
+            elif name == "ask":
+                ask_id = f"rec-ask-{len(self.asked) + 1}-{request_id}"
+                self.asked[ask_id] = asyncio.get_running_loop().create_future()
+                request = {"jsonrpc": "2.0", "id": ask_id, "method": args["method"], "params": args.get("params", {})}
+                self.send(request)
+                text = json.dumps(await self.asked[ask_id], sort_keys=True)
             elif name == "exit":
                 sys.stderr.write("recorder: exiting as asked\n")
                 sys.stderr.flush()

@@ -123,14 +123,75 @@ async def test_a_call_with_a_foreign_origin_is_refused_as_by_the_sdk(tmp_path: P
         assert recorded(record, "tools/call") == []
 
 
-async def test_a_host_that_can_be_asked_keeps_the_sdk_path(tmp_path: Path) -> None:
+async def test_a_child_s_request_during_a_call_goes_on_the_call_s_stream(tmp_path: Path) -> None:
+    """A host that can be asked keeps the pass-through: the child's roots/list reaches it as an event of the call's
+    own stream, and only the answer the host POSTs from its own session goes back to the child."""
+    roots = {"roots": [{"uri": "file:///work/a", "name": "a"}]}
     async with http_hub(tmp_path) as (url, record, http):
-        host = RawHost(http, url, capabilities={"sampling": {}})
-        await host.open()
-        result = await host.request(5, "tools/call", {"name": "rec_echo", "arguments": {"text": "x"}})
-        assert result["content"] == [{"type": "text", "text": "x"}]
+        a = RawHost(http, url, capabilities={"roots": {"listChanged": True}, "sampling": {}})
+        b = RawHost(http, url, capabilities={"roots": {}})
+        await a.open()
+        await b.open()
+        params = {"name": "rec_ask", "arguments": {"method": "roots/list"}}
+        call = {"jsonrpc": "2.0", "id": 9, "method": "tools/call", "params": params}
+        seen: list[dict[str, Any]] = []
+        with anyio.fail_after(WAIT):
+            async with http.stream("POST", url, json=call, headers=a.headers) as stream:
+                assert stream.status_code == 200
+                async for line in stream.aiter_lines():
+                    if not line.startswith("data:"):
+                        continue
+                    seen.append(message := json.loads(line[5:]))
+                    if message.get("method") == "roots/list":
+                        assert str(message["id"]).startswith("hub-ask-")
+                        answer = {"jsonrpc": "2.0", "id": message["id"], "result": roots}
+                        # Another session's answer under the same id is not this call's.
+                        wrong = {**answer, "result": {"roots": [{"uri": "file:///work/b"}]}}
+                        assert (await b.post(wrong)).status_code in (200, 202)
+                        assert (await a.post(answer)).status_code == 202
+        assert [m.get("method") for m in seen] == ["roots/list", None]
+        text = seen[-1]["result"]["content"][0]["text"]
+        assert json.loads(text)["result"] == roots
         (sent,) = recorded(record, "tools/call")
-        assert not around_the_sdk(sent), "a host that declared sampling must be answered on the SDK's stream"
+        assert around_the_sdk(sent), "a host that declared roots and sampling lost the pass-through"
+
+
+async def test_a_child_s_request_a_host_did_not_declare_gets_an_error(tmp_path: Path) -> None:
+    async with http_hub(tmp_path) as (url, record, http):
+        host = RawHost(http, url, capabilities={"roots": {}})
+        await host.open()
+        arguments = {"method": "sampling/createMessage", "params": {"messages": [], "maxTokens": 5}}
+        result = await host.request(5, "tools/call", {"name": "rec_ask", "arguments": arguments})
+        error = json.loads(result["content"][0]["text"])["error"]
+        assert "did not declare the sampling capability" in error["message"]
+        (sent,) = recorded(record, "tools/call")
+        assert around_the_sdk(sent)
+
+
+async def test_a_request_to_the_host_ends_with_its_call(tmp_path: Path) -> None:
+    """The host cancels the call while the hub waits for its answer to the child's request: the wait ends, the
+    child is told, and the session goes on."""
+    async with http_hub(tmp_path) as (url, record, http):
+        host = RawHost(http, url, capabilities={"roots": {}})
+        await host.open()
+        params = {"name": "rec_ask", "arguments": {"method": "roots/list"}}
+        call = {"jsonrpc": "2.0", "id": 11, "method": "tools/call", "params": params}
+        with anyio.fail_after(WAIT):
+            async with http.stream("POST", url, json=call, headers=host.headers) as stream:
+                async for line in stream.aiter_lines():
+                    if line.startswith("data:") and json.loads(line[5:]).get("method") == "roots/list":
+                        assert await host.cancel(11) == 202
+                        break
+            (cancelled,) = await wait_recorded(record, "notifications/cancelled")
+            while not (answers := recorded(record, None)):  # noqa: ASYNC110 - another process writes the file
+                await anyio.sleep(0.02)
+        (sent,) = recorded(record, "tools/call")
+        assert cancelled["params"]["requestId"] == sent["id"]
+        (answer,) = answers  # the child's roots/list got an error, not silence
+        assert answer["id"].startswith("rec-ask-") and "ended before it answered" in answer["error"]["message"]
+        assert await host.request(12, "tools/call", {"name": "rec_echo", "arguments": {"text": "on"}}) == {
+            "content": [{"type": "text", "text": "on"}]
+        }
 
 
 async def test_a_child_s_log_message_during_a_call_reaches_the_host(tmp_path: Path) -> None:

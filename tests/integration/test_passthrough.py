@@ -40,7 +40,7 @@ def front(request: pytest.FixtureRequest) -> str:
     return str(request.param)
 
 
-def recorded(path: Path, method: str) -> list[dict[str, Any]]:
+def recorded(path: Path, method: str | None) -> list[dict[str, Any]]:
     lines = path.read_text().splitlines() if path.exists() else []
     return [m for m in map(json.loads, lines) if m.get("method") == method]
 
