@@ -172,8 +172,26 @@ class Run:
         shutil.rmtree(self.dir, ignore_errors=True)
 
 
+async def _sampling(_context: Any, _params: types.CreateMessageRequestParams) -> types.ErrorData:
+    return types.ErrorData(code=types.INVALID_REQUEST, message="bench: no model here")
+
+
+async def _roots(_context: Any) -> types.ListRootsResult:
+    return types.ListRootsResult(roots=[])
+
+
 def _client(transport: Any, notes: Notifier) -> Client:
-    return Client(transport, mode="legacy", cache=None, message_handler=notes, read_timeout_seconds=LIMIT)
+    """The bench's host. It declares sampling and roots (its callbacks), as hosts that connect over HTTP do (VS Code);
+    over HTTP the hub once gave such hosts' calls the SDK's slower path. No bench child asks for either."""
+    return Client(
+        transport,
+        mode="legacy",
+        cache=None,
+        message_handler=notes,
+        sampling_callback=_sampling,
+        list_roots_callback=_roots,
+        read_timeout_seconds=LIMIT,
+    )
 
 
 @asynccontextmanager
