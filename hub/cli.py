@@ -98,7 +98,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     if serving and not args.http and not args.no_warm_start:
         # Before anything heavy is imported: the host's first requests may be answered while the SDK loads.
         warm = WarmStart.for_config(args.config)
-        early = EarlyFront.start(warm.kept) if warm.kept is not None else None
+        # From the cache (a warm start), or on a first start from the children (hub/first_start.py).
+        early = EarlyFront.start(warm.kept) if warm.path is not None else None
     # Imported here, not at the top, so that the warm start's thread runs while the SDK loads (over a second).
     import anyio
 
@@ -164,8 +165,13 @@ async def _run(
     previous = {sig: signal.signal(sig, stop_now) for sig in (signal.SIGTERM, signal.SIGHUP)}
     spawns = EarlySpawns()
     try:
-        if _start_children_first(args, loaded, early):
+        first_start = early is not None and warm is not None and warm.kept is None
+        if _start_children_first(args, loaded, early, first_start):
             await spawns.start(loaded)
+            if early is not None and first_start:
+                from hub.first_start import Probe
+
+                early.attach(Probe.start(loaded, spawns.waiting()))
         from mcp.shared.exceptions import MCPDeprecationWarning
 
         from hub.front import serve_http, serve_stdio
@@ -186,20 +192,25 @@ async def _run(
         await spawns.aclose()
 
 
-def _start_children_first(args: argparse.Namespace, loaded: LoadedConfig, early: EarlyFront | None) -> bool:
+def _start_children_first(
+    args: argparse.Namespace, loaded: LoadedConfig, early: EarlyFront | None, first_start: bool
+) -> bool:
     """Whether starting the children before the SDK import makes the host wait less, not more.
 
     The one-shot commands wait for every child anyway, and a warm-started host has its first answers from the
-    cache. Otherwise children starting on the same cores slow the import down, and with it the host's
-    `initialize` answer: all end at about their total CPU over the cores (5 SDK children on 2 cores: 1.6 s ->
-    4-6 s; 20: 2 s -> 12-15 s), which the listing wait (counted from the process start) may outlast. So only
-    when they are few: a core for each child while the host's first listing waits for them anyway
-    (`startup_listing_wait`; the default servers.yaml's two children on 2 cores then give a complete first
-    listing after 2.4-3.3 s instead of 3.0-4.0 s), and one more for the hub's import without that wait.
+    cache. Otherwise children starting on the same cores slow the import down, and with it every answer the SDK
+    gives: all end at about their total CPU over the cores (5 SDK children on 2 cores: 1.6 s -> 4-6 s; 20: 2 s ->
+    12-15 s). On a first start the early front answers `initialize` at once and the first tools/list as soon as
+    the children have listed their tools (hub/first_start.py), which needs them started first: so while they are
+    at most two per core and one more (5 on 2 cores). Without the early front (`--no-warm-start`), only a core for
+    each child while the host's first listing waits for them anyway (`startup_listing_wait`), and one more for
+    the hub's import without that wait.
     """
-    if args.command != "serve" or early is not None:
+    if args.command != "serve" or (early is not None and not first_start):
         return True
     children = sum(1 for server in loaded.config.servers.values() if server.enabled and server.kind == "stdio")
+    if first_start:
+        return children <= 2 * _usable_cpus() + 1
     spare = 0 if loaded.config.hub.startup_listing_wait > 0 else 1  # a core for the hub's import, or not
     return children + spare <= _usable_cpus()
 

@@ -12,6 +12,7 @@ protection): loopback names are allowed at the served port; other names must be 
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 import signal
 from collections.abc import AsyncIterator, Iterator
@@ -66,6 +67,8 @@ async def serve_stdio(
     started: float | None = None,
 ) -> None:
     log = structlog.get_logger("hub")
+    if early is not None:  # a first start's probe lets go of the children's pipes before their connections start
+        await anyio.to_thread.run_sync(early.release_probe)
     async with _serving(loaded, call_log or CallLog(), spawns, started) as (hub, stop, tg):
         hub.passthrough.warm = warm
         server = build_server(hub)
@@ -75,25 +78,32 @@ async def serve_stdio(
                 assert warm is not None
                 warm.sent = handoff.initialize
                 log.info(
-                    "warm_start",
+                    "warm_start" if early is not None and early.cached else "first_start",  # from the cache or not
                     cache=str(warm.path),
                     answered=["initialize", *(["tools/list"] if handoff.listing is not None else [])],
                     held=len(handoff.lines) - 1,  # the replayed initialize is the hub's own
                 )
             if warm is not None:  # the complete listing is kept even if the host never lists again
-                tg.start_soon(_confirm_listing, hub, handoff.listing if handoff is not None else None)
+                tg.start_soon(_confirm_listing, hub, warm, handoff.listing if handoff is not None else None)
             async with stdio_front(hub.passthrough, warm, handoff) as (read, write):
                 await server.run(read, write, server.create_initialization_options())
     log.info("hub_stopped")
 
 
-async def _confirm_listing(hub: Hub, sent: bytes | None) -> None:
+async def _confirm_listing(hub: Hub, warm: WarmStart, sent: bytes | None) -> None:
     """Once every child has settled: the cache gets what the hub answers now (even if the host never lists again),
-    and after a warm start, a host whose cached listing (`sent`) is not the hub's is told to list again."""
+    and a host whose early listing (`sent`: cached, or a first start's) is not the hub's is told to list again."""
     await hub.wait_settled(hub.settle_limit())
-    current = hub.passthrough.listing_bytes()  # shaping it keeps it, with the initialize the SDK gave
+    if warm.answered_version() is None:  # children can settle before the SDK session has seen the host's initialize
+        answered = anyio.Event()
+        warm.on_answered = answered.set
+        with anyio.move_on_after(hub.settle_limit()):
+            await answered.wait()
+    # Shaping it keeps it, with the initialize the SDK gave.
+    current = hub.passthrough.listing_bytes(warm.answered_version())
     if sent is not None:
-        stale = current != sent
+        # As JSON, not bytes: a first start's listing (hub/first_start.py) orders its keys as the children did.
+        stale = current != sent and (current is None or json.loads(current) != json.loads(sent))
         structlog.get_logger("hub").info("warm_start_listing_checked", stale=stale)
         if stale:
             hub.hosts.list_changed("tools")

@@ -22,6 +22,7 @@ from hub import __version__
 from hub.bridge import Bridges
 from hub.child import Child, ChildState
 from hub.config import LoadedConfig, ServerConfig
+from hub.first_start import HEALTH_TOOL, HEALTH_TOOL_DEF
 from hub.hosts import HostConnections
 from hub.lanes import LanePool
 from hub.logs import CallLog
@@ -33,18 +34,9 @@ from hub.router import Router
 from hub.spawn import EXIT_GRACE, KILL_GRACE, EarlySpawns
 from hub.transports import Reaper
 
-HEALTH_TOOL = "hub_health"
 # How long roots/list_changed may take to reach each child.
 NOTIFY_TIMEOUT = 5.0
 
-_HEALTH_TOOL_DEF: dict[str, Any] = {
-    "name": HEALTH_TOOL,
-    "title": "Hub health",
-    "description": "State of the MCP hub and of each server behind it: ready, restarting or failed, with counts "
-    "and the last error. Call it when a tool of another server fails.",
-    "inputSchema": {"type": "object", "properties": {}},
-    "annotations": {"readOnlyHint": True, "openWorldHint": False},
-}
 
 
 class Hub:
@@ -230,7 +222,7 @@ class Hub:
     def tool_listing(self) -> list[dict[str, Any]]:
         tools = list(self.namespace.tools)
         if self.loaded.config.hub.health_tool:
-            tools.insert(0, _HEALTH_TOOL_DEF)
+            tools.insert(0, HEALTH_TOOL_DEF)
         return tools
 
     def builtin_tool(self, name: str) -> Callable[[dict[str, Any]], Awaitable[dict[str, Any]]] | None:

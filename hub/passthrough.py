@@ -338,10 +338,12 @@ class PassThrough:
         listing = self._listing_for(host.connection.protocol_version)
         await self._write_host(b'{"jsonrpc":"2.0","id":%b,"result":%b}\n' % (_json(request_id), listing))
 
-    def listing_bytes(self) -> bytes | None:
-        """The encoded tools/list result for the stdio host, as `list_tools` would answer it now."""
-        host = self._host or self._find_host()
-        return None if host is None else self._listing_for(host.connection.protocol_version)
+    def listing_bytes(self, version: str | None = None) -> bytes | None:
+        """The encoded tools/list result for the stdio host (or a host of `version`), as `list_tools` would answer."""
+        if version is None:
+            host = self._host or self._find_host()
+            version = None if host is None else host.connection.protocol_version
+        return None if version is None else self._listing_for(version)
 
     def _listing_for(self, version: str) -> bytes:
         """The listing shaped for `version`, encoded once per namespace; kept for the next start once complete."""

@@ -18,6 +18,7 @@ from mcp.server.subscriptions import ListenHandler
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from hub import __version__
+from hub.first_start import SERVER_DESCRIPTION, SERVER_NAME, SERVER_TITLE
 
 if TYPE_CHECKING:
     from hub.hub import Hub
@@ -147,10 +148,10 @@ def build_server(hub: Hub) -> HubServer:
 
     router = hub.router
     server = HubServer(
-        "mcp-hub",
+        SERVER_NAME,
         version=__version__,
-        title="MCP hub",
-        description="Aggregates many MCP servers behind one entry.",
+        title=SERVER_TITLE,
+        description=SERVER_DESCRIPTION,  # hub/first_start.py answers a first start's initialize with these too
         get_tool_input_schema=input_schema,
         on_list_tools=complete(list_tools),
         on_call_tool=complete(router.call_tool),
@@ -165,6 +166,16 @@ def build_server(hub: Hub) -> HubServer:
         on_completion=complete(router.complete),
         cache_hints=NO_CACHE,
     )
+    async def track_initialize(ctx: ServerRequestContext[Any, Any], call_next: Callable[..., Awaitable[Any]]) -> Any:
+        # Known from its initialize on, not only from its first request or notifications/initialized: after a warm
+        # or first start those were held while the SDK loaded, and the stdio pass-through needs the host to take
+        # the first call (the SDK commits the initialize before it reads the next message).
+        result = await call_next(ctx)
+        if ctx.method == "initialize":
+            track(ctx)
+        return result
+
+    server.middleware.append(track_initialize)
     server.middleware.append(ListingCache(hub, track))
     server.add_request_handler("logging/setLevel", types.SetLevelRequestParams, set_level)
     server.add_notification_handler("notifications/initialized", types.NotificationParams, on_initialized)

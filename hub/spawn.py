@@ -26,6 +26,7 @@ from anyio.abc import Process
 
 if TYPE_CHECKING:
     from hub.config import LoadedConfig, ServerConfig
+    from hub.first_start import Handshake
 
 BASE_ENV = ("HOME", "LOGNAME", "PATH", "SHELL", "TERM", "USER", "LANG", "LC_ALL", "LC_CTYPE", "TZ", "TMPDIR")
 # Grace period for a child to exit by itself after its stdin closes (the spec's first shutdown step).
@@ -46,6 +47,8 @@ class Spawned:
 
     process: Process
     stdout_fd: int
+    # Set when a first start's probe sent it the handshake (hub/first_start.py): its connection adopts it.
+    handshake: Handshake | None = None
 
 
 async def spawn(config: ServerConfig) -> Spawned:
@@ -85,6 +88,10 @@ class EarlySpawns:
                     self._waiting[name] = (server, await spawn(server))
                 except OSError:
                     continue  # command or cwd not found: the child's own start says so, with the fix
+
+    def waiting(self) -> dict[str, Spawned]:
+        """The processes started early and not taken yet, by server name."""
+        return {name: spawned for name, (_, spawned) in self._waiting.items()}
 
     def take(self, name: str, config: ServerConfig) -> Spawned | None:
         """The process started early for `name`, if it was started from this same config."""

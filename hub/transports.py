@@ -33,6 +33,7 @@ from mcp.shared._httpx_utils import create_mcp_http_client
 from mcp.shared.message import SessionMessage
 
 from hub.config import ServerConfig
+from hub.first_start import CLIENT_PARAMS, INIT_ID, LIST_ID, Handshake
 from hub.spawn import Spawned, end_unadopted, spawn, stop
 from hub.wire import decode_answer, message_from, read_now
 
@@ -165,6 +166,9 @@ class StdioProcess:
         self.groups: ProcessGroups = groups or NoProcessGroups()
         self.tap = tap
         self._stdin: asyncio.StreamWriter | None = None
+        # The handshake a first start's probe began with this process (hub/first_start.py), until it is adopted.
+        self._handshake: Handshake | None = None
+        self._sdk_initialize_id: Any = None
         self._sdk_behind = False  # a message went to the SDK session since the last answer taken around it
         self.stderr_tail: deque[str] = deque(maxlen=STDERR_TAIL_LINES)
         self.pid: int | None = None
@@ -183,7 +187,10 @@ class StdioProcess:
         # stdout is a pipe of our own, read by an event-loop callback (_PipeReader), not anyio's stream.
         spawned, self._spawned = self._spawned or await spawn(self.config), None
         process = spawned.process
-        stdout = _PipeReader(spawned.stdout_fd, self._take_now if self.tap is not None else None)
+        handshake = spawned.handshake
+        self._handshake = handshake if handshake is not None and handshake.initialize_sent else None
+        leftover = handshake.leftover if handshake is not None else b""
+        stdout = _PipeReader(spawned.stdout_fd, self._take_now if self.tap is not None else None, leftover)
         self.pid = process.pid
         self.groups.add(process.pid)
         # The event loop's writer under anyio's stream, for `send_nowait`; without it (another backend) the
@@ -195,7 +202,7 @@ class StdioProcess:
         async with anyio.create_task_group() as tg:
             reader = anyio.CancelScope()
             tg.start_soon(self._read_stdout, stdout, read_send, reader)
-            tg.start_soon(self._write_stdin, process, write_recv)
+            tg.start_soon(self._write_stdin, process, write_recv, read_send)
             tg.start_soon(self._read_stderr, process)
             tg.start_soon(self._wait_exit, process, reader)
             try:
@@ -278,6 +285,8 @@ class StdioProcess:
         if not line.strip():
             return
         data, exact = decode_answer(line)
+        if self._handshake is not None and await self._probe_answer(sink, data):
+            return
         tap = self.tap
         if tap is not None and type(data) is dict and tap.wants(data):
             if self._sdk_behind and "method" not in data:
@@ -336,15 +345,61 @@ class StdioProcess:
         writer.write(line)
         return True
 
-    async def _write_stdin(self, process: Process, source: Any) -> None:
+    async def _write_stdin(self, process: Process, source: Any, sink: Any) -> None:
         assert process.stdin is not None
         async with source:
             try:
                 async for message in source:
+                    if self._handshake is not None and await self._adopt(message, sink):
+                        continue
                     data = message.message.model_dump_json(by_alias=True, exclude_unset=True)
                     await process.stdin.send(data.encode() + b"\n")
             except (anyio.ClosedResourceError, anyio.BrokenResourceError, OSError):
                 pass  # the child is gone; the reader's end of stream tells the session
+
+    async def _adopt(self, message: SessionMessage, sink: Any) -> bool:
+        """The SDK's handshake with a child the probe already shook hands with: answered here, not sent again."""
+        handshake, inner = self._handshake, message.message
+        assert handshake is not None
+        method = getattr(inner, "method", None)
+        if method == "initialize" and self._sdk_initialize_id is None:
+            params = json.loads(inner.model_dump_json(by_alias=True, exclude_unset=True)).get("params")
+            if params != CLIENT_PARAMS:  # tests/test_first_start.py holds them equal
+                differs = sorted(k for k in {*params, *CLIENT_PARAMS} if params.get(k) != CLIENT_PARAMS.get(k))
+                self._log.warning("child_handshake_differs", differs=differs)
+            self._sdk_initialize_id = getattr(inner, "id", None)
+            if handshake.result is not None or handshake.error is not None:
+                await self._answer_initialize(sink)
+            return True
+        return method == "notifications/initialized" and handshake.initialized_sent
+
+    async def _probe_answer(self, sink: Any, data: Any) -> bool:
+        """An answer to the probe that came after the connection took over: the initialize goes to the SDK."""
+        handshake = self._handshake
+        assert handshake is not None
+        request_id = data.get("id") if type(data) is dict and "method" not in data else None
+        if type(request_id) is not str:
+            return False
+        if request_id == INIT_ID:
+            result, error = data.get("result"), data.get("error")
+            handshake.result = result if type(result) is dict else None
+            handshake.error = error if type(error) is dict else None
+            if self._sdk_initialize_id is not None:
+                await self._answer_initialize(sink)
+            return True
+        return bool(request_id.startswith(LIST_ID))  # the probe's listing: the SDK lists for itself
+
+    async def _answer_initialize(self, sink: Any) -> None:
+        handshake = self._handshake
+        assert handshake is not None
+        answer: dict[str, Any] = {"jsonrpc": "2.0", "id": self._sdk_initialize_id}
+        if handshake.result is not None:
+            answer["result"] = handshake.result
+        else:
+            malformed = {"code": types.INTERNAL_ERROR, "message": f"server '{self.name}' answered initialize wrongly"}
+            answer["error"] = handshake.error or malformed
+        line = json.dumps(answer).encode()
+        await sink.send(SessionMessage(message_from(answer, line)))
 
     async def _read_stderr(self, process: Process) -> None:
         assert process.stderr is not None
@@ -393,10 +448,10 @@ class _PipeReader:
     inside the callback: an answer the pass-through can hand on at once then costs no task wake-up.
     """
 
-    def __init__(self, fd: int, fast: Callable[[bytes], bytes] | None) -> None:
+    def __init__(self, fd: int, fast: Callable[[bytes], bytes] | None, leftover: bytes = b"") -> None:
         self._fd = fd
         self._fast = fast
-        self._chunks: deque[bytes] = deque()
+        self._chunks: deque[bytes] = deque([leftover] if leftover else ())
         self._eof = False
         self._at_line_start = False  # the reader task waits in `receive` with no partial line of its own
         self._waiter: asyncio.Future[None] | None = None

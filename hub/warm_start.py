@@ -24,12 +24,17 @@ import json
 import os
 import select
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from importlib.util import find_spec
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from hub import __version__
+from hub.first_start import HANDSHAKE_VERSIONS, LATEST_HANDSHAKE, initialize_result
+
+if TYPE_CHECKING:
+    from hub.first_start import Probe
 
 FORMAT = 1
 KEEP_FILES = 32  # cache files kept in the directory, the most recently written ones
@@ -139,24 +144,58 @@ def _response(request_id: Any, result: bytes) -> bytes:
 
 
 class EarlyFront:
-    """A thread that answers the host on fd 0 and 1 from `Answers` until `finish`, and holds every other line."""
+    """A thread that answers the host on fd 0 and 1 until `finish`, and holds every other line.
 
-    def __init__(self, answers: Answers) -> None:
+    With `Answers` (a warm start) it answers initialize and tools/list from them. Without (a first start) it answers
+    initialize as the hub's SDK server does, and tools/list from the children once a `Probe` (hub/first_start.py)
+    attached to it has every child's tools; until `release_probe` it also drives that probe's pipes.
+    """
+
+    def __init__(self, answers: Answers | None) -> None:
         self._answers = answers
-        self._initialize = json.dumps(answers.initialize, separators=(",", ":")).encode()
+        self._initialize = json.dumps(answers.initialize, separators=(",", ":")).encode() if answers else b""
         self._handoff = Handoff()
         self._stop_read, self._stop_write = os.pipe()
         self._thread = threading.Thread(target=self._serve, name="hub-warm-start", daemon=True)
+        self._requested: str | None = None  # the host's protocol revision, from its initialize
+        self._probe: Probe | None = None
+        self._attached: Probe | None = None  # handed over by `attach`, taken by the thread
+        self._released = threading.Event()
+        self._deferred: list[tuple[Any, bytes]] = []  # tools/list requests waiting for the probe: (id, line held)
 
     @classmethod
-    def start(cls, answers: Answers) -> EarlyFront:
+    def start(cls, answers: Answers | None) -> EarlyFront:
         front = cls(answers)
         front._thread.start()
         return front
 
+    @property
+    def cached(self) -> bool:
+        """Whether it answers from the last run's cache (a warm start), not as a first start."""
+        return self._answers is not None
+
+    def attach(self, probe: Probe) -> None:
+        """Let the thread drive `probe` (a first start), and answer tools/list from it when it is complete."""
+        self._attached = probe
+        self._signal(b"a")
+
+    def release_probe(self) -> None:
+        """Stop driving the probe, so that the children's connections can take their pipes over."""
+        probe = self._attached
+        if probe is None:
+            return
+        if self._thread.is_alive():
+            self._released.clear()
+            self._signal(b"r")
+            if not self._released.wait(STOP_LIMIT) and self._thread.is_alive():
+                raise BrokenPipeError("the host stopped reading while the hub was starting")
+        self._attached = None
+        probe.release()
+
     def finish(self) -> Handoff:
         """Stop answering and return what the host sent that is not answered yet; fd 0 and 1 are free after it."""
-        os.write(self._stop_write, b"x")
+        self.release_probe()
+        self._signal(b"x")
         self._thread.join(STOP_LIMIT)
         for fd in (self._stop_read, self._stop_write):
             os.close(fd)
@@ -164,13 +203,34 @@ class EarlyFront:
             raise BrokenPipeError("the host stopped reading while the hub was starting")
         return self._handoff
 
+    def _signal(self, what: bytes) -> None:
+        with contextlib.suppress(OSError):
+            os.write(self._stop_write, what)
+
     def _serve(self) -> None:
         handoff, pending = self._handoff, b""
         try:
             while True:
-                readable, _, _ = select.select([0, self._stop_read], [], [])
+                probe = self._probe
+                watched = [0, self._stop_read, *(probe.fds() if probe is not None else ())]
+                readable, _, _ = select.select(watched, [], [])
                 if self._stop_read in readable:
-                    break
+                    signals = os.read(self._stop_read, 64)
+                    if b"a" in signals:
+                        self._probe = self._attached
+                    if b"r" in signals:
+                        self._probe = None
+                        self._released.set()
+                    if b"x" in signals:
+                        break
+                if probe is not None and probe is self._probe:
+                    for fd in readable:
+                        if fd not in (0, self._stop_read):
+                            probe.readable(fd)
+                if self._deferred:
+                    self._answer_deferred()
+                if 0 not in readable:
+                    continue
                 try:
                     chunk = os.read(0, 1 << 16)
                 except BlockingIOError:
@@ -186,6 +246,7 @@ class EarlyFront:
             pass  # the host went away; the stdio transport finds out by itself
         finally:
             handoff.pending = pending
+            self._released.set()  # the probe is not driven any more
 
     def _take(self, line: bytes) -> None:
         handoff = self._handoff
@@ -200,21 +261,49 @@ class EarlyFront:
             return
         method, params, request_id = message.get("method"), message.get("params"), message["id"]
         if method == "initialize" and not handoff.lines and handoff.initialize is None:
-            if type(params) is dict and params.get("protocolVersion") == self._answers.requested:
+            requested = params.get("protocolVersion") if type(params) is dict else None
+            answers = self._answers
+            if answers is not None and requested == answers.requested:
                 self._write(_response(request_id, self._initialize))
-                handoff.initialize = self._answers.initialize
-                # The SDK session still has to see it, to know the host: under our id, its answer is dropped.
-                handoff.lines.append(json.dumps({**message, "id": REPLAY_ID}).encode())
+                handoff.initialize = answers.initialize
+            elif answers is None and requested in HANDSHAKE_VERSIONS:
+                handoff.initialize = initialize_result(requested)
+                self._write(_response(request_id, json.dumps(handoff.initialize, separators=(",", ":")).encode()))
+            else:
+                handoff.lines.append(line)
                 return
-        elif handoff.initialize is not None:
+            self._requested = requested
+            # The SDK session still has to see it, to know the host: under our id, its answer is dropped.
+            handoff.lines.append(json.dumps({**message, "id": REPLAY_ID}).encode())
+            return
+        if handoff.initialize is not None:
             if method == "tools/list" and (params is None or (type(params) is dict and params.get("cursor") is None)):
-                self._write(_response(request_id, self._answers.listing))
-                handoff.listing = self._answers.listing
-                return
+                if self._answers is not None:
+                    self._write(_response(request_id, self._answers.listing))
+                    handoff.listing = self._answers.listing
+                    return
+                if self._requested == LATEST_HANDSHAKE:
+                    handoff.lines.append(line)  # answered here if the probe completes first, else by the SDK
+                    self._deferred.append((request_id, line))
+                    self._answer_deferred()
+                    return
             if method == "ping":
                 self._write(_response(request_id, b"{}"))
                 return
         handoff.lines.append(line)
+
+    def _answer_deferred(self) -> None:
+        """Answer the tools/list requests held for the probe, once it has every child's tools."""
+        probe = self._probe
+        listing = probe.listing() if probe is not None else None
+        if listing is None:
+            return
+        handoff = self._handoff
+        for request_id, line in self._deferred:
+            handoff.lines.remove(line)
+            self._write(_response(request_id, listing))
+        handoff.listing = listing
+        self._deferred = []
 
     @staticmethod
     def _write(data: bytes) -> None:
@@ -233,6 +322,7 @@ class WarmStart:
         self._answered: tuple[str, dict[str, Any]] | None = None  # (requested revision, result) of this session
         self.sent: dict[str, Any] | None = None  # the cached initialize result the host was sent, if any
         self.mismatch: dict[str, Any] | None = None  # the SDK's answer to the replay, when it differed
+        self.on_answered: Callable[[], None] | None = None  # called once the SDK has answered an initialize
 
     @classmethod
     def for_config(cls, config_path: str | os.PathLike[str]) -> WarmStart:
@@ -254,6 +344,8 @@ class WarmStart:
         if type(result) is dict:
             result = json.loads(json.dumps(result))  # compared and kept as the host would read it
             self._answered = (watched[1], result)
+            if self.on_answered is not None:
+                self.on_answered()
             sent = self.sent or {}
             if request_id == REPLAY_ID and result != sent:
                 self.mismatch = result
@@ -265,6 +357,11 @@ class WarmStart:
                     differs=sorted(key for key in {*result, *sent} if result.get(key) != sent.get(key)),
                 )
         return bool(request_id == REPLAY_ID)
+
+    def answered_version(self) -> str | None:
+        """The protocol revision of the host's initialize, once the SDK session has answered it."""
+        version = self._answered[1].get("protocolVersion") if self._answered is not None else None
+        return version if type(version) is str else None
 
     def listing(self, version: str, listing: bytes) -> None:
         """The complete tools/list the host was answered (every child settled); kept if it goes with initialize."""

@@ -11,11 +11,13 @@ from hub import cli
 from hub.config import load_config
 
 
-def decide(tmp_path: Path, children: int, *, command: str = "serve", wait: float = 5.0) -> bool:
+def decide(
+    tmp_path: Path, children: int, *, command: str = "serve", wait: float = 5.0, first_start: bool = False
+) -> bool:
     servers = "".join(f"  s{i}:\n    command: python3\n" for i in range(children))
     path = tmp_path / "servers.yaml"
     path.write_text(f"hub:\n  startup_listing_wait: {wait}\nservers:\n{servers}")
-    return cli._start_children_first(argparse.Namespace(command=command), load_config(path), None)
+    return cli._start_children_first(argparse.Namespace(command=command), load_config(path), None, first_start)
 
 
 @pytest.fixture
@@ -38,3 +40,10 @@ def test_with_the_listing_wait_a_core_for_each_child_is_enough(tmp_path: Path) -
 def test_without_the_listing_wait_the_import_keeps_a_core_of_its_own(tmp_path: Path) -> None:
     assert decide(tmp_path, 1, wait=0)
     assert not decide(tmp_path, 2, wait=0)
+
+
+@pytest.mark.usefixtures("two_cores")
+def test_a_first_start_starts_up_to_two_children_per_core_and_one_more(tmp_path: Path) -> None:
+    """Its early front answers initialize at once and lists the children's tools (hub/first_start.py)."""
+    assert decide(tmp_path, 5, first_start=True)
+    assert not decide(tmp_path, 6, first_start=True)  # every answer the SDK gives would wait for their CPU

@@ -149,6 +149,8 @@ async def test_no_warm_start_when_asked_or_when_the_config_changed(tmp_path: Pat
     async with connect_hub(hub_params(config, changed)) as client:
         await client.list_tools()
     assert not log_events(log, "warm_start") and not log_events(changed, "warm_start")
+    # The changed config is a first start: initialize answered at once, as the SDK would (hub/first_start.py).
+    assert not log_events(log, "first_start") and log_events(changed, "first_start")
 
 
 async def test_a_cached_tool_whose_server_does_not_come_up_is_an_error_naming_it(tmp_path: Path) -> None:
