@@ -22,8 +22,16 @@ PROTOCOL = "2025-11-25"
 
 class RawStdio:
     def __init__(self, argv: list[str], cwd: Path, env: dict[str, str] | None, errlog: Any, limit: float) -> None:
+        # A process group of its own: `procs.stop` signals the group, and without one its TERM never arrived.
         self.process = subprocess.Popen(
-            argv, cwd=cwd, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=errlog, bufsize=0
+            argv,
+            cwd=cwd,
+            env=env,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=errlog,
+            bufsize=0,
+            start_new_session=True,
         )
         self.pid = self.process.pid
         self._limit = limit
