@@ -9,8 +9,9 @@ host's initialize is answered at once; its first tools/list as soon as every chi
 
 Nothing is made up, and nothing is done twice:
 
-- the initialize result is what the hub's SDK server answers (tests/test_first_start.py holds them equal); the SDK
-  session is shown the host's initialize afterwards, and a difference is logged and rewrites the cache;
+- the initialize result is what the hub's SDK server answers (tests/integration/test_first_start.py holds them
+  equal); the SDK session is shown the host's initialize afterwards, and a difference is logged and rewrites the
+  cache;
 - each child sees one handshake: its first connection adopts this one (`Handshake`, hub/transports.py), and an
   initialize the SDK would send differently from `CLIENT_PARAMS` is logged (a test holds them equal);
 - tools are merged as hub/registry.py merges them (config order, prefixes, allow/deny, the first name wins). Once

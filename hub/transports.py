@@ -364,7 +364,7 @@ class StdioProcess:
         method = getattr(inner, "method", None)
         if method == "initialize" and self._sdk_initialize_id is None:
             params = json.loads(inner.model_dump_json(by_alias=True, exclude_unset=True)).get("params")
-            if params != CLIENT_PARAMS:  # tests/test_first_start.py holds them equal
+            if params != CLIENT_PARAMS:  # tests/integration/test_first_start.py holds them equal
                 differs = sorted(k for k in {*params, *CLIENT_PARAMS} if params.get(k) != CLIENT_PARAMS.get(k))
                 self._log.warning("child_handshake_differs", differs=differs)
             self._sdk_initialize_id = getattr(inner, "id", None)
