@@ -15,10 +15,13 @@ part of the SDK.
 from __future__ import annotations
 
 import os
+import shutil
 import signal
 import subprocess
+import sys
 from contextlib import suppress
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 import anyio
@@ -51,14 +54,27 @@ class Spawned:
     handshake: Handshake | None = None
 
 
+def resolve_command(command: str, environ: dict[str, str]) -> str:
+    """`command` as given when it is a path or on the child's PATH; else the one installed next to the hub.
+
+    A desktop host starts `/path/to/.venv/bin/hub` with a PATH of its own, without that venv on it, so servers
+    installed into the hub's venv (the default servers.yaml's `mcp-server-time`) would not be found.
+    """
+    if os.sep in command or shutil.which(command, path=environ.get("PATH", os.defpath)):
+        return command
+    beside = Path(sys.executable).parent / command  # the venv's bin, not the interpreter it links to
+    return str(beside) if beside.is_file() and os.access(beside, os.X_OK) else command
+
+
 async def spawn(config: ServerConfig) -> Spawned:
     """Start `config`'s command in its own process group (so that its descendants can be ended with it)."""
     assert config.command is not None
     out_read, out_write = os.pipe()
+    environ = child_environment(config)
     try:
         process = await anyio.open_process(
-            [config.command, *config.args],
-            env=child_environment(config),
+            [resolve_command(config.command, environ), *config.args],
+            env=environ,
             cwd=config.cwd,
             stdin=subprocess.PIPE,
             stdout=out_write,
