@@ -34,7 +34,7 @@ from pydantic import TypeAdapter
 
 from hub.config import ServerConfig
 from hub.eras import check_child_era, client_mode, follow_changes, is_modern
-from hub.first_start import CLIENT_PARAMS
+from hub.identity import CLIENT_PARAMS
 from hub.spawn import Spawned, end_unadopted
 from hub.transports import ProcessGroups, StdioProcess, Tap, describe_exit, url_transport
 
@@ -52,7 +52,7 @@ LIST_CHANGED_DEBOUNCE = 0.05
 HEARTBEAT_INTERVAL = 15.0
 HEARTBEAT_TIMEOUT = 10.0
 
-HUB_INFO = types.Implementation(**CLIENT_PARAMS["clientInfo"])  # hub/first_start.py says it in its probe too
+HUB_INFO = types.Implementation(**CLIENT_PARAMS["clientInfo"])  # hub/first_start.py sends it too
 # Sends a request around the SDK session and returns the raw result (hub/passthrough.py PassThrough.request).
 RawSend = Callable[[Any, ProgressFnT], Awaitable[dict[str, Any]]]
 

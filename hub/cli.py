@@ -165,7 +165,7 @@ async def _run(
     previous = {sig: signal.signal(sig, stop_now) for sig in (signal.SIGTERM, signal.SIGHUP)}
     spawns = EarlySpawns()
     try:
-        first_start = early is not None and warm is not None and warm.kept is None
+        first_start = early is not None and not early.cached
         if _start_children_first(args, loaded, early, first_start):
             await spawns.start(loaded)
             if early is not None and first_start:

@@ -50,6 +50,12 @@ class ToolFilter(_Strict):
     allow: tuple[str, ...] = Field(default=("*",), description="Glob patterns of the child's tool names to expose.")
     deny: tuple[str, ...] = Field(default=(), description="Glob patterns of tool names never exposed; wins over allow.")
 
+    def allows(self, name: str) -> bool:
+        """Whether the child's tool `name` reaches the host."""
+        return any(fnmatch.fnmatchcase(name, p) for p in self.allow) and not any(
+            fnmatch.fnmatchcase(name, p) for p in self.deny
+        )
+
 
 class ServerConfig(_Strict):
     """One child: a stdio command or a URL."""

@@ -25,61 +25,23 @@ as before. This module imports nothing of the SDK.
 from __future__ import annotations
 
 import contextlib
-import fnmatch
 import json
 import os
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from hub import __version__
+from hub.identity import CLIENT_PARAMS, HANDSHAKE_VERSIONS, HEALTH_TOOL, HEALTH_TOOL_DEF
 from hub.naming import expose_tool_name
 
 if TYPE_CHECKING:
-    from hub.config import LoadedConfig
+    from hub.config import LoadedConfig, ToolFilter
     from hub.spawn import Spawned
 
-# The handshake revisions of the SDK (mcp_types.version.HANDSHAKE_PROTOCOL_VERSIONS), oldest first.
-HANDSHAKE_VERSIONS = ("2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25")
-LATEST_HANDSHAKE = HANDSHAKE_VERSIONS[-1]
-# Who the hub is, to hosts (hub/server.py) and to children (hub/child.py).
-SERVER_NAME = "mcp-hub"
-SERVER_TITLE = "MCP hub"
-SERVER_DESCRIPTION = "Aggregates many MCP servers behind one entry."
-# What the hub's SDK server declares (hub/server.py: HubServer and its handlers).
-SERVER_CAPABILITIES: dict[str, Any] = {
-    "completions": {},
-    "logging": {},
-    "prompts": {"listChanged": True},
-    "resources": {"listChanged": True, "subscribe": True},
-    "tools": {"listChanged": True},
-}
-# The initialize params of the hub's SDK client toward a handshake-era child (hub/child.py connect_child).
-CLIENT_PARAMS: dict[str, Any] = {
-    "protocolVersion": LATEST_HANDSHAKE,
-    "capabilities": {"sampling": {}, "elicitation": {"form": {}, "url": {}}, "roots": {"listChanged": True}},
-    "clientInfo": {"name": SERVER_NAME, "version": __version__},
-}
-HEALTH_TOOL = "hub_health"
-HEALTH_TOOL_DEF: dict[str, Any] = {
-    "name": HEALTH_TOOL,
-    "title": "Hub health",
-    "description": "State of the MCP hub and of each server behind it: ready, restarting or failed, with counts "
-    "and the last error. Call it when a tool of another server fails.",
-    "inputSchema": {"type": "object", "properties": {}},
-    "annotations": {"readOnlyHint": True, "openWorldHint": False},
-}
 # Ids of the probe's requests: strings, apart from the SDK's integer ids.
 INIT_ID = "hub-first-start-initialize"
 LIST_ID = "hub-first-start-tools-list-"
 # Pages of tools/list followed per child; more and the listing is left to the SDK.
 MAX_PAGES = 20
-
-
-def initialize_result(requested: str) -> dict[str, Any]:
-    """The hub's answer to a handshake-era initialize, as its SDK server gives it."""
-    version = requested if requested in HANDSHAKE_VERSIONS else LATEST_HANDSHAKE
-    info = {"description": SERVER_DESCRIPTION, "name": SERVER_NAME, "title": SERVER_TITLE, "version": __version__}
-    return {"capabilities": SERVER_CAPABILITIES, "protocolVersion": version, "serverInfo": info}
 
 
 @dataclass
@@ -97,8 +59,7 @@ class Handshake:
 class _Probed:
     name: str
     prefix: str
-    allow: tuple[str, ...]
-    deny: tuple[str, ...]
+    rules: ToolFilter
     stdin_fd: int
     stdout_fd: int
     handshake: Handshake
@@ -134,8 +95,7 @@ class Probe:
             child = _Probed(
                 name,
                 loaded.prefix_of(name),
-                server.tools.allow,
-                server.tools.deny,
+                server.tools,
                 stdin_fd,
                 process.stdout_fd,
                 handshake,
@@ -246,9 +206,7 @@ class Probe:
         for child in self._children:
             for tool in child.tools:
                 name = str(tool.get("name", ""))
-                if not any(fnmatch.fnmatchcase(name, p) for p in child.allow):
-                    continue
-                if any(fnmatch.fnmatchcase(name, p) for p in child.deny):
+                if not child.rules.allows(name):
                     continue
                 exposed = expose_tool_name(child.prefix, name)
                 if exposed in taken:

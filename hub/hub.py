@@ -22,8 +22,8 @@ from hub import __version__
 from hub.bridge import Bridges
 from hub.child import Child, ChildState
 from hub.config import LoadedConfig, ServerConfig
-from hub.first_start import HEALTH_TOOL, HEALTH_TOOL_DEF
 from hub.hosts import HostConnections
+from hub.identity import HEALTH_TOOL, HEALTH_TOOL_DEF
 from hub.lanes import LanePool
 from hub.logs import CallLog
 from hub.naming import expose_uri

@@ -7,7 +7,6 @@ servers.yaml keeps the name, later ones are left out of the listing and reported
 
 from __future__ import annotations
 
-import fnmatch
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -73,13 +72,6 @@ class Namespace:
         return Route(unprefixed[0], uri) if len(unprefixed) == 1 else None
 
 
-def tool_allowed(child: Child, name: str) -> bool:
-    rules = child.config.tools
-    return any(fnmatch.fnmatchcase(name, p) for p in rules.allow) and not any(
-        fnmatch.fnmatchcase(name, p) for p in rules.deny
-    )
-
-
 class _Merger:
     def __init__(self) -> None:
         self.collisions: list[Collision] = []
@@ -119,7 +111,7 @@ def build_namespace(children: Sequence[Child], reserved: frozenset[str] = frozen
         listing, prefix = child.listing, child.prefix
         for tool in listing.tools:
             name = str(tool.get("name", ""))
-            if not tool_allowed(child, name):
+            if not child.config.tools.allows(name):
                 hidden[child.name] = hidden.get(child.name, 0) + 1
                 continue
             exposed = expose_tool_name(prefix, name)

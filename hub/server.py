@@ -18,7 +18,7 @@ from mcp.server.subscriptions import ListenHandler
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from hub import __version__
-from hub.first_start import SERVER_DESCRIPTION, SERVER_NAME, SERVER_TITLE
+from hub.identity import SERVER_DESCRIPTION, SERVER_NAME, SERVER_TITLE
 
 if TYPE_CHECKING:
     from hub.hub import Hub

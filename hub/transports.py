@@ -33,7 +33,8 @@ from mcp.shared._httpx_utils import create_mcp_http_client
 from mcp.shared.message import SessionMessage
 
 from hub.config import ServerConfig
-from hub.first_start import CLIENT_PARAMS, INIT_ID, LIST_ID, Handshake
+from hub.first_start import INIT_ID, LIST_ID, Handshake
+from hub.identity import CLIENT_PARAMS
 from hub.spawn import Spawned, end_unadopted, spawn, stop
 from hub.wire import decode_answer, message_from, read_now
 

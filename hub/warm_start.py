@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from hub import __version__
-from hub.first_start import HANDSHAKE_VERSIONS, LATEST_HANDSHAKE, initialize_result
+from hub.identity import HANDSHAKE_VERSIONS, LATEST_HANDSHAKE, initialize_result
 
 if TYPE_CHECKING:
     from hub.first_start import Probe

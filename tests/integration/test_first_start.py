@@ -13,11 +13,12 @@ from pathlib import Path
 from typing import Any
 
 import anyio
+import httpx2
 import mcp_types as types
 import pytest
 from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS, LATEST_HANDSHAKE_VERSION
 
-from hub.first_start import CLIENT_PARAMS, HANDSHAKE_VERSIONS, LATEST_HANDSHAKE, initialize_result
+from hub.identity import CLIENT_PARAMS, HANDSHAKE_VERSIONS, LATEST_HANDSHAKE, initialize_result
 from tests.conftest import (
     REPO,
     Host,
@@ -57,19 +58,16 @@ async def test_its_initialize_params_are_the_sdk_client_s(tmp_path: Path) -> Non
 
 
 async def test_its_initialize_answers_are_the_sdk_server_s(tmp_path: Path) -> None:
-    """For every revision a host may ask for (and one the hub does not know), over HTTP, where the SDK answers."""
+    """For every handshake revision (the only ones the early front answers), over HTTP, where the SDK answers."""
     config = write_config(tmp_path, {"rec": python_child("tests.children.recorder", str(tmp_path / "r.jsonl"))})
     headers = {"accept": "application/json, text/event-stream", "content-type": "application/json"}
-    async with serve_hub_http(config, tmp_path / "hub.log") as url:
-        import httpx2
-
-        async with httpx2.AsyncClient(timeout=30) as http:
-            for requested in HANDSHAKE_VERSIONS:
-                params = {"protocolVersion": requested, "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}
-                message = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": params}
-                answer = await http.post(url, json=message, headers=headers)
-                (data,) = [line[5:] for line in answer.text.splitlines() if line.startswith("data:")]
-                assert json.loads(data)["result"] == initialize_result(requested), requested
+    async with serve_hub_http(config, tmp_path / "hub.log") as url, httpx2.AsyncClient(timeout=30) as http:
+        for requested in HANDSHAKE_VERSIONS:
+            params = {"protocolVersion": requested, "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}
+            message = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": params}
+            answer = await http.post(url, json=message, headers=headers)
+            (data,) = [line[5:] for line in answer.text.splitlines() if line.startswith("data:")]
+            assert json.loads(data)["result"] == initialize_result(requested), requested
 
 
 async def test_a_first_start_lists_every_child_before_the_sdk_is_there(tmp_path: Path) -> None:
