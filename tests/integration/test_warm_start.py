@@ -18,6 +18,7 @@ import pytest
 from hub.warm_start import Answers, cache_file
 from tests.conftest import (
     REPO,
+    WAIT,
     Host,
     connect_hub,
     hub_params,
@@ -57,8 +58,20 @@ async def first_run(tmp_path: Path, config: Path, gate: Path) -> list[str]:
     host = Host()
     async with connect_hub(hub_params(config, tmp_path / "first.log"), host) as client:
         tools = await wait_for_tools(client, host, TOOLS)
+        # A first start may answer the listing before the SDK is loaded (hub/first_start.py); the file is written
+        # once every server has settled, so the host stays until it is there.
+        path = cache_file(config)
+        assert path is not None
+        with anyio.fail_after(WAIT):
+            while not _keeps(path, TOOLS):  # noqa: ASYNC110 - another process writes the file
+                await anyio.sleep(0.05)
     await anyio.Path(gate).unlink()
     return sorted(t.name for t in tools)
+
+
+def _keeps(path: Path, names: set[str]) -> bool:
+    kept = Answers.load(path)
+    return kept is not None and names <= {t["name"] for t in json.loads(kept.listing)["tools"]}
 
 
 async def kept_by_a_first_run(tmp_path: Path) -> tuple[Path, Path, list[str], Path, Answers]:
