@@ -38,7 +38,6 @@ from hub.transports import Reaper
 NOTIFY_TIMEOUT = 5.0
 
 
-
 class Hub:
     def __init__(
         self,

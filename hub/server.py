@@ -166,6 +166,7 @@ def build_server(hub: Hub) -> HubServer:
         on_completion=complete(router.complete),
         cache_hints=NO_CACHE,
     )
+
     async def track_initialize(ctx: ServerRequestContext[Any, Any], call_next: Callable[..., Awaitable[Any]]) -> Any:
         # Known from its initialize on, not only from its first request or notifications/initialized: after a warm
         # or first start those were held while the SDK loaded, and the stdio pass-through needs the host to take
