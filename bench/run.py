@@ -50,6 +50,8 @@ RESULTS = REPO / "bench" / "results"
 HUB_MAX_CONCURRENCY = 64
 RAW: Any = TypeAdapter(dict[str, Any])
 PY = sys.executable
+# `sh -c SLEEP_THEN_RUN SECONDS COMMAND ARG...`: what the hub sends meanwhile waits in the pipe.
+SLEEP_THEN_RUN = 'sleep "$0" && exec "$@"'
 LIMIT = 180.0  # the bound on any single wait (a hub with 20 SDK children starts in ~15 s on 2 cores)
 MIB = 1024 * 1024
 
@@ -145,22 +147,31 @@ class Run:
         self.seen.add(pid)
         self.seen.update(procs.descendants(pid))
 
-    def child_args(self, kind: str, tools: int, name: str, delay: float = 0.0) -> list[str]:
-        argv = ["-m", f"bench.child_{kind}", "--tools", str(tools), "--name", f"{self.marker}-{name}"]
-        return ["-m", "bench.waits", str(delay), *argv[1:]] if delay else argv
+    def child_args(self, kind: str, tools: int, name: str) -> list[str]:
+        return ["-m", f"bench.child_{kind}", "--tools", str(tools), "--name", f"{self.marker}-{name}"]
+
+    def child_command(self, kind: str, tools: int, name: str, delay: float = 0.0) -> tuple[str, list[str]]:
+        """A child's (command, args); with `delay`, a server that waits on its backend before it loads anything.
+
+        The wait is a shell's `sleep` before the interpreter starts: a Python that sleeps has already spent
+        ~40 ms of CPU on its own start (this venv's site), and 20 of them on 2 cores delayed the last one's sleep
+        by about half a second, which the parallel-start row then counted against the hub.
+        """
+        args = self.child_args(kind, tools, name)
+        return ("/bin/sh", ["-c", SLEEP_THEN_RUN, str(delay), PY, *args]) if delay else (PY, args)
 
     def hub_config(self, kind: str, n: int, tools: int, delays: list[float] | None = None) -> Path:
         # max_concurrency (default 16) is raised to the most calls the bench keeps in flight: a direct connection
         # has no such limit, and at 16 a 10 ms tool is capped at 1,600 calls/s by design, not by the hub's cost.
-        servers = {
-            f"c{i}": {
-                "command": PY,
-                "args": self.child_args(kind, tools, f"c{i}", delays[i] if delays else 0.0),
+        servers = {}
+        for i in range(n):
+            command, args = self.child_command(kind, tools, f"c{i}", delays[i] if delays else 0.0)
+            servers[f"c{i}"] = {
+                "command": command,
+                "args": args,
                 "cwd": str(REPO),
                 "max_concurrency": HUB_MAX_CONCURRENCY,
             }
-            for i in range(n)
-        }
         path = self.dir / f"{self.name(f'hub-{kind}-{n}-')}.yaml"
         path.write_text(yaml.safe_dump({"servers": servers}, sort_keys=False))
         return path
@@ -204,11 +215,13 @@ async def stdio_conn(
     *,
     wrap: list[str] | None = None,
     env: dict[str, str] | None = None,
+    command: str = PY,
 ) -> AsyncIterator[Conn]:
-    """Spawn `python argv` over stdio through the SDK's own stdio_client (it closes stdin, then TERM, then KILL)."""
+    """Spawn `command argv` (python by default) over stdio through the SDK's own stdio_client (it closes stdin,
+    then TERM, then KILL)."""
     notes = Notifier()
     errlog = (run.dir / f"{run.name('stderr-')}.log").open("w")
-    params = StdioServerParameters(command=PY, args=[*(wrap or []), *argv], cwd=str(REPO), env=env)
+    params = StdioServerParameters(command=command, args=[*(wrap or []), *argv], cwd=str(REPO), env=env)
     try:
         # Bounded: initialize and every request time out after LIMIT (read_timeout_seconds); on exit the SDK
         # closes stdin, waits 2 s, then SIGTERMs and SIGKILLs the process.
@@ -274,9 +287,11 @@ def floor(run: Run, kind: str, tools: int) -> Any:
 
 def direct(run: Run, front: str, kind: str, tools: int, delay: float = 0.0) -> Any:
     name = run.name("direct")
-    argv = run.child_args(kind, tools, name, delay)
     if front == "stdio":
-        return stdio_conn(run, "direct", argv, f"{run.marker}-{name}", "")
+        command, args = run.child_command(kind, tools, name, delay)
+        return stdio_conn(run, "direct", args, f"{run.marker}-{name}", "", command=command)
+    assert not delay, "only the stdio rows start delayed children"
+    argv = run.child_args(kind, tools, name)
     port_file = run.dir / f"{name}.port"
     return http_conn(run, "direct", [*argv, "--http", "--port-file", str(port_file)], "", port_file)
 
