@@ -25,7 +25,7 @@ if TYPE_CHECKING:
     from hub.config import LoadedConfig
     from hub.hub import Hub
     from hub.logs import CallLog
-    from hub.spawn import EarlySpawns
+    from hub.spawn import EarlySpawns, Launch
 
 DEFAULT_CONFIG = "servers.yaml"
 EXIT_CONFIG = 2
@@ -103,21 +103,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     # Imported here, not at the top, so that the warm start's thread runs while the SDK loads (over a second).
     import anyio
 
-    from hub.config import ConfigError, load_config
-    from hub.logs import configure_logging
+    launches: dict[str, Launch] = {}
+    if early is not None and early.cached:
+        # This file loaded before: its stdio children start now, before the config's model is even imported.
+        from hub.early_launch import read_launches
 
-    call_log = configure_logging(
-        args.log_format or ("json" if serving else "console"),
-        args.log_level or ("info" if serving else "warning"),
-        args.log_file,
-    )
+        launches = read_launches(args.config)
     try:
-        loaded = load_config(args.config)
-    except ConfigError as exc:
-        print(f"hub: {exc}", file=sys.stderr)
-        return EXIT_CONFIG
-    try:
-        return anyio.run(_run, loaded, args, call_log, warm, early, started)
+        return anyio.run(_run, args, launches, warm, early, started)
     except KeyboardInterrupt:
         return 130
 
@@ -148,9 +141,8 @@ def _reload(pid: int | None, url: str | None) -> int:
 
 
 async def _run(
-    loaded: LoadedConfig,
     args: argparse.Namespace,
-    call_log: CallLog,
+    launches: dict[str, Launch],
     warm: WarmStart | None,
     early: EarlyFront | None,
     started: float,
@@ -165,6 +157,25 @@ async def _run(
     previous = {sig: signal.signal(sig, stop_now) for sig in (signal.SIGTERM, signal.SIGHUP)}
     spawns = EarlySpawns()
     try:
+        await spawns.start_launches(launches)
+        launched_ms = (time.monotonic() - started) * 1000
+        from hub.config import ConfigError, load_config
+        from hub.logs import configure_logging
+
+        serving = args.command == "serve"
+        call_log = configure_logging(
+            args.log_format or ("json" if serving else "console"),
+            args.log_level or ("info" if serving else "warning"),
+            args.log_file,
+        )
+        try:
+            loaded = load_config(args.config)
+        except ConfigError as exc:
+            print(f"hub: {exc}", file=sys.stderr)
+            return EXIT_CONFIG
+        if launches:
+            ended = await spawns.reconcile(loaded)
+            _log_early_launch(launches, ended, launched_ms)
         first_start = early is not None and not early.cached
         if _start_children_first(args, loaded, early, first_start):
             await spawns.start(loaded)
@@ -190,6 +201,17 @@ async def _run(
         return 0
     finally:
         await spawns.aclose()
+
+
+def _log_early_launch(launches: dict[str, Launch], ended: list[str], launched_ms: float) -> None:
+    import structlog
+
+    structlog.get_logger("hub").info(
+        "children_started_early",
+        servers=[name for name in launches if name not in ended],
+        since_start_ms=round(launched_ms, 1),
+        ended=ended,  # started from the file, then not as the loaded config starts them
+    )
 
 
 def _start_children_first(

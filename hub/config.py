@@ -19,6 +19,7 @@ from typing import Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, PositiveFloat, ValidationError, field_validator, model_validator
 
+from hub.env_expansion import expand_env
 from hub.naming import PREFIX_PATTERN
 
 # A child is a stdio process or a URL; "auto" picks SSE for URLs ending in /sse, Streamable HTTP otherwise.
@@ -170,30 +171,6 @@ class LoadedConfig:
     def prefix_of(self, name: str) -> str:
         server = self.config.servers[name]
         return name if server.prefix is None else server.prefix
-
-
-_VAR = re.compile(r"\$\$|\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
-
-
-def expand_env(text: str, environ: Mapping[str, str]) -> str:
-    """Expand `${VAR}` and `${VAR:-default}`; `$$` is a literal `$`.
-
-    Raises:
-        KeyError: a variable without default is not set (the key is its name).
-    """
-
-    def substitute(match: re.Match[str]) -> str:
-        if match.group(0) == "$$":
-            return "$"
-        name, default = match.group(1), match.group(2)
-        value = environ.get(name)
-        if value is None or (value == "" and default is not None):
-            if default is None:
-                raise KeyError(name)
-            return default
-        return value
-
-    return _VAR.sub(substitute, text)
 
 
 class _LineLoader(yaml.SafeLoader):

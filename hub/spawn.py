@@ -2,10 +2,11 @@
 
 Importing the SDK takes over a second of CPU. A child's own start-up (an interpreter, a node runtime, a binary)
 needs none of it, so the hub can start every stdio child first and import the SDK while the children boot on the
-other cores; each child's first connection then adopts its process (`EarlySpawns.take`). When it does so is
-decided in hub/cli.py (`_start_children_first`): not when children on too few cores would delay the host's first
-answer. No MCP message is sent before the SDK is there: a child waits for `initialize` as it would anyway, and the
-pipes hold what it writes meanwhile.
+other cores; each child's first connection then adopts its process (`EarlySpawns.take`) if its config starts it
+the same way (an equal `Launch`). When the children start first is decided in hub/cli.py
+(`_start_children_first`): not when children on too few cores would delay the host's first answer. On a warm
+start they start before even the config is loaded (hub/early_launch.py). Until the SDK is there, a child is sent
+nothing, or on a first start the probe's handshake (hub/first_start.py); the pipes hold what it writes meanwhile.
 
 Environment of a stdio child: only `BASE_ENV` names from the hub's environment, plus the names listed in
 `inherit_env`, plus `env`. Nothing else leaks from the hub (its secrets stay its own). This module imports no
@@ -19,6 +20,7 @@ import shutil
 import signal
 import subprocess
 import sys
+from collections.abc import Mapping, Sequence
 from contextlib import suppress
 from dataclasses import dataclass
 from pathlib import Path
@@ -38,10 +40,32 @@ EXIT_GRACE = 2.0
 KILL_GRACE = 2.0
 
 
-def child_environment(config: ServerConfig, environ: dict[str, str] | None = None) -> dict[str, str]:
+@dataclass(frozen=True)
+class Launch:
+    """How a stdio child is started. Two equal launches start the same process, so an early one can be adopted."""
+
+    argv: tuple[str, ...]
+    cwd: str | None
+    env: Mapping[str, str]
+
+
+def launch_of(
+    command: str,
+    args: Sequence[str],
+    env: Mapping[str, str],
+    inherit_env: Sequence[str],
+    cwd: str | None,
+    environ: Mapping[str, str] | None = None,
+) -> Launch:
+    """The launch of a stdio child with these settings, in the hub's environment (`environ`)."""
     source = os.environ if environ is None else environ
-    names = (*BASE_ENV, *config.inherit_env)
-    return {name: source[name] for name in names if name in source} | config.env
+    child_env = {name: source[name] for name in (*BASE_ENV, *inherit_env) if name in source} | dict(env)
+    return Launch((resolve_command(command, child_env), *args), cwd, child_env)
+
+
+def launch_for(config: ServerConfig, environ: Mapping[str, str] | None = None) -> Launch:
+    assert config.command is not None
+    return launch_of(config.command, config.args, config.env, config.inherit_env, config.cwd, environ)
 
 
 @dataclass
@@ -54,7 +78,7 @@ class Spawned:
     handshake: Handshake | None = None
 
 
-def resolve_command(command: str, environ: dict[str, str]) -> str:
+def resolve_command(command: str, environ: Mapping[str, str]) -> str:
     """`command` as given when it is a path or on the child's PATH; else the one installed next to the hub.
 
     A desktop host starts `/path/to/.venv/bin/hub` with a PATH of its own, without that venv on it, so servers
@@ -66,16 +90,14 @@ def resolve_command(command: str, environ: dict[str, str]) -> str:
     return str(beside) if beside.is_file() and os.access(beside, os.X_OK) else command
 
 
-async def spawn(config: ServerConfig) -> Spawned:
-    """Start `config`'s command in its own process group (so that its descendants can be ended with it)."""
-    assert config.command is not None
+async def spawn(launch: Launch) -> Spawned:
+    """Start a child in its own process group (so that its descendants can be ended with it)."""
     out_read, out_write = os.pipe()
-    environ = child_environment(config)
     try:
         process = await anyio.open_process(
-            [resolve_command(config.command, environ), *config.args],
-            env=environ,
-            cwd=config.cwd,
+            launch.argv,
+            env=dict(launch.env),
+            cwd=launch.cwd,
             stdin=subprocess.PIPE,
             stdout=out_write,
             stderr=subprocess.PIPE,
@@ -94,29 +116,53 @@ class EarlySpawns:
     """The stdio children started before the SDK import, each waiting for its first connection to take it."""
 
     def __init__(self) -> None:
-        self._waiting: dict[str, tuple[ServerConfig, Spawned]] = {}
+        self._waiting: dict[str, tuple[Launch, Spawned]] = {}
 
     async def start(self, loaded: LoadedConfig) -> None:
-        """Start every enabled stdio child; one that cannot start is left to its connection to report."""
+        """Start every enabled stdio child not started yet; one that cannot start is left to its connection."""
         for name, server in loaded.config.servers.items():
-            if server.enabled and server.kind == "stdio":
-                try:
-                    self._waiting[name] = (server, await spawn(server))
-                except OSError:
-                    continue  # command or cwd not found: the child's own start says so, with the fix
+            if server.enabled and server.kind == "stdio" and name not in self._waiting:
+                await self._start(name, launch_for(server))
+
+    async def start_launches(self, launches: Mapping[str, Launch]) -> None:
+        """Start these children before the config is loaded (a warm start: hub/early_launch.py)."""
+        for name, launch in launches.items():
+            await self._start(name, launch)
+
+    async def _start(self, name: str, launch: Launch) -> None:
+        with suppress(OSError):  # command or cwd not found: the child's own start says so, with the fix
+            self._waiting[name] = (launch, await spawn(launch))
+
+    async def reconcile(self, loaded: LoadedConfig) -> list[str]:
+        """End the children started early that `loaded` would not start as they were; their names.
+
+        Only launches read before the config was loaded can differ: the file changed in between, or the reader
+        of hub/early_launch.py and the config's model disagree (a test holds them equal).
+        """
+        stale = [
+            name
+            for name, (launch, _) in self._waiting.items()
+            if (server := loaded.config.servers.get(name)) is None
+            or not server.enabled
+            or server.kind != "stdio"
+            or launch_for(server) != launch
+        ]
+        ended = [self._waiting.pop(name)[1] for name in stale]
+        async with anyio.create_task_group() as tg:
+            for spawned in ended:
+                tg.start_soon(end_unadopted, spawned)
+        return stale
 
     def waiting(self) -> dict[str, Spawned]:
         """The processes started early and not taken yet, by server name."""
         return {name: spawned for name, (_, spawned) in self._waiting.items()}
 
     def take(self, name: str, config: ServerConfig) -> Spawned | None:
-        """The process started early for `name`, if it was started from this same config."""
-        waiting = self._waiting.pop(name, None)
-        if waiting is None:
-            return None
-        if waiting[0] is not config:
-            self._waiting[name] = waiting  # another config now: ended by `aclose`
-            return None
+        """The process started early for `name`, if `config` starts it the same way."""
+        waiting = self._waiting.get(name)
+        if waiting is None or config.kind != "stdio" or launch_for(config) != waiting[0]:
+            return None  # another config now: ended by `aclose`
+        del self._waiting[name]
         return waiting[1]
 
     async def aclose(self) -> None:

@@ -35,7 +35,7 @@ from mcp.shared.message import SessionMessage
 from hub.config import ServerConfig
 from hub.first_start import INIT_ID, LIST_ID, Handshake
 from hub.identity import CLIENT_PARAMS
-from hub.spawn import Spawned, end_unadopted, spawn, stop
+from hub.spawn import Spawned, end_unadopted, launch_for, spawn, stop
 from hub.wire import decode_answer, message_from, read_now
 
 # Lines of a child's stderr kept for error messages.
@@ -186,7 +186,7 @@ class StdioProcess:
     @asynccontextmanager
     async def connect(self) -> AsyncIterator[TransportStreams]:
         # stdout is a pipe of our own, read by an event-loop callback (_PipeReader), not anyio's stream.
-        spawned, self._spawned = self._spawned or await spawn(self.config), None
+        spawned, self._spawned = self._spawned or await spawn(launch_for(self.config)), None
         process = spawned.process
         handshake = spawned.handshake
         self._handshake = handshake if handshake is not None and handshake.initialize_sent else None
