@@ -63,7 +63,7 @@ class Params:
     seq_calls: int = 1000
     warmup: int = 50
     burst: dict[int, int] = field(default_factory=lambda: {1: 200, 8: 400, 64: 1280})
-    burst_rounds: int = 3
+    burst_rounds: int = 5
     list_reps: int = 200
     list_children: tuple[int, ...] = (1, 5, 20)
     cold_children: tuple[int, ...] = (1, 5, 20)
@@ -422,8 +422,8 @@ async def throughput(conns: list[Conn], p: Params) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for tool, args in (("echo", {"text": "hello"}), ("sleep", {"ms": 10})):
         for inflight, total in p.burst.items():
-            if tool == "sleep":
-                total = max(inflight * 4, min(total, 400))
+            if tool == "sleep":  # each burst lasts at least 20 rounds of its in-flight calls (~0.2 s at 64)
+                total = max(inflight * 20, min(total, 400))
             rates: dict[str, list[float]] = {c.label: [] for c in conns}
             for r in range(p.burst_rounds):
                 for conn in conns if r % 2 == 0 else conns[::-1]:
