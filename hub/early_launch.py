@@ -28,20 +28,26 @@ class _Unread(Exception):
 
 
 def read_launches(config_path: str | os.PathLike[str], environ: Mapping[str, str] | None = None) -> dict[str, Launch]:
-    """The launch of each enabled stdio server of the file, by name; empty if the file cannot be read."""
+    """The launch of each enabled stdio server of the file, by name; empty if the file cannot be read.
+
+    Never raises: it only saves time, and the config's load reports whatever is wrong with the file.
+    """
     try:
-        text = Path(config_path).read_text(encoding="utf-8")
-        tree = yaml.load(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
-    except (OSError, ValueError, yaml.YAMLError):
+        return _read(config_path, os.environ if environ is None else environ)
+    except Exception:
         return {}
+
+
+def _read(config_path: str | os.PathLike[str], environ: Mapping[str, str]) -> dict[str, Launch]:
+    text = Path(config_path).read_text(encoding="utf-8")
+    tree = yaml.load(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
     servers = tree.get("servers") if isinstance(tree, dict) else None
     if not isinstance(servers, dict):
         return {}
-    source = os.environ if environ is None else environ
     launches: dict[str, Launch] = {}
     for name, server in servers.items():
         try:
-            launch = _launch(server, source)
+            launch = _launch(server, environ)
         except (_Unread, KeyError):
             continue
         if isinstance(name, str) and launch is not None:

@@ -130,8 +130,6 @@ async def test_a_warm_start_starts_its_children_before_loading_the_config_and_ad
     assert (early["servers"], early["ended"]) == (["early"], [])
     first, warm = _starts(starts)  # one process per run: the warm start's connection took the one started early
     assert int(result.content[0].text) == warm[0] != first[0]  # type: ignore[union-attr]
-    (loaded,) = log_events(log, "hub_started")
-    assert warm[1] < _seconds(loaded["timestamp"])
 
 
 async def test_a_warm_start_whose_config_no_longer_loads_ends_the_children_it_started(tmp_path: Path) -> None:
