@@ -17,9 +17,10 @@ Nothing is made up, and nothing is done twice:
 - tools are merged as hub/registry.py merges them (config order, prefixes, allow/deny, the first name wins). Once
   every child has settled, the hub compares this listing with its own and sends tools/list_changed if they differ.
 
-A listing is answered here only to a host of the latest handshake revision (the one the SDK would shape it for
-unchanged) and only if every enabled server is a stdio child that answered; otherwise the request waits for the SDK,
-as before. This module imports nothing of the SDK.
+A listing is answered here only to a host of a handshake revision (2024-11-05 to 2025-11-25: the SDK shapes a
+listing the same for all of them, and leaves this merge as it is; a test holds both) and only if every enabled
+server is a stdio child that answered; otherwise the request waits for the SDK, as before. This module imports
+nothing of the SDK.
 """
 
 from __future__ import annotations

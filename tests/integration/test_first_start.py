@@ -16,11 +16,13 @@ import anyio
 import httpx2
 import mcp_types as types
 import pytest
+from mcp_types.methods import serialize_server_result
 from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS, LATEST_HANDSHAKE_VERSION
 
 from hub.identity import CLIENT_PARAMS, HANDSHAKE_VERSIONS, LATEST_HANDSHAKE, initialize_result
 from tests.conftest import (
     REPO,
+    WAIT,
     Host,
     connect_hub,
     hub_params,
@@ -43,6 +45,24 @@ def raw_child(*args: str, **extra: Any) -> dict[str, Any]:
 def test_the_probe_speaks_as_the_sdk_client_does() -> None:
     assert tuple(sorted(HANDSHAKE_PROTOCOL_VERSIONS)) == HANDSHAKE_VERSIONS
     assert LATEST_HANDSHAKE == LATEST_HANDSHAKE_VERSION
+
+
+def test_the_sdk_shapes_a_listing_alike_for_every_handshake_revision_and_keeps_what_it_knows() -> None:
+    """Why a first start may answer a host of any handshake revision with its merge unshaped."""
+    tool = {
+        "name": "t",
+        "title": "T",
+        "description": "d",
+        "inputSchema": {"type": "object", "properties": {"x": {"type": "integer", "minimum": 0}}, "required": ["x"]},
+        "outputSchema": {"type": "object", "properties": {"y": {"type": "string"}}},
+        "annotations": {"title": "A", "readOnlyHint": True, "destructiveHint": False, "openWorldHint": True},
+        "icons": [{"src": "https://example.com/i.png", "mimeType": "image/png", "sizes": ["48x48"]}],
+        "execution": {"taskSupport": "optional"},
+        "_meta": {"k": "v"},
+    }
+    listing = {"tools": [tool, {"name": "plain", "inputSchema": {"type": "object"}}]}
+    for version in HANDSHAKE_VERSIONS:
+        assert serialize_server_result("tools/list", version, listing) == listing, version
 
 
 async def test_its_initialize_params_are_the_sdk_client_s(tmp_path: Path) -> None:
@@ -130,3 +150,44 @@ async def test_a_child_slower_than_the_import_is_adopted_mid_handshake(tmp_path:
     assert initialize["id"] == "hub-first-start-initialize"
     assert len(recorded(record, "notifications/initialized")) == 1
     assert not [e for e in log_events(log, "child_handshake_differs")]
+
+
+async def test_a_host_of_an_earlier_revision_gets_the_early_listing_too(tmp_path: Path) -> None:
+    """A host at 2025-06-18 (as many desktop hosts are), without the SDK: its first tools/list is the probe's, and
+    the hub's own listing later is the same, with no list_changed."""
+    config = write_config(tmp_path, {"raw": raw_child("--tools", "2")})
+    log = tmp_path / "hub.log"
+    command = [sys.executable, "-m", "hub", "serve", "--config", str(config), "--log-file", str(log)]
+    async with await anyio.open_process(command, cwd=REPO) as process:
+        assert process.stdin is not None and process.stdout is not None
+        seen: list[dict[str, Any]] = []
+        buffered = b""
+
+        async def answer(request_id: int) -> dict[str, Any]:
+            nonlocal buffered
+            with anyio.fail_after(WAIT):
+                while not any(m.get("id") == request_id for m in seen):
+                    buffered += await process.stdout.receive()  # type: ignore[union-attr]
+                    *lines, buffered = buffered.split(b"\n")
+                    seen.extend(json.loads(line) for line in lines if line.strip())
+            (found,) = [m for m in seen if m.get("id") == request_id]
+            return found
+
+        async def send(message: dict[str, Any]) -> None:
+            await process.stdin.send(json.dumps({"jsonrpc": "2.0", **message}).encode() + b"\n")  # type: ignore[union-attr]
+
+        hello = {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "old", "version": "1"}}
+        await send({"id": 1, "method": "initialize", "params": hello})
+        assert (await answer(1))["result"]["protocolVersion"] == "2025-06-18"
+        await send({"method": "notifications/initialized"})
+        await send({"id": 2, "method": "tools/list"})
+        first = (await answer(2))["result"]
+        assert (await wait_for_log(log, "first_start"))["answered"] == ["initialize", "tools/list"]
+        assert (await wait_for_log(log, "warm_start_listing_checked"))["stale"] is False
+        await send({"id": 3, "method": "tools/list"})
+        assert (await answer(3))["result"] == first
+        assert "raw_search_issues" in {t["name"] for t in first["tools"]}
+        assert not [m for m in seen if m.get("method") == "notifications/tools/list_changed"]
+        await process.stdin.aclose()
+        with anyio.fail_after(WAIT):
+            await process.wait()
