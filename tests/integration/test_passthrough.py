@@ -67,6 +67,10 @@ async def through_hub(
     if front == "stdio":
         async with connect_hub(hub_params(config, log), host) as client:
             await wait_for_tools(client, host, {tool})
+            # A first start may list the tools before the SDK is loaded (hub/first_start.py); a call sent then is
+            # held and takes the SDK path, which these tests are not about. Up: the child, and the host's session.
+            await wait_for_log(log, "child_ready")
+            await client.send_ping()
             yield client, record
         return
     async with serve_hub_http(config, log) as url, connect_host(url, host, capabilities=False) as client:
