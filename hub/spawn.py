@@ -139,13 +139,11 @@ class EarlySpawns:
         Only launches read before the config was loaded can differ: the file changed in between, or the reader
         of hub/early_launch.py and the config's model disagree (a test holds them equal).
         """
+        servers = loaded.config.servers
         stale = [
             name
             for name, (launch, _) in self._waiting.items()
-            if (server := loaded.config.servers.get(name)) is None
-            or not server.enabled
-            or server.kind != "stdio"
-            or launch_for(server) != launch
+            if name not in servers or not servers[name].enabled or not _starts(servers[name], launch)
         ]
         ended = [self._waiting.pop(name)[1] for name in stale]
         async with anyio.create_task_group() as tg:
@@ -160,7 +158,7 @@ class EarlySpawns:
     def take(self, name: str, config: ServerConfig) -> Spawned | None:
         """The process started early for `name`, if `config` starts it the same way."""
         waiting = self._waiting.get(name)
-        if waiting is None or config.kind != "stdio" or launch_for(config) != waiting[0]:
+        if waiting is None or not _starts(config, waiting[0]):
             return None  # another config now: ended by `aclose`
         del self._waiting[name]
         return waiting[1]
@@ -171,6 +169,11 @@ class EarlySpawns:
         async with anyio.create_task_group() as tg:
             for _, spawned in waiting:
                 tg.start_soon(end_unadopted, spawned)
+
+
+def _starts(config: ServerConfig, launch: Launch) -> bool:
+    """Whether `config` starts its child exactly as `launch` did, so that a process started so can be adopted."""
+    return config.kind == "stdio" and launch_for(config) == launch
 
 
 async def end_unadopted(spawned: Spawned) -> None:
