@@ -14,8 +14,8 @@ from pathlib import Path
 import anyio
 import structlog
 
+from hub.app import Hub
 from hub.config import ConfigError, load_config
-from hub.hub import Hub
 
 # How often the config file's size and modification time are compared; a stat per second costs nothing.
 WATCH_INTERVAL = 1.0

@@ -1,0 +1,259 @@
+"""The hub: its children, the merged catalog, the router, the host sessions, and the configuration they follow.
+
+`async with Hub(config).running():` starts the watchdog, then every child concurrently, and returns at once: the
+host is served while slow children are still starting, and their tools appear (with list_changed) when they are
+ready. Leaving the block stops every child, each stop bounded in time. The host fronts (`hub.host`) serve hosts
+on top of a running hub; nothing here knows how a host is connected.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import AsyncIterator, Iterable
+from contextlib import asynccontextmanager
+from typing import Any
+
+import anyio
+import structlog
+from anyio.abc import TaskGroup
+
+from hub import __version__
+from hub.config.schema import LoadedConfig, ServerConfig
+from hub.logs import CallLog
+from hub.platform.processes import EXIT_GRACE, KILL_GRACE
+from hub.platform.watchdog import Watchdog
+from hub.protocol.jsonrpc import Request
+from hub.relay.attribution import Attribution
+from hub.relay.catalog import HEALTH_TOOL, HEALTH_TOOL_DEF, Catalog
+from hub.relay.hosts import Hosts
+from hub.relay.naming import expose_uri
+from hub.relay.router import Router
+from hub.upstream.child import Child, ChildState
+from hub.upstream.connection import Connection
+
+# How long a broadcast to the children (logging/setLevel) may take.
+NOTIFY_TIMEOUT = 5.0
+
+
+class Hub:
+    def __init__(self, loaded: LoadedConfig, call_log: CallLog | None = None, started: float | None = None) -> None:
+        self.loaded = loaded
+        self.call_log = call_log or CallLog()
+        self.started = time.monotonic() if started is None else started  # the process's start, from hub.cli
+        self.watchdog = Watchdog()
+        self.hosts = Hosts()
+        self.catalog = Catalog(self._reserved)
+        self.router = Router(
+            self.catalog, self.hosts, self.call_log, lambda: self.loaded.config.hub, self.health, self._wait_settled
+        )
+        self.attribution = Attribution(self.router, self.hosts)
+        self._start_over = False  # every child started with the hub settled, or the listing wait ran out
+        self._log = structlog.get_logger("hub")
+        self._tg: TaskGroup | None = None
+        self._scopes: dict[str, anyio.CancelScope] = {}
+
+    @property
+    def children(self) -> dict[str, Child]:
+        return self.catalog.children
+
+    @asynccontextmanager
+    async def running(self) -> AsyncIterator[Hub]:
+        self.watchdog.start()  # before the first child: from now on none can outlive the hub
+        try:
+            async with anyio.create_task_group() as tg:
+                self._tg = tg
+                tg.start_soon(self.hosts.run)
+                tg.start_soon(self.router.run)
+                self.catalog.children = {name: self._start(name, server) for name, server in self._enabled(self.loaded)}
+                self._log.info("hub_started", config=str(self.loaded.path), children=list(self.children))
+                try:
+                    yield self
+                finally:
+                    tg.cancel_scope.cancel()
+        finally:
+            self._tg = None
+            self.watchdog.close()
+
+    @staticmethod
+    def _enabled(loaded: LoadedConfig) -> list[tuple[str, ServerConfig]]:
+        return [(name, server) for name, server in loaded.config.servers.items() if server.enabled]
+
+    def _start(self, name: str, server: ServerConfig) -> Child:
+        """Create a child and supervise it in its own cancel scope, so that a reload can stop it alone."""
+        assert self._tg is not None
+        child = Child(name, self.loaded.prefix_of(name), server, self, self.watchdog)
+        scope = anyio.CancelScope()
+        self._scopes[name] = scope
+
+        async def supervise() -> None:
+            with scope:
+                await child.run()
+
+        self._tg.start_soon(supervise)
+        return child
+
+    async def reload(self, loaded: LoadedConfig) -> dict[str, list[str]]:
+        """Apply a new configuration: start added children, stop removed ones, restart changed ones.
+
+        Unchanged children are not touched, so their calls in flight finish. Returns what changed.
+        """
+        old = dict(self._enabled(self.loaded))
+        new = dict(self._enabled(loaded))
+        # A failed child is retried by any reload: its command may have been fixed outside the file.
+        changed = [
+            n
+            for n in new
+            if n in old
+            and (
+                new[n] != old[n]
+                or loaded.prefix_of(n) != self.loaded.prefix_of(n)
+                or self.children[n].state is ChildState.FAILED
+            )
+        ]
+        removed = [n for n in old if n not in new]
+        added = [n for n in new if n not in old]
+        for name in (*removed, *changed):
+            self._scopes.pop(name).cancel()
+        self.loaded = loaded
+        kept = {n: c for n, c in self.children.items() if n in new and n not in changed}
+        self.catalog.children = {n: kept[n] if n in kept else self._start(n, new[n]) for n in new}
+        summary = {"added": added, "removed": removed, "changed": changed, "unchanged": [n for n in new if n in kept]}
+        self._log.info("config_reloaded", config=str(loaded.path), **summary)
+        self.listing_changed(None)
+        return summary
+
+    # ---- start-up ------------------------------------------------------------------------------------------------
+
+    async def wait_settled(self, limit_s: float) -> None:
+        """Wait (bounded) until every child is ready or has failed at least once; for one-shot CLI commands."""
+        await self._wait_settled(list(self.children.values()), limit_s)
+
+    async def _wait_settled(self, children: list[Child], limit_s: float | None = None) -> None:
+        with anyio.move_on_after(self.settle_limit(children) if limit_s is None else limit_s):
+            for child in children:
+                await child.settled.wait()
+
+    def settle_limit(self, children: Iterable[Child] | None = None) -> float:
+        """How long children (all, by default) may take to be ready or to have failed once: the slowest
+        connect_timeout, the time a hung process is then given to exit, and a second to report it."""
+        pool = self.children.values() if children is None else children
+        return max((child.config.connect_timeout for child in pool), default=0.0) + EXIT_GRACE + KILL_GRACE + 1
+
+    def settled(self) -> bool:
+        return all(child.settled.is_set() for child in self.children.values())
+
+    def startup_wait_left(self) -> float:
+        """Seconds a list request may still wait for the children started with the hub; 0 once that is over.
+
+        A host that ignores tools/list_changed (Claude Desktop, historically) keeps its first listing until it
+        restarts, so during start-up a listing waits to be complete. Children restarting later, or added by a
+        reload once the wait is over, never hold a listing. Counted from the process's start, so that a host's
+        first listing comes at most `startup_listing_wait` after it spawned the hub.
+        """
+        if self._start_over:
+            return 0.0
+        left = self.started + self.loaded.config.hub.startup_listing_wait - time.monotonic()
+        if left <= 0 or self.settled():
+            self._start_over = True
+            return 0.0
+        return left
+
+    def end_start_wait(self) -> None:
+        """List requests from now on answer at once, with the children that are up."""
+        self._start_over = True
+
+    async def wait_for_start(self) -> None:
+        """Hold a list request until every child started with the hub is ready or has failed once (bounded).
+
+        It ends exactly when `startup_wait_left` does, because list_changed is not sent until then: a listing
+        answered sooner could miss a change nobody is told of.
+        """
+        logged = False
+        while left := self.startup_wait_left():
+            starting = [child for child in self.children.values() if not child.settled.is_set()]
+            if not logged:
+                self._log.info("listing_waits_for_start", servers=[c.name for c in starting], limit_s=round(left, 1))
+                logged = True
+            with anyio.move_on_after(left):
+                for child in starting:
+                    await child.settled.wait()
+
+    # ---- what the host sees of the hub itself -----------------------------------------------------------------
+
+    def _reserved(self) -> frozenset[str]:
+        return frozenset({HEALTH_TOOL}) if self.loaded.config.hub.health_tool else frozenset()
+
+    def builtin_tools(self) -> tuple[dict[str, Any], ...]:
+        return (HEALTH_TOOL_DEF,) if self.loaded.config.hub.health_tool else ()
+
+    def health(self) -> dict[str, Any]:
+        namespace = self.catalog.namespace
+        return {
+            "version": __version__,
+            "config": str(self.loaded.path),
+            "uptime_s": round(time.monotonic() - self.started, 1),
+            "servers": [
+                {
+                    "name": c.name,
+                    "prefix": c.prefix,
+                    "state": str(c.state),
+                    "restarts": c.restarts,
+                    "start_ms": c.start_ms,
+                    "last_error": c.last_error,
+                    "tools": len(c.listing.tools),
+                    "resources": len(c.listing.resources) + len(c.listing.templates),
+                    "prompts": len(c.listing.prompts),
+                    "hidden_tools": namespace.hidden_tools.get(c.name, 0),
+                    "uptime_s": round(time.monotonic() - c.started_at, 1) if c.started_at else None,
+                }
+                for c in self.children.values()
+            ],
+            "collisions": [c.__dict__ for c in namespace.collisions],
+        }
+
+    # ---- what children report (hub.upstream.child.Observer) ----------------------------------------------------
+
+    def listing_changed(self, child: Child | None) -> None:
+        changed = self.catalog.rebuild()
+        # Not during the start-up wait: every listing asked meanwhile is held until it ends and then answered with
+        # all of it, so telling the host would only make it list once more.
+        if changed and not self.startup_wait_left():
+            self.hosts.list_changed(*changed)
+
+    def resource_updated(self, child: Child, uri: str) -> None:
+        self.hosts.resource_updated(expose_uri(child.prefix, uri))
+
+    def child_log(self, child: Child, connection: Connection, params: dict[str, Any]) -> None:
+        self.attribution.child_log(child, connection, params)
+
+    def child_request(self, child: Child, connection: Connection, request: Request) -> None:
+        self.attribution.child_request(child, connection, request)
+
+    # ---- what a host asks of every child ------------------------------------------------------------------------
+
+    async def set_log_level(self, level: str, owner: object | None = None) -> None:
+        """Every child (or, with `owner`, that session's own connections) gets the level; bounded."""
+        with anyio.move_on_after(NOTIFY_TIMEOUT):
+            async with anyio.create_task_group() as tg:
+                for child in list(self.children.values()):
+                    tg.start_soon(child.set_log_level, level, owner)
+
+    def roots_changed(self, owner: object | None = None) -> None:
+        for child in list(self.children.values()):
+            child.roots_changed(owner)
+
+    def session_ended(self, owner: object) -> None:
+        """A host session ended: its own connections close, and the subscriptions only it held end at the child."""
+        for child in list(self.children.values()):
+            child.close_session(owner)
+        for uri in self.hosts.discard(owner):  # type: ignore[arg-type]
+            route = self.catalog.namespace.route_uri(uri)
+            child = self.children.get(route.child) if route is not None else None
+            if route is not None and child is not None and child.shared is not None:
+                self.router.spawn(self._unsubscribe, child.shared, route.original)
+
+    async def _unsubscribe(self, connection: Connection, uri: str) -> None:
+        try:
+            await connection.request("resources/unsubscribe", {"uri": uri}, NOTIFY_TIMEOUT)
+        except Exception as exc:  # the child may be gone too; nothing is left to undo then
+            self._log.info("child_unsubscribe_failed", child=connection.name, uri=uri, error=str(exc))

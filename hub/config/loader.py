@@ -1,0 +1,221 @@
+"""Reading `servers.yaml`: YAML with line numbers, `${VAR}` expansion, validation, and error messages.
+
+A bad file must never start a hub, nor replace a running configuration: every problem is reported with the file,
+the line, the key path, what is wrong and how to fix it (`ConfigError`). Values may reference the hub's environment
+as `${VAR}` or `${VAR:-default}`; expansion happens before validation so that errors still point at the right line.
+An error never quotes a value that may be a secret (anything under `env` or `headers`, or shaped like a credential).
+"""
+
+from __future__ import annotations
+
+import difflib
+import os
+import re
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import yaml
+from pydantic import BaseModel, ValidationError
+
+from hub.config.expansion import expand_env
+from hub.config.schema import PREFIX_PATTERN, HubConfig, HubSettings, LoadedConfig, ServerConfig, ToolFilter
+
+
+class ConfigError(Exception):
+    """A configuration problem, already phrased for the person who wrote the file."""
+
+
+class _LineLoader(yaml.SafeLoader):
+    """Remembers the line of every mapping key and value so that errors can name it."""
+
+
+def _construct_mapping(loader: _LineLoader, node: yaml.MappingNode) -> dict[Any, Any]:
+    own = sum(1 for key_node, _ in node.value if key_node.tag != "tag:yaml.org,2002:merge")
+    loader.flatten_mapping(node)  # YAML merge keys (`<<: *anchor`): merged pairs first, then the node's own
+    first_own = len(node.value) - own
+    mapping: dict[Any, Any] = {}
+    lines: dict[Any, int] = {}
+    own_keys: set[Any] = set()
+    for index, (key_node, value_node) in enumerate(node.value):
+        key = loader.construct_object(key_node, deep=True)
+        if index >= first_own:
+            if key in own_keys:  # a merged key may be overridden; two keys written in this mapping may not
+                raise ConfigError(
+                    f"line {key_node.start_mark.line + 1}: duplicate key {key!r} "
+                    f"(first at line {lines[key]}); keep only one"
+                )
+            own_keys.add(key)
+        mapping[key] = loader.construct_object(value_node, deep=True)
+        lines[key] = key_node.start_mark.line + 1
+    return _Mapping(mapping, lines, node.start_mark.line + 1)
+
+
+class _Mapping(dict[Any, Any]):
+    def __init__(self, data: dict[Any, Any], lines: dict[Any, int], line: int) -> None:
+        super().__init__(data)
+        self.lines = lines
+        self.line = line
+
+
+_LineLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _construct_mapping)
+
+
+def _line_of(tree: Any, loc: tuple[int | str, ...]) -> int | None:
+    line: int | None = getattr(tree, "line", None)
+    node = tree
+    for part in loc:
+        if isinstance(node, _Mapping) and part in node:
+            line = node.lines.get(part, line)
+            node = node[part]
+        elif isinstance(node, list) and isinstance(part, int) and part < len(node):
+            node = node[part]
+        else:
+            break
+    return line
+
+
+def _expand_tree(tree: Any, environ: Mapping[str, str], path: tuple[str | int, ...], root: Any, file: Path) -> Any:
+    if isinstance(tree, _Mapping):
+        for key in list(tree):
+            tree[key] = _expand_tree(tree[key], environ, (*path, key), root, file)
+        return tree
+    if isinstance(tree, list):
+        return [_expand_tree(v, environ, (*path, i), root, file) for i, v in enumerate(tree)]
+    if isinstance(tree, str):
+        try:
+            return expand_env(tree, environ)
+        except KeyError as missing:
+            where = _format_where(file, _line_of(root, path), path)
+            raise ConfigError(
+                f"{where}: environment variable {missing.args[0]} is not set; export it before starting the hub, "
+                f"or give a default as ${{{missing.args[0]}:-value}}"
+            ) from None
+    return tree
+
+
+def _format_where(file: Path, line: int | None, loc: tuple[int | str, ...]) -> str:
+    dotted = ".".join(str(p) for p in loc) or "(top level)"
+    return f"{file}:{line}: {dotted}" if line else f"{file}: {dotted}"
+
+
+def _allowed_keys(loc: tuple[int | str, ...]) -> list[str]:
+    model: type[BaseModel] = HubConfig
+    parts = list(loc[:-1])
+    while parts:
+        part = parts.pop(0)
+        field = model.model_fields.get(str(part))
+        if field is None:
+            return []
+        annotation = field.annotation
+        if annotation is HubSettings or annotation is ToolFilter:
+            model = annotation
+        elif str(part) == "servers":
+            model = ServerConfig
+            if parts:
+                parts.pop(0)  # the server's name
+        else:
+            return []
+    return list(model.model_fields)
+
+
+def _describe(error: Any, file: Path, tree: Any) -> str:
+    loc: tuple[int | str, ...] = tuple(error["loc"])
+    where = _format_where(file, _line_of(tree, loc), loc)
+    kind = error["type"]
+    if kind == "extra_forbidden":
+        allowed = _allowed_keys(loc)
+        close = difflib.get_close_matches(str(loc[-1]), allowed, n=1)
+        hint = f"did you mean {close[0]!r}? " if close else ""
+        return f"{where}: unknown key {loc[-1]!r}; {hint}allowed keys: {', '.join(allowed)}"
+    message = str(error["msg"]).removeprefix("Value error, ")
+    if kind == "missing":
+        return f"{where}: required key is missing"
+    return (
+        f"{where}: {message} (got {shown(loc, error.get('input'))})"
+        if kind.endswith("_type")
+        else f"{where}: {message}"
+    )
+
+
+# Keys and values that may hold a secret: an error message never quotes them.
+_SECRET_KEYS = {"env", "headers"}
+_SECRET_WORDS = re.compile(r"(?i)bearer|basic |token|secret|passw|api[-_]?key|auth|credential|cookie")
+_OPAQUE = re.compile(r"^[A-Za-z0-9+/=_.:-]{20,}$")
+
+
+def shown(loc: tuple[int | str, ...], value: Any) -> str:
+    """`value` as an error message may quote it: never under `env` or `headers`, nor when it looks like a secret."""
+    secret_path = any(str(part) in _SECRET_KEYS or _SECRET_WORDS.search(str(part)) for part in loc)
+    if isinstance(value, str | int | float | bool) or value is None:
+        text = repr(value)
+        if not secret_path and not _SECRET_WORDS.search(text) and not _OPAQUE.match(str(value)) and len(text) <= 80:
+            return text
+    kind = {str: "a string", list: "a list", dict: "a mapping", int: "a number", float: "a number", bool: "a boolean"}
+    return f"{kind.get(type(value), type(value).__name__)}, not shown"
+
+
+def parse_config(text: str, file: Path, environ: Mapping[str, str] | None = None) -> HubConfig:
+    """Parse and validate the text of a servers.yaml.
+
+    Raises:
+        ConfigError: the text is not valid YAML or not a valid configuration.
+    """
+    try:
+        tree = yaml.load(text, Loader=_LineLoader)
+    except ConfigError as exc:
+        raise ConfigError(f"{file}: {exc}") from None
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        line = f":{mark.line + 1}" if mark is not None else ""
+        raise ConfigError(f"{file}{line}: not valid YAML: {getattr(exc, 'problem', exc)}") from None
+    if tree is None or (isinstance(tree, _Mapping) and "servers" not in tree):
+        # An editor that truncates the file before writing it leaves exactly this for a moment: a reload of it
+        # would stop every child. A hub without servers says so.
+        what = "is empty" if tree is None else "has no 'servers:' key"
+        raise ConfigError(f"{file} {what}; list the servers under 'servers:', or write 'servers: {{}}' for none")
+    if not isinstance(tree, _Mapping):
+        raise ConfigError(f"{file}: the top level must be a mapping with a 'servers:' key")
+    tree = _expand_tree(tree, os.environ if environ is None else environ, (), tree, file)
+    problems = _name_problems(tree, file)
+    try:
+        config = HubConfig.model_validate(tree)
+    except ValidationError as exc:
+        problems += [_describe(e, file, tree) for e in exc.errors()]
+    if problems:
+        listed = "\n".join(f"  - {p}" for p in problems)
+        raise ConfigError(f"{file} is not a valid hub configuration:\n{listed}")
+    return config
+
+
+def _name_problems(tree: _Mapping, file: Path) -> list[str]:
+    """A server's key is its prefix unless `prefix:` says otherwise, so it must then be a valid prefix."""
+    servers = tree.get("servers")
+    if not isinstance(servers, _Mapping):
+        return []
+    problems = []
+    for name, server in servers.items():
+        if isinstance(server, dict) and server.get("prefix") is None and not re.fullmatch(PREFIX_PATTERN, str(name)):
+            where = _format_where(file, _line_of(tree, ("servers", name)), ("servers", name))
+            problems.append(
+                f"{where}: server name {name!r} cannot be used as a prefix (1-32 lowercase letters, digits or '-', "
+                "starting with a letter); rename it or set 'prefix:' for it"
+            )
+    return problems
+
+
+def load_config(path: str | Path, environ: Mapping[str, str] | None = None) -> LoadedConfig:
+    """Read, expand and validate a servers.yaml.
+
+    Raises:
+        ConfigError: the file is missing, unreadable or invalid.
+    """
+    file = Path(path)
+    try:
+        text = file.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        hint = "pass --config PATH or create it (see docs/configuration.md)"
+        raise ConfigError(f"{file}: no such file; {hint}") from None
+    except OSError as exc:
+        raise ConfigError(f"{file}: cannot read it: {exc.strerror}") from None
+    return LoadedConfig(path=file.resolve(), config=parse_config(text, file, environ))

@@ -1,0 +1,73 @@
+"""A host inside the hub's own process: what `hub check`, `hub list` and `hub call` talk to the hub through.
+
+It is a host like any other (a `HostSession` whose stream is a callback), so the command line sees exactly what a
+host over stdio sees, along the same path.
+"""
+
+from __future__ import annotations
+
+import itertools
+from typing import TYPE_CHECKING, Any
+
+import anyio
+
+from hub.host.session import HostSession
+from hub.protocol.jsonrpc import Response, parse, request_line
+from hub.protocol.revisions import CLIENT_INFO, LATEST_HANDSHAKE
+
+if TYPE_CHECKING:
+    from hub.app import Hub
+
+
+class HostError(Exception):
+    """The hub answered with a JSON-RPC error."""
+
+    def __init__(self, error: dict[str, Any]) -> None:
+        super().__init__(f"{error.get('message')} (code {error.get('code')})")
+        self.error = error
+
+
+class InProcessHost:
+    def __init__(self, hub: Hub) -> None:
+        self.session = HostSession(hub, "in-process", self)
+        self._ids = itertools.count(1)
+        self._waiting: dict[Any, tuple[anyio.Event, list[Response]]] = {}
+
+    # ---- the session's stream ----------------------------------------------------------------------------
+
+    def send(self, line: bytes) -> None:
+        message = parse(line)
+        if isinstance(message, Response) and message.id in self._waiting:
+            event, box = self._waiting.pop(message.id)
+            box.append(message)
+            event.set()
+
+    def end(self, line: bytes | None) -> None:
+        if line is not None:
+            self.send(line)
+
+    # ---- requests --------------------------------------------------------------------------------------------
+
+    async def start(self) -> None:
+        await self.request(
+            "initialize", {"protocolVersion": LATEST_HANDSHAKE, "capabilities": {}, "clientInfo": CLIENT_INFO}
+        )
+        self.session.receive(b'{"jsonrpc":"2.0","method":"notifications/initialized"}', self)
+
+    async def request(self, method: str, params: dict[str, Any], limit_s: float = 600.0) -> dict[str, Any]:
+        """Send one request and wait (bounded) for its answer.
+
+        Raises:
+            HostError: the hub answered with an error.
+            TimeoutError: no answer within `limit_s`.
+        """
+        request_id = next(self._ids)
+        event, box = anyio.Event(), []
+        self._waiting[request_id] = (event, box)
+        self.session.receive(request_line(request_id, method, params).rstrip(b"\n"), self)
+        with anyio.fail_after(limit_s):
+            await event.wait()
+        response = box[0]
+        if response.error is not None:
+            raise HostError(response.error)
+        return response.result or {}

@@ -1,0 +1,354 @@
+"""Newline-delimited messages over pipes: one splitter, and a reader and a writer per platform path.
+
+A reader hands every chunk it reads to a `Lines` splitter, which calls `on_line` for each complete line, in order,
+synchronously. A line over the limit is never held in memory: only its first and last bytes are kept, so that its
+request id can still be found, and `on_oversized` is told its size. A writer never blocks its caller: what the
+pipe cannot take now is buffered, up to a bound past which the peer is deemed stuck and the pipe broken.
+
+The fast path (POSIX) reads and writes non-blocking descriptors from the event loop's own callbacks: a message
+that can be forwarded at once costs no task switch. The portable path runs one task per direction over anyio byte
+streams (a child's pipes) or over a worker thread (the hub's own stdin and stdout, which cannot be polled
+everywhere). The consumer's code is the same on both.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from collections import deque
+from collections.abc import Callable
+from contextlib import suppress
+from typing import Protocol
+
+import anyio
+from anyio.abc import ByteReceiveStream, ByteSendStream, TaskGroup
+
+READ_CHUNK = 1 << 20
+# Bytes kept from each end of an oversized line, to find its request id.
+EDGE = 512
+# A peer that leaves this much unread is deemed stuck: the pipe is broken rather than grown further.
+MAX_BUFFERED = 64 << 20
+
+
+class Broken(Exception):
+    """The pipe is closed, or its peer stopped reading."""
+
+
+class Lines:
+    """Splits chunks into lines (without their newline); lines over `limit` bytes are cut short and reported."""
+
+    def __init__(
+        self,
+        limit: int,
+        on_line: Callable[[bytes], None],
+        on_oversized: Callable[[bytes, bytes, int], None],
+    ) -> None:
+        self.limit = limit
+        self._on_line = on_line
+        self._on_oversized = on_oversized
+        self._pending = bytearray()
+        self._skipping: tuple[bytes, bytearray, int] | None = None  # (head, tail, size) of an oversized line
+
+    def feed(self, chunk: bytes) -> None:
+        start = 0
+        if self._skipping is not None:
+            end = chunk.find(b"\n")
+            piece = chunk if end < 0 else chunk[:end]
+            head, tail, size = self._skipping
+            tail = (tail + piece)[-EDGE:]
+            if end < 0:
+                self._skipping = (head, tail, size + len(piece))
+                return
+            self._skipping = None
+            self._on_oversized(head, bytes(tail), size + len(piece))
+            start = end + 1
+        end = chunk.find(b"\n", start)
+        if end < 0:
+            self._keep(chunk[start:])
+            return
+        if self._pending:
+            self._pending += chunk[start:end]
+            line, self._pending = bytes(self._pending), bytearray()
+            self._emit(line)
+            start = end + 1
+            end = chunk.find(b"\n", start)
+        while end >= 0:
+            self._emit(chunk[start:end])
+            start = end + 1
+            end = chunk.find(b"\n", start)
+        self._keep(chunk[start:])
+
+    def _emit(self, line: bytes) -> None:
+        if len(line) > self.limit:
+            self._on_oversized(line[:EDGE], line[-EDGE:], len(line))
+        elif line.strip():
+            self._on_line(line)
+
+    def _keep(self, rest: bytes) -> None:
+        self._pending += rest
+        if len(self._pending) > self.limit:
+            self._skipping = (bytes(self._pending[:EDGE]), bytearray(self._pending[-EDGE:]), len(self._pending))
+            self._pending = bytearray()
+
+
+class Writer(Protocol):
+    def write(self, data: bytes) -> None:
+        """Send whole messages, or buffer them; never waits.
+
+        Raises:
+            Broken: the pipe is closed or its peer stopped reading.
+        """
+
+    def close(self) -> None: ...
+
+
+# ---- the fast path: the event loop watches the descriptors ---------------------------------------------------
+
+
+class FdReader:
+    """Reads a non-blocking descriptor from the event loop's callback; `feed` gets each chunk, `on_end` the end."""
+
+    def __init__(self, fd: int, feed: Callable[[bytes], None], on_end: Callable[[], None]) -> None:
+        self._fd = fd
+        self._feed = feed
+        self._on_end = on_end
+        self._loop = asyncio.get_running_loop()
+        os.set_blocking(fd, False)
+        self._loop.add_reader(fd, self._readable)
+        self._open = True
+
+    def _readable(self) -> None:
+        try:
+            chunk = os.read(self._fd, READ_CHUNK)
+        except BlockingIOError:
+            return
+        except OSError:
+            chunk = b""
+        if chunk:
+            self._feed(chunk)
+        else:
+            self.close()
+            self._on_end()
+
+    def close(self) -> None:
+        if self._open:
+            self._open = False
+            self._loop.remove_reader(self._fd)
+
+
+class FdWriter:
+    """Writes a non-blocking descriptor at once where it can, and the rest when the loop says it is writable."""
+
+    def __init__(self, fd: int) -> None:
+        self._fd = fd
+        self._loop = asyncio.get_running_loop()
+        os.set_blocking(fd, False)
+        self._buffer: deque[memoryview] = deque()
+        self._buffered = 0
+        self._broken = False
+        self._watching = False
+
+    def write(self, data: bytes) -> None:
+        if self._broken:
+            raise Broken("the pipe is closed")
+        if not self._buffer:
+            try:
+                written = os.write(self._fd, data)
+            except BlockingIOError:
+                written = 0
+            except OSError as exc:
+                self._break()
+                raise Broken(f"the pipe is closed ({exc.strerror})") from None
+            if written == len(data):
+                return
+            data = data[written:]
+        if self._buffered + len(data) > MAX_BUFFERED:
+            self._break()
+            raise Broken(f"the reader left more than {MAX_BUFFERED >> 20} MiB unread")
+        self._buffer.append(memoryview(data))
+        self._buffered += len(data)
+        if not self._watching:
+            self._watching = True
+            self._loop.add_writer(self._fd, self._writable)
+
+    def _writable(self) -> None:
+        while self._buffer:
+            head = self._buffer[0]
+            try:
+                written = os.write(self._fd, head)
+            except BlockingIOError:
+                return
+            except OSError:
+                self._break()
+                return
+            self._buffered -= written
+            if written < len(head):
+                self._buffer[0] = head[written:]
+                return
+            self._buffer.popleft()
+        self._unwatch()
+
+    def _unwatch(self) -> None:
+        if self._watching:
+            self._watching = False
+            self._loop.remove_writer(self._fd)
+
+    def _break(self) -> None:
+        self._broken = True
+        self._buffer.clear()
+        self._buffered = 0
+        self._unwatch()
+
+    @property
+    def pending(self) -> int:
+        """Bytes written but not yet taken by the pipe."""
+        return self._buffered
+
+    def close(self) -> None:
+        self._break()
+
+
+# ---- the portable path: a task per direction -----------------------------------------------------------------
+
+
+class StreamReader:
+    """Reads an anyio byte stream in a task of `tg`; `feed` gets each chunk, `on_end` the end."""
+
+    def __init__(
+        self, stream: ByteReceiveStream, feed: Callable[[bytes], None], on_end: Callable[[], None], tg: TaskGroup
+    ) -> None:
+        self._stream = stream
+        self._scope = anyio.CancelScope()
+        tg.start_soon(self._run, feed, on_end)
+
+    async def _run(self, feed: Callable[[bytes], None], on_end: Callable[[], None]) -> None:
+        with self._scope:
+            with suppress(anyio.EndOfStream, anyio.ClosedResourceError, anyio.BrokenResourceError, OSError):
+                while True:
+                    feed(await self._stream.receive(READ_CHUNK))
+            on_end()
+
+    def close(self) -> None:
+        self._scope.cancel()
+
+
+class StreamWriter:
+    """Queues writes for a task of `tg` that sends them to an anyio byte stream."""
+
+    def __init__(self, stream: ByteSendStream, tg: TaskGroup) -> None:
+        self._stream = stream
+        self._buffer: deque[bytes] = deque()
+        self._buffered = 0
+        self._wake = anyio.Event()
+        self._broken = False
+        self._scope = anyio.CancelScope()
+        tg.start_soon(self._run)
+
+    def write(self, data: bytes) -> None:
+        if self._broken:
+            raise Broken("the pipe is closed")
+        if self._buffered + len(data) > MAX_BUFFERED:
+            self.close()
+            raise Broken(f"the reader left more than {MAX_BUFFERED >> 20} MiB unread")
+        self._buffer.append(data)
+        self._buffered += len(data)
+        self._wake.set()
+
+    async def _run(self) -> None:
+        with self._scope:
+            try:
+                while True:
+                    while not self._buffer:
+                        self._wake = anyio.Event()
+                        await self._wake.wait()
+                    data = b"".join(self._buffer)
+                    self._buffer.clear()
+                    self._buffered = 0
+                    await self._stream.send(data)
+            except (anyio.ClosedResourceError, anyio.BrokenResourceError, OSError):
+                self._broken = True
+
+    @property
+    def pending(self) -> int:
+        return self._buffered
+
+    def close(self) -> None:
+        self._broken = True
+        self._buffer.clear()
+        self._scope.cancel()
+
+
+class ThreadReader:
+    """Reads a blocking descriptor in a worker thread (the hub's stdin where it cannot be polled)."""
+
+    def __init__(self, fd: int, feed: Callable[[bytes], None], on_end: Callable[[], None], tg: TaskGroup) -> None:
+        self._fd = fd
+        self._scope = anyio.CancelScope()
+        self._limiter = anyio.CapacityLimiter(1)  # its own: a read that blocks must not hold the default pool's
+        tg.start_soon(self._run, feed, on_end)
+
+    async def _run(self, feed: Callable[[bytes], None], on_end: Callable[[], None]) -> None:
+        with self._scope:
+            while True:
+                try:
+                    chunk = await anyio.to_thread.run_sync(
+                        os.read, self._fd, READ_CHUNK, abandon_on_cancel=True, limiter=self._limiter
+                    )
+                except OSError:
+                    chunk = b""
+                if not chunk:
+                    on_end()
+                    return
+                feed(chunk)
+
+    def close(self) -> None:
+        self._scope.cancel()
+
+
+class ThreadWriter:
+    """Writes a blocking descriptor from a worker thread, in order (the hub's stdout where it cannot be polled)."""
+
+    def __init__(self, fd: int, tg: TaskGroup) -> None:
+        self._fd = fd
+        self._buffer: deque[bytes] = deque()
+        self._buffered = 0
+        self._wake = anyio.Event()
+        self._broken = False
+        self._limiter = anyio.CapacityLimiter(1)
+        tg.start_soon(self._run)
+
+    def write(self, data: bytes) -> None:
+        if self._broken:
+            raise Broken("the pipe is closed")
+        if self._buffered + len(data) > MAX_BUFFERED:
+            self._broken = True
+            raise Broken(f"the reader left more than {MAX_BUFFERED >> 20} MiB unread")
+        self._buffer.append(data)
+        self._buffered += len(data)
+        self._wake.set()
+
+    def _write_all(self, data: bytes) -> None:
+        view = memoryview(data)
+        while view:
+            view = view[os.write(self._fd, view) :]
+
+    async def _run(self) -> None:
+        while not self._broken:
+            while not self._buffer:
+                self._wake = anyio.Event()
+                await self._wake.wait()
+            data = b"".join(self._buffer)
+            self._buffer.clear()
+            self._buffered = 0
+            try:
+                await anyio.to_thread.run_sync(self._write_all, data, limiter=self._limiter)
+            except OSError:
+                self._broken = True
+
+    @property
+    def pending(self) -> int:
+        return self._buffered
+
+    def close(self) -> None:
+        self._broken = True
+        self._buffer.clear()

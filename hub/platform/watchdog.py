@@ -1,0 +1,206 @@
+"""No child outlives the hub, even a SIGKILLed one: a small watchdog process ends them when the hub is gone.
+
+A killed hub runs no cleanup, and its children (each with descendants of its own, such as `npx` -> `node`) would
+live on, reparented to init. So before it starts its first child, the hub starts this watchdog with a pipe on its
+stdin, and tells it about each child it starts (`+ PID`) and stops (`- PID`). The watchdog notes the descendants
+of those children as they appear (every 0.1 s for a while after a child starts, then every second), so that one
+that left its child's process group is still known. When the pipe reaches its end, the hub is gone: the
+watchdog terminates every registered child, every known descendant still alive, and every process that carries
+this hub's `HUB_INSTANCE` mark in its environment (which catches a child started in the instant before the hub
+could register it), then kills what is left after a grace period, and exits.
+
+The hub's side is `Watchdog`; the watchdog itself runs as `python -m hub.platform.watchdog MARK` and imports
+nothing heavy, so that it is up in milliseconds. Linux reads /proc; elsewhere (and with HUB_PORTABLE=1) psutil.
+"""
+
+from __future__ import annotations
+
+import os
+import queue
+import signal
+import subprocess
+import sys
+import threading
+import time
+from contextlib import suppress
+
+from hub.platform import LINUX, WINDOWS, portable
+
+GRACE = 2.0
+SCAN_INTERVAL = 1.0
+# Children start their helpers as they start: look closely for a while after each registration.
+EARLY_SCAN_INTERVAL = 0.1
+EARLY_PERIOD = 30.0
+
+
+class Watchdog:
+    """The hub's side: starts the watchdog process and keeps it told."""
+
+    def __init__(self) -> None:
+        self.mark = f"{os.getpid()}-{os.urandom(6).hex()}"
+        self._process: subprocess.Popen[bytes] | None = None
+
+    def start(self) -> None:
+        """Start the watchdog (before the first child: from then on no child can be left behind)."""
+        kwargs: dict[str, object] = (
+            {"creationflags": subprocess.CREATE_NEW_PROCESS_GROUP} if WINDOWS else {"start_new_session": True}  # type: ignore[attr-defined,unused-ignore]
+        )
+        self._process = subprocess.Popen(
+            [sys.executable, "-m", "hub.platform.watchdog", self.mark],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            close_fds=True,
+            **kwargs,  # type: ignore[arg-type]  # a Ctrl-C to the hub's terminal must not end the watchdog first
+        )
+
+    def _tell(self, line: str) -> None:
+        process = self._process
+        if process is not None and process.stdin is not None:
+            with suppress(OSError, ValueError):
+                process.stdin.write(line.encode() + b"\n")
+                process.stdin.flush()
+
+    def add(self, pid: int) -> None:
+        self._tell(f"+ {pid}")
+
+    def discard(self, pid: int) -> None:
+        self._tell(f"- {pid}")
+
+    def close(self) -> None:
+        """The hub stops normally: the watchdog finds nothing left to end, and exits."""
+        process, self._process = self._process, None
+        if process is not None and process.stdin is not None:
+            with suppress(OSError):
+                process.stdin.close()
+            with suppress(subprocess.TimeoutExpired):
+                process.wait(timeout=5)
+
+
+# ---- the watchdog process ---------------------------------------------------------------------------------------
+
+Known = dict[int, float]  # pid -> start time (to tell a process from a later one with its pid)
+
+
+class _Table:
+    """The process table, from /proc on Linux and from psutil elsewhere."""
+
+    def __init__(self) -> None:
+        self._proc = LINUX and not portable()
+
+    def descendants(self, roots: set[int]) -> Known:
+        if self._proc:
+            from hub.platform import linux
+
+            table = linux.processes()
+            found: Known = {}
+            for root in roots:
+                for pid in linux.descendants(root, table):
+                    found[pid] = float(table[pid][1])
+            return found
+        import psutil
+
+        found = {}
+        for root in roots:
+            with suppress(psutil.Error):
+                for child in psutil.Process(root).children(recursive=True):
+                    with suppress(psutil.Error):
+                        found[child.pid] = child.create_time()
+        return found
+
+    def alive(self, pid: int, start: float | None = None) -> bool:
+        if self._proc:
+            from hub.platform import linux
+
+            return linux.alive(pid, None if start is None else int(start))
+        import psutil
+
+        try:
+            process = psutil.Process(pid)
+            return process.status() != psutil.STATUS_ZOMBIE and (start is None or process.create_time() == start)
+        except psutil.Error:
+            return False
+
+    def marked(self, mark: str) -> list[int]:
+        if self._proc:
+            from hub.platform import linux
+
+            return linux.marked(f"HUB_INSTANCE={mark}".encode())
+        import psutil
+
+        found = []
+        for process in psutil.process_iter():
+            with suppress(psutil.Error):
+                if process.environ().get("HUB_INSTANCE") == mark:
+                    found.append(process.pid)
+        return found
+
+
+def _signal(pids: set[int], sig: int) -> None:
+    for pid in pids:
+        if not WINDOWS:
+            with suppress(ProcessLookupError, PermissionError):
+                os.killpg(pid, sig)  # a child leads a group of its own: its helpers that stayed in it
+        with suppress(ProcessLookupError, PermissionError, OSError):
+            os.kill(pid, sig)
+
+
+def _read_lines(lines: queue.Queue[bytes | None]) -> None:
+    """The hub's pipe, read in a thread (a pipe cannot be polled on every system); None at its end."""
+    stream = sys.stdin.buffer
+    while True:
+        try:
+            line = stream.readline()
+        except OSError:
+            line = b""
+        if not line:
+            lines.put(None)
+            return
+        lines.put(line)
+
+
+def main(mark: str) -> int:
+    for name in ("SIGINT", "SIGHUP"):  # terminal signals are the hub's business; only the pipe's end counts
+        if hasattr(signal, name):
+            signal.signal(getattr(signal, name), signal.SIG_IGN)
+    table = _Table()
+    children: set[int] = set()
+    known: Known = {}
+    lines: queue.Queue[bytes | None] = queue.Queue()
+    threading.Thread(target=_read_lines, args=(lines,), daemon=True).start()
+    next_scan = time.monotonic() + SCAN_INTERVAL
+    early_until = 0.0
+    while True:
+        try:
+            line = lines.get(timeout=max(0.0, next_scan - time.monotonic()))
+        except queue.Empty:
+            line = b""
+        if line is None:
+            break
+        sign, _, number = line.decode(errors="replace").strip().partition(" ")
+        if number.isdigit() and int(number) > 1:
+            (children.add if sign == "+" else children.discard)(int(number))
+            early_until = time.monotonic() + EARLY_PERIOD
+            next_scan = time.monotonic()
+        if time.monotonic() >= next_scan:
+            next_scan = time.monotonic() + (EARLY_SCAN_INTERVAL if time.monotonic() < early_until else SCAN_INTERVAL)
+            if children:
+                known = {p: s for p, s in known.items() if table.alive(p, s)}
+                known.update(table.descendants(children))
+    targets = {p for p in children if table.alive(p)} | {p for p, s in known.items() if table.alive(p, s)}
+    targets |= set(table.marked(mark))
+    targets.discard(os.getpid())
+    if not targets:
+        return 0
+    _signal(targets, signal.SIGTERM)
+    deadline = time.monotonic() + GRACE
+    while time.monotonic() < deadline and any(table.alive(p) for p in targets):
+        time.sleep(0.05)
+    _signal(
+        {p for p in targets if table.alive(p)} | set(table.marked(mark)), getattr(signal, "SIGKILL", signal.SIGTERM)
+    )
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main(sys.argv[1]))

@@ -1,0 +1,143 @@
+"""Which host a child's own request (sampling, elicitation, roots) or log message belongs to.
+
+Nothing on the wire ties a child's `sampling/createMessage` to the `tools/call` that caused it. Each connection to
+a child keeps the host requests in flight on it (`Connection.inflight`, oldest first), and a child's request goes to
+the host session they belong to:
+
+- all in flight belong to one session: that session is asked, on the stream of its newest request (a 2026-07-28
+  host's request belongs to no session and gets it as an input-required round instead);
+- none in flight: the session that owns the connection (`sessions: per-host`), or the one host session there is
+  (always so over stdio); with several and none in flight nobody can be asked, and the child gets an error;
+- several sessions: the hub cannot tell which one caused it, so it refuses (the child gets an error naming the
+  fix, `sessions: per-host`) rather than ask the wrong person.
+
+A log message follows the same rule, except that with nothing in flight it goes to every handshake-era session (a
+shared child belongs to all), and with several sessions in flight to none (one user's data must not reach another's
+session): the hub logs it instead.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import structlog
+
+from hub.protocol.jsonrpc import INVALID_REQUEST, METHOD_NOT_FOUND, Request
+from hub.relay.call import ASKS, Call, refusal
+from hub.relay.hosts import Hosts, Session
+from hub.relay.ports import AskFailed
+from hub.relay.router import Router
+from hub.upstream.child import Child
+from hub.upstream.connection import Connection
+
+# Methods a 2026-07-28 host can be asked something during (as an input-required round).
+BRIDGED = frozenset({"tools/call", "prompts/get", "resources/read"})
+
+_log = structlog.get_logger("hub.relay")
+
+
+class Ambiguous:
+    """Requests of several host sessions are in flight on one connection: no single owner."""
+
+    def __init__(self, sessions: int) -> None:
+        self.sessions = sessions
+
+
+def owner_of(inflight: list[Call]) -> Call | Ambiguous | None:
+    """The newest call in flight, if one host session owns them all."""
+    if not inflight:
+        return None
+    sessions = {call.attribution for call in inflight}
+    if len(sessions) > 1:
+        return Ambiguous(len(sessions))
+    return inflight[-1]
+
+
+class Attribution:
+    def __init__(self, router: Router, hosts: Hosts) -> None:
+        self.router = router
+        self.hosts = hosts
+
+    def child_request(self, child: Child, connection: Connection, request: Request) -> None:
+        kind = ASKS.get(request.method)
+        if kind is None:
+            connection.respond(
+                request.id,
+                error={"code": METHOD_NOT_FOUND, "message": f"hub: {request.method!r} is not relayed to hosts"},
+            )
+            return
+        owner = owner_of(connection.inflight)
+        if isinstance(owner, Ambiguous):
+            _log.warning("child_request_ambiguous", child=child.name, kind=kind, host_sessions=owner.sessions)
+            connection.respond(
+                request.id,
+                error={
+                    "code": INVALID_REQUEST,
+                    "message": f"hub: requests of {owner.sessions} host sessions are in flight to server "
+                    f"'{child.name}', so the hub cannot tell which one its {kind} request belongs to and refuses it "
+                    "rather than ask the wrong one; set 'sessions: per-host' for this server in servers.yaml",
+                },
+            )
+        elif owner is not None:
+            self._during_call(owner, connection, request, kind)
+        else:
+            session: Session | None = connection.owner if connection.owner is not None else self.hosts.only()
+            if session is None or session.modern:
+                connection.respond(
+                    request.id,
+                    error={
+                        "code": INVALID_REQUEST,
+                        "message": f"hub: no host request is in flight to server '{child.name}' and "
+                        f"{len(self.hosts.sessions)} host sessions are connected, so its {kind} request has no host "
+                        "to go to",
+                    },
+                )
+            elif not session.declared(kind):
+                connection.respond(request.id, error=refusal(kind, child.name))
+            else:
+                self.router.spawn(self._ask, session.ask, connection, request, child.config.timeout)
+
+    def _during_call(self, call: Call, connection: Connection, request: Request, kind: str) -> None:
+        host = call.request
+        if host is None or call.modern_host:
+            if call.method in BRIDGED:
+                call.bridge(request)
+            else:
+                connection.respond(
+                    request.id,
+                    error={
+                        "code": INVALID_REQUEST,
+                        "message": f"hub: server '{call.child.name}' sent a {kind} request during a {call.method} "
+                        "request of a 2026-07-28 host, which has no server-to-client requests and no input-required "
+                        f"round for {call.method}",
+                    },
+                )
+        elif not host.declared(kind):
+            connection.respond(request.id, error=refusal(kind, call.child.name))
+        else:
+            self.router.spawn(self._ask, host.ask, connection, request, call.window)
+
+    @staticmethod
+    async def _ask(ask: Any, connection: Connection, request: Request, limit_s: float) -> None:
+        try:
+            result = await ask(request.method, request.params, limit_s)
+        except AskFailed as failure:
+            connection.respond(request.id, error=failure.error)
+            return
+        connection.respond(request.id, result)
+
+    def child_log(self, child: Child, connection: Connection, params: dict[str, Any]) -> None:
+        logger = params.get("logger")
+        params = {**params, "logger": f"{child.name}/{logger}" if isinstance(logger, str) and logger else child.name}
+        owner = owner_of(connection.inflight)
+        if isinstance(owner, Ambiguous):
+            _log.info("child_log_unrouted", child=child.name, level=params.get("level"), host_sessions=owner.sessions)
+        elif owner is not None:
+            if owner.request is not None:
+                owner.request.log(params)
+            else:
+                _log.info("child_log_unrouted", child=child.name, level=params.get("level"), reason="between rounds")
+        elif connection.owner is not None:
+            connection.owner.log(params)
+        else:
+            self.hosts.log(params)

@@ -1,0 +1,265 @@
+"""The merged namespace: an immutable snapshot of what the host sees, rebuilt whenever a child's listing changes.
+
+Collisions (two children exposing one name) are resolved by config order: the child declared first in
+servers.yaml keeps the name, later ones are left out of the listing and reported (log, `hub list`,
+`hub check`). Adding a server therefore never renames or takes over an existing one's tools.
+
+A listing is encoded once per namespace and protocol revision, and kept on the namespace it was made from: it is
+valid exactly as long as that namespace is the current one, and never answers for another.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import structlog
+
+from hub.protocol import revisions
+from hub.protocol.jsonrpc import encode
+from hub.relay.naming import expose_name, expose_tool_name, expose_uri, split_uri
+from hub.upstream.child import Child
+
+HEALTH_TOOL = "hub_health"
+HEALTH_TOOL_DEF: dict[str, Any] = {
+    "name": HEALTH_TOOL,
+    "title": "Hub health",
+    "description": "State of the MCP hub and of each server behind it: ready, restarting or failed, with counts "
+    "and the last error. Call it when a tool of another server fails.",
+    "inputSchema": {"type": "object", "properties": {}},
+    "annotations": {"readOnlyHint": True, "openWorldHint": False},
+}
+# The list methods: the result key of each and the namespace attribute it lists.
+LISTS = {
+    "tools/list": "tools",
+    "prompts/list": "prompts",
+    "resources/list": "resources",
+    "resources/templates/list": "resourceTemplates",
+}
+_log = structlog.get_logger("hub")
+
+
+@dataclass(frozen=True)
+class Route:
+    """Where an exposed name leads: the child's name and the child's own name or URI for the item."""
+
+    child: str
+    original: str
+
+
+@dataclass(frozen=True)
+class Collision:
+    kind: str
+    exposed: str
+    kept: str
+    dropped: str
+
+
+@dataclass(frozen=True)
+class Renamed:
+    child: str
+    original: str
+    exposed: str
+
+
+@dataclass(frozen=True)
+class Namespace:
+    tools: tuple[dict[str, Any], ...] = ()
+    prompts: tuple[dict[str, Any], ...] = ()
+    resources: tuple[dict[str, Any], ...] = ()
+    templates: tuple[dict[str, Any], ...] = ()
+    tool_routes: dict[str, Route] = field(default_factory=dict)
+    prompt_routes: dict[str, Route] = field(default_factory=dict)
+    resource_routes: dict[str, Route] = field(default_factory=dict)
+    template_routes: dict[str, Route] = field(default_factory=dict)
+    # Children in config order with their prefix and templates, for routing URIs that no listing names.
+    prefixes: dict[str, str] = field(default_factory=dict)
+    child_templates: dict[str, tuple[Any, ...]] = field(default_factory=dict)  # parsed UriTemplates
+    collisions: tuple[Collision, ...] = ()
+    renamed: tuple[Renamed, ...] = ()
+    hidden_tools: dict[str, int] = field(default_factory=dict)
+    _encoded: dict[tuple[str, str, int], bytes] = field(default_factory=dict, compare=False, repr=False)
+
+    def route_uri(self, exposed: str) -> Route | None:
+        """The child that owns an exposed URI: listed, prefixed, or matched by an unprefixed child's template."""
+        if (route := self.resource_routes.get(exposed)) is not None:
+            return route
+        by_prefix = {p: name for name, p in self.prefixes.items() if p}
+        prefix, uri = split_uri(exposed, frozenset(by_prefix))
+        if prefix:
+            return Route(by_prefix[prefix], uri)
+        unprefixed = [name for name, p in self.prefixes.items() if not p]
+        for name in unprefixed:
+            if any(t.match(uri) is not None for t in self.child_templates.get(name, ())):
+                return Route(name, uri)
+        return Route(unprefixed[0], uri) if len(unprefixed) == 1 else None
+
+    def listing(self, method: str, version: str, builtin: tuple[dict[str, Any], ...] = ()) -> bytes:
+        """The encoded result of a list request at `version`, made once per namespace and revision."""
+        key = (method, version, len(builtin))
+        encoded = self._encoded.get(key)
+        if encoded is None:
+            result_key = LISTS[method]
+            items = (*builtin, *getattr(self, _ATTRIBUTES[method]))
+            shaped, problems = revisions.sieve_items(method, result_key, version, items)
+            for problem in problems:
+                _log.warning("listing_item_dropped", method=method, protocol=version, problem=problem)
+            result: dict[str, Any] = {result_key: shaped}
+            if revisions.is_modern(version):
+                result = revisions.stamp(result, method)
+            encoded = self._encoded[key] = encode(result)
+        return encoded
+
+
+class _Merger:
+    def __init__(self) -> None:
+        self.collisions: list[Collision] = []
+
+    def add(
+        self,
+        kind: str,
+        items: list[dict[str, Any]],
+        routes: dict[str, Route],
+        item: dict[str, Any],
+        exposed: str,
+        route: Route,
+        key: str,
+    ) -> None:
+        if exposed in routes:
+            self.collisions.append(Collision(kind, exposed, routes[exposed].child, route.child))
+            return
+        routes[exposed] = route
+        items.append(item if item.get(key) == exposed else {**item, key: exposed})
+
+
+def build_namespace(children: Sequence[Child], reserved: frozenset[str] = frozenset()) -> Namespace:
+    """Merge the listings of `children` (in config order) into one namespace; `reserved` tool names are the hub's."""
+    merger = _Merger()
+    tools: list[dict[str, Any]] = []
+    prompts: list[dict[str, Any]] = []
+    resources: list[dict[str, Any]] = []
+    templates: list[dict[str, Any]] = []
+    tool_routes: dict[str, Route] = {name: Route("hub", name) for name in reserved}
+    prompt_routes: dict[str, Route] = {}
+    resource_routes: dict[str, Route] = {}
+    template_routes: dict[str, Route] = {}
+    renamed: list[Renamed] = []
+    hidden: dict[str, int] = {}
+    child_templates: dict[str, tuple[Any, ...]] = {}
+    for child in children:
+        listing, prefix = child.listing, child.prefix
+        for tool in listing.tools:
+            name = str(tool.get("name", ""))
+            if not child.config.tools.allows(name):
+                hidden[child.name] = hidden.get(child.name, 0) + 1
+                continue
+            exposed = expose_tool_name(prefix, name)
+            if exposed != expose_name(prefix, name):
+                renamed.append(Renamed(child.name, name, exposed))
+            merger.add("tool", tools, tool_routes, tool, exposed, Route(child.name, name), "name")
+        for prompt in listing.prompts:
+            name = str(prompt.get("name", ""))
+            merger.add(
+                "prompt", prompts, prompt_routes, prompt, expose_name(prefix, name), Route(child.name, name), "name"
+            )
+        for resource in listing.resources:
+            uri = str(resource.get("uri", ""))
+            merger.add(
+                "resource", resources, resource_routes, resource, expose_uri(prefix, uri), Route(child.name, uri), "uri"
+            )
+        parsed: list[Any] = []
+        for template in listing.templates:
+            uri_template = str(template.get("uriTemplate", ""))
+            merger.add(
+                "template",
+                templates,
+                template_routes,
+                template,
+                expose_uri(prefix, uri_template),
+                Route(child.name, uri_template),
+                "uriTemplate",
+            )
+            if not prefix:  # only an unprefixed child's URIs need its templates to be routed
+                try:
+                    parsed.append(_parse_template(uri_template))
+                except Exception:  # a template we cannot parse still lists; it just routes by prefix only
+                    continue
+        child_templates[child.name] = tuple(parsed)
+    for name in reserved:
+        del tool_routes[name]
+    return Namespace(
+        tools=tuple(tools),
+        prompts=tuple(prompts),
+        resources=tuple(resources),
+        templates=tuple(templates),
+        tool_routes=tool_routes,
+        prompt_routes=prompt_routes,
+        resource_routes=resource_routes,
+        template_routes=template_routes,
+        prefixes={c.name: c.prefix for c in children},
+        child_templates=child_templates,
+        collisions=tuple(merger.collisions),
+        renamed=tuple(renamed),
+        hidden_tools=hidden,
+    )
+
+
+_ATTRIBUTES = {"tools/list": "tools", "prompts/list": "prompts", "resources/list": "resources",
+               "resources/templates/list": "templates"}  # fmt: skip
+
+
+def _parse_template(text: str) -> Any:
+    from mcp.shared.uri_template import UriTemplate
+
+    return UriTemplate.parse(text)
+
+
+class Catalog:
+    """The children in config order and the namespace made of their listings; reports what a rebuild finds."""
+
+    def __init__(self, reserved: Callable[[], frozenset[str]]) -> None:
+        self.children: dict[str, Child] = {}
+        self.namespace = Namespace()
+        self._reserved = reserved
+        self._reported_collisions: set[tuple[str, str, str]] = set()
+        self._reported_renames: set[tuple[str, str]] = set()
+
+    def rebuild(self) -> list[str]:
+        """Make the namespace anew from the children's listings; the kinds whose listing changed."""
+        old = self.namespace
+        new = self.namespace = build_namespace(list(self.children.values()), reserved=self._reserved())
+        self._report(new)
+        return [
+            kind
+            for kind, before, after in (
+                ("tools", old.tools, new.tools),
+                ("prompts", old.prompts, new.prompts),
+                ("resources", old.resources + old.templates, new.resources + new.templates),
+            )
+            if before != after
+        ]
+
+    def _report(self, namespace: Namespace) -> None:
+        for c in namespace.collisions:
+            key = (c.kind, c.exposed, c.dropped)
+            if key not in self._reported_collisions:
+                self._reported_collisions.add(key)
+                _log.warning(
+                    "name_collision",
+                    kind=c.kind,
+                    name=c.exposed,
+                    kept=c.kept,
+                    dropped=c.dropped,
+                    fix=f"give server '{c.dropped}' a different prefix in servers.yaml",
+                )
+        for r in namespace.renamed:
+            if (r.child, r.original) not in self._reported_renames:
+                self._reported_renames.add((r.child, r.original))
+                _log.warning(
+                    "tool_renamed",
+                    child=r.child,
+                    original=r.original,
+                    exposed=r.exposed,
+                    reason="exposed tool names must match ^[A-Za-z0-9_-]{1,64}$",
+                )

@@ -1,0 +1,54 @@
+"""Deadlines of the calls in flight: one heap and one task, whatever the number of calls.
+
+A call's deadline moves when its child reports progress (up to a ceiling), so an entry is checked when it comes
+due and pushed back if the call's deadline has moved meanwhile. Entries of calls that ended stay until they come
+due (they are dropped then), so that a new call rarely has to wake the watcher.
+"""
+
+from __future__ import annotations
+
+import heapq
+import itertools
+import math
+import time
+from typing import Protocol
+
+import anyio
+
+
+class Timed(Protocol):
+    deadline: float  # time.monotonic() seconds; math.inf once it has ended
+
+    def expire(self) -> None:
+        """The deadline has passed (and was not moved)."""
+
+
+class Deadlines:
+    def __init__(self) -> None:
+        self._heap: list[tuple[float, int, Timed]] = []
+        self._order = itertools.count()
+        self._wake = anyio.Event()
+        self._watch_until = math.inf
+
+    def add(self, timed: Timed) -> None:
+        heapq.heappush(self._heap, (timed.deadline, next(self._order), timed))
+        if timed.deadline < self._watch_until:
+            self._wake.set()
+
+    async def run(self) -> None:
+        """Expire what is due, until cancelled."""
+        while True:
+            now = time.monotonic()
+            while self._heap and self._heap[0][0] <= now:
+                _, _, timed = heapq.heappop(self._heap)
+                if timed.deadline == math.inf:
+                    continue  # ended
+                if timed.deadline > now:  # moved by progress
+                    heapq.heappush(self._heap, (timed.deadline, next(self._order), timed))
+                    continue
+                timed.deadline = math.inf
+                timed.expire()
+            self._watch_until = self._heap[0][0] if self._heap else math.inf
+            self._wake = anyio.Event()
+            with anyio.move_on_after(self._watch_until - now):
+                await self._wake.wait()

@@ -1,0 +1,122 @@
+"""The host sessions the hub serves, and what reaches them outside any request of theirs.
+
+Handshake-era sessions get notifications on their own channel (stdio's wire, an HTTP session's GET stream);
+2026-07-28 hosts only on `subscriptions/listen` streams (`Listener`). Bursts of list changes from children are
+coalesced into one notification per kind. Resource subscriptions are counted here across sessions, so that a
+child is subscribed once, on the first host subscription of a URI, and unsubscribed on the last.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Protocol
+
+import anyio
+import structlog
+
+from hub.relay.ports import HostSession
+
+# Several children changing at once (a reload, a burst of list_changed) make one notification per kind.
+BROADCAST_DEBOUNCE = 0.05
+
+LIST_CHANGED = {
+    "tools": "notifications/tools/list_changed",
+    "prompts": "notifications/prompts/list_changed",
+    "resources": "notifications/resources/list_changed",
+}
+
+
+class Session(HostSession, Protocol):
+    def notify(self, method: str, params: dict[str, Any]) -> None:
+        """A notification on the session's own channel (not about any request)."""
+
+
+class Listener(Protocol):
+    """A 2026-07-28 host's `subscriptions/listen` stream."""
+
+    def wants(self, method: str, uri: str | None) -> bool: ...
+
+    def send(self, method: str, params: dict[str, Any]) -> None: ...
+
+
+class Hosts:
+    def __init__(self) -> None:
+        self.sessions: list[Session] = []  # handshake-era sessions, in the order they came
+        self.listeners: set[Listener] = set()
+        self._subscriptions: dict[str, set[Session]] = {}  # exposed URI -> sessions subscribed to it
+        self._pending: set[str] = set()
+        self._wake = anyio.Event()
+        self._log = structlog.get_logger("hub.hosts")
+
+    def add(self, session: Session) -> None:
+        if session not in self.sessions:
+            self.sessions.append(session)
+
+    def discard(self, session: Session) -> list[str]:
+        """Forget a session that ended; the URIs that nobody is subscribed to any more."""
+        if session in self.sessions:
+            self.sessions.remove(session)
+        left = []
+        for uri, subscribers in list(self._subscriptions.items()):
+            subscribers.discard(session)
+            if not subscribers:
+                del self._subscriptions[uri]
+                left.append(uri)
+        return left
+
+    def only(self) -> Session | None:
+        """The one handshake-era session, if there is exactly one (always so over stdio)."""
+        return self.sessions[0] if len(self.sessions) == 1 else None
+
+    def subscribe(self, session: Session, uri: str) -> bool:
+        """Record a subscription; True if it is the first for this URI (the child must be told)."""
+        subscribers = self._subscriptions.setdefault(uri, set())
+        first = not subscribers
+        subscribers.add(session)
+        return first
+
+    def unsubscribe(self, session: Session, uri: str) -> bool:
+        """Drop a subscription; True if it was the last for this URI."""
+        subscribers = self._subscriptions.get(uri)
+        if subscribers is None or session not in subscribers:
+            return False
+        subscribers.discard(session)
+        if not subscribers:
+            del self._subscriptions[uri]
+            return True
+        return False
+
+    def list_changed(self, *kinds: str) -> None:
+        """Schedule list_changed for these kinds ("tools", "prompts", "resources"); `run` sends them."""
+        self._pending.update(kinds)
+        self._wake.set()
+
+    async def run(self) -> None:
+        """Deliver scheduled list_changed notifications, coalesced, until cancelled."""
+        while True:
+            await self._wake.wait()
+            await anyio.sleep(BROADCAST_DEBOUNCE)
+            self._wake = anyio.Event()
+            kinds, self._pending = sorted(self._pending), set()
+            for kind in kinds:
+                self._tell_all(LIST_CHANGED[kind], {}, None)
+            self._log.debug("host_list_changed", kinds=kinds, hosts=len(self.sessions), listeners=len(self.listeners))
+
+    def resource_updated(self, uri: str) -> None:
+        params = {"uri": uri}
+        for session in list(self._subscriptions.get(uri, ())):
+            session.notify("notifications/resources/updated", params)
+        for listener in list(self.listeners):
+            if listener.wants("notifications/resources/updated", uri):
+                listener.send("notifications/resources/updated", params)
+
+    def log(self, params: dict[str, Any]) -> None:
+        """A child's log message that belongs to no request: every handshake-era session gets it."""
+        for session in list(self.sessions):
+            session.log(params)
+
+    def _tell_all(self, method: str, params: dict[str, Any], uri: str | None) -> None:
+        for session in list(self.sessions):
+            session.notify(method, params)
+        for listener in list(self.listeners):
+            if listener.wants(method, uri):
+                listener.send(method, params)

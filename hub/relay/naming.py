@@ -1,0 +1,81 @@
+"""The merged namespace: how a child's names and URIs are exposed to the host, and back.
+
+Tools and prompts become `<prefix>_<name>`; resource URIs and URI templates become `<prefix>+<uri>`
+(a valid URI: `+` is allowed in a scheme, so `time+file:///x` is still a URI). A prefix cannot contain
+`_` or `+`, so the first separator splits unambiguously. Routing never parses names: the registry keeps a
+table from exposed name to (child, original name); the functions here only build the exposed forms.
+
+Exposed tool names must match `^[A-Za-z0-9_-]{1,64}$`, the strictest rule among real hosts and LLM APIs.
+A name that does not fit is made to fit deterministically (see `expose_tool_name`) and the change is logged.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from collections.abc import Callable
+from typing import Any
+
+NAME_SEPARATOR = "_"
+URI_SEPARATOR = "+"
+MAX_TOOL_NAME = 64
+TOOL_NAME_RE = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
+_INVALID_CHARS = re.compile(r"[^A-Za-z0-9_-]")
+
+
+def expose_name(prefix: str, name: str) -> str:
+    return f"{prefix}{NAME_SEPARATOR}{name}" if prefix else name
+
+
+def expose_tool_name(prefix: str, name: str) -> str:
+    """The host-facing name of a child's tool, always matching `TOOL_NAME_RE`.
+
+    Characters outside `[A-Za-z0-9_-]` become `-`; a name longer than 64 characters is cut and given an
+    8-hex-digit hash of the full original, so that two long names stay distinct and the result is stable.
+    """
+    exposed = expose_name(prefix, name)
+    if TOOL_NAME_RE.match(exposed):
+        return exposed
+    cleaned = _INVALID_CHARS.sub("-", exposed) or "-"
+    if len(cleaned) <= MAX_TOOL_NAME and cleaned != exposed:
+        return cleaned
+    digest = hashlib.sha256(exposed.encode()).hexdigest()[:8]
+    return f"{cleaned[: MAX_TOOL_NAME - 9]}-{digest}"
+
+
+def expose_uri(prefix: str, uri: str) -> str:
+    return f"{prefix}{URI_SEPARATOR}{uri}" if prefix else uri
+
+
+def split_uri(exposed: str, prefixes: frozenset[str]) -> tuple[str, str]:
+    """Split an exposed URI into (prefix, child URI); prefix '' if it carries none of ours."""
+    head, sep, rest = exposed.partition(URI_SEPARATOR)
+    if sep and head in prefixes:
+        return head, rest
+    return "", exposed
+
+
+def map_uris(value: Any, rename: Callable[[str], str]) -> Any:
+    """Rename every URI a child hands out inside a result: resource links, embedded resources, read contents.
+
+    Returns new containers only where something changed, so results without URIs pass through untouched.
+    """
+    if isinstance(value, list):
+        mapped = [map_uris(item, rename) for item in value]
+        return mapped if any(a is not b for a, b in zip(mapped, value, strict=True)) else value
+    if not isinstance(value, dict):
+        return value
+    changed: dict[str, Any] = {}
+    kind = value.get("type")
+    if kind == "resource_link" and isinstance(value.get("uri"), str):
+        changed["uri"] = rename(value["uri"])
+    elif kind == "resource" and isinstance(value.get("resource"), dict):
+        changed["resource"] = map_uris(value["resource"], rename)
+    elif "uri" in value and isinstance(value["uri"], str) and kind is None and ("text" in value or "blob" in value):
+        changed["uri"] = rename(value["uri"])  # a resource contents item
+    for key in ("content", "contents", "messages"):
+        if key in value and isinstance(value[key], list | dict):
+            new = map_uris(value[key], rename)
+            if new is not value[key]:
+                changed[key] = new
+    return {**value, **changed} if changed else value

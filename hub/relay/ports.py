@@ -1,0 +1,86 @@
+"""What the relay needs of the host side: a host session, and one request of it. `hub.host` implements both.
+
+Kept as protocols so that the relay depends on no transport: a request arrives over stdio or HTTP, and its
+notifications, requests and answer go back on the stream the transport gives it.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Protocol
+
+from hub.protocol.jsonrpc import RequestId
+
+
+class AskFailed(Exception):
+    """A request to the host failed: the host answered with an error, or could not be asked. `error` is the
+    JSON-RPC error the child gets for its own request."""
+
+    def __init__(self, error: dict[str, Any]) -> None:
+        super().__init__(error.get("message"))
+        self.error = error
+
+
+class HostSession(Protocol):
+    """One host connection: a stdio host, an HTTP session, or a 2026-07-28 request of its own."""
+
+    @property
+    def label(self) -> str:
+        """How the call log names it."""
+
+    @property
+    def modern(self) -> bool:
+        """A 2026-07-28 host: no requests to it, no notifications outside a listen stream."""
+
+    def declared(self, capability: str) -> bool:
+        """Whether the host declared a client capability (sampling, elicitation, roots)."""
+
+    def log(self, params: dict[str, Any]) -> None:
+        """A child's log message for this host, outside any request."""
+
+    async def ask(self, method: str, params: dict[str, Any], limit_s: float) -> dict[str, Any]:
+        """A request to the host outside any request of its own (a child's roots/list, say).
+
+        Raises:
+            AskFailed: the host answered with an error, did not answer in time, or cannot be asked.
+        """
+
+
+class HostRequest(Protocol):
+    """One request of a host's, from its arrival to its one answer."""
+
+    id: RequestId
+    method: str
+    params: dict[str, Any]
+    version: str  # the protocol revision of this request
+    session: HostSession
+
+    @property
+    def progress_token(self) -> RequestId | None: ...
+
+    @property
+    def log_level(self) -> str | None:
+        """A 2026-07-28 request's own log opt-in."""
+
+    def declared(self, capability: str) -> bool: ...
+
+    def respond(self, result: dict[str, Any] | bytes) -> None:
+        """The answer: a result, or its encoded bytes. Once only; anything after is dropped."""
+
+    def fail(self, error: dict[str, Any]) -> None:
+        """The answer: a JSON-RPC error."""
+
+    def drop(self) -> None:
+        """No answer: the host cancelled the request (over HTTP its stream is closed)."""
+
+    def notify(self, method: str, params: dict[str, Any]) -> None:
+        """A notification about this request (progress), on its stream."""
+
+    def log(self, params: dict[str, Any]) -> None:
+        """A child's log message during this request, on its stream, if the host wants it."""
+
+    async def ask(self, method: str, params: dict[str, Any], limit_s: float) -> dict[str, Any]:
+        """A request to the host on this request's stream (sampling, elicitation, roots).
+
+        Raises:
+            AskFailed: as `HostSession.ask`, or the request was answered first.
+        """

@@ -1,0 +1,357 @@
+"""Routing a host's request to the child that owns what it names, as a `Call`; and the one call-log line per request.
+
+Routed methods: `tools/call`, `resources/read`, `prompts/get`, `completion/complete`, `resources/subscribe` and
+`resources/unsubscribe`. The name (or URI) is looked up in the current namespace and the child gets its own name;
+an unknown name is a -32602 naming it, and a name whose child is down an error naming the child and why. A call to a
+child that is still starting with the hub waits for it (bounded) instead of failing.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Awaitable, Callable, Coroutine
+from typing import Any
+
+import anyio
+import structlog
+from anyio.abc import TaskGroup
+
+from hub.config.schema import HubSettings
+from hub.protocol import errors, revisions
+from hub.protocol.jsonrpc import RequestId, encode
+from hub.relay.call import BRIDGE_PREFIX, Call, answer_error
+from hub.relay.catalog import HEALTH_TOOL, Catalog
+from hub.relay.deadlines import Deadlines
+from hub.relay.hosts import Hosts
+from hub.relay.ports import HostRequest
+from hub.upstream.child import Child, ChildState
+
+ROUTED = frozenset(
+    {
+        "tools/call",
+        "resources/read",
+        "prompts/get",
+        "completion/complete",
+        "resources/subscribe",
+        "resources/unsubscribe",
+    }
+)
+CallLog = Callable[[dict[str, Any]], None]
+_log = structlog.get_logger("hub")
+
+
+class Router:
+    def __init__(
+        self,
+        catalog: Catalog,
+        hosts: Hosts,
+        call_log: CallLog,
+        settings: Callable[[], HubSettings],
+        health: Callable[[], dict[str, Any]],
+        starting: Callable[[list[Child]], Awaitable[None]],
+    ) -> None:
+        self.catalog = catalog
+        self.hosts = hosts
+        self.call_log = call_log
+        self.settings = settings
+        self.health = health
+        self._wait_for_start = starting  # bounded wait for children still starting with the hub
+        self.deadlines = Deadlines()
+        self._calls: dict[tuple[object, RequestId], Call] = {}
+        self._parked: dict[str, Call] = {}
+        self._tg: TaskGroup | None = None
+
+    async def run(self) -> None:
+        """The deadline watcher and the tasks calls start (asking a host, opening a connection), until cancelled."""
+        async with anyio.create_task_group() as tg:
+            self._tg = tg
+            tg.start_soon(self.deadlines.run)
+            await anyio.sleep_forever()
+
+    def spawn(self, func: Callable[..., Coroutine[Any, Any, Any]], *args: Any) -> None:
+        assert self._tg is not None, "the router is not running"
+        self._tg.start_soon(func, *args)
+
+    # ---- routing ------------------------------------------------------------------------------------------------
+
+    def route(self, request: HostRequest, waited: bool = False) -> None:
+        """Answer a routed request (now, or when its call ends). `waited`: its children still starting were waited
+        for once already."""
+        try:
+            self._route(request, waited)
+        except errors.HubError as error:
+            self.refuse(request, error)
+
+    def _route(self, request: HostRequest, waited: bool) -> None:
+        method, params = request.method, request.params
+        namespace = self.catalog.namespace
+        if method == "tools/call":
+            name = _string(params, "name")
+            _object(params, "arguments")
+            state = params.get("requestState")
+            if isinstance(state, str) and state.startswith(BRIDGE_PREFIX):
+                self._resume(request, name, state.removeprefix(BRIDGE_PREFIX))
+                return
+            route = namespace.tool_routes.get(name)
+            if route is None and name == HEALTH_TOOL and self.settings().health_tool:
+                self._health(request)
+                return
+            self._dispatch(
+                request, waited, "tool", name, route, {**params, "name": route.original} if route else params
+            )
+        elif method == "prompts/get":
+            name = _string(params, "name")
+            _object(params, "arguments")
+            route = namespace.prompt_routes.get(name)
+            self._dispatch(
+                request, waited, "prompt", name, route, {**params, "name": route.original} if route else params
+            )
+        elif method in ("resources/read", "resources/subscribe", "resources/unsubscribe"):
+            uri = _string(params, "uri")
+            route = namespace.route_uri(uri)
+            if route is not None and route.child not in self.catalog.children:
+                route = None
+            self._dispatch(
+                request, waited, "resource", uri, route, {**params, "uri": route.original} if route else params
+            )
+        elif method == "completion/complete":
+            ref = params.get("ref")
+            if not isinstance(ref, dict):
+                raise errors.BadRequest("invalid params: 'ref' must be an object")
+            if ref.get("type") == "ref/prompt":
+                name = _string(ref, "name")
+                route = namespace.prompt_routes.get(name)
+                new_ref = {**ref, "name": route.original} if route else ref
+            else:
+                name = _string(ref, "uri")
+                route = namespace.template_routes.get(name) or namespace.route_uri(name)
+                new_ref = {**ref, "uri": route.original} if route else ref
+            self._dispatch(request, waited, "prompt or resource template", name, route, {**params, "ref": new_ref})
+        else:
+            raise errors.BadRequest(f"{method} is not routed")
+
+    def _dispatch(
+        self, request: HostRequest, waited: bool, kind: str, exposed: str, route: Any, params: dict[str, Any]
+    ) -> None:
+        if route is None:
+            starting = self._starting_owners(exposed)
+            if starting and not waited:
+                self.spawn(self._after_start, request, starting)
+                return
+            down = [c for c in self._possible_owners(exposed) if c.state is not ChildState.READY]
+            if down and kind == "tool":  # the host may know the name from before: say why it is gone
+                raise errors.Unavailable(f"tool {exposed!r} is not available: {down[0].unavailable_reason()}")
+            raise errors.UnknownName(f"Unknown {kind}: {exposed!r}")
+        child = self.catalog.children[route.child]
+        meta = revisions.child_meta(params.get("_meta"))
+        child_params = {k: v for k, v in params.items() if k != "_meta"}
+        if meta:
+            child_params["_meta"] = meta
+        call = Call(self, request, child, exposed, route.original, child_params)
+        if request.method in ("resources/subscribe", "resources/unsubscribe"):
+            self._subscription(call)
+            return
+        self._calls[(request.session, request.id)] = call
+        if child.per_host and not revisions.is_modern(request.version):
+            own = child.session_connection(request.session)
+            if own is None:
+                self.spawn(self._start_on_own_connection, call)
+                return
+            call.start(own)
+            return
+        try:
+            connection = child.connection()
+        except errors.HubError as error:
+            call.finish(error)
+            return
+        call.start(connection)
+
+    async def _start_on_own_connection(self, call: Call) -> None:
+        try:
+            connection = await call.child.open_session_connection(call.session)
+        except errors.HubError as error:
+            call.finish(error)
+            return
+        if not call.done:
+            call.start(connection)
+
+    def _subscription(self, call: Call) -> None:
+        """The child is told only on a URI's first subscription and last unsubscription among all hosts."""
+        request = call.request
+        assert request is not None
+        session: Any = request.session
+        if request.method == "resources/subscribe":
+            tell = self.hosts.subscribe(session, call.exposed)
+        else:
+            tell = self.hosts.unsubscribe(session, call.exposed)
+        if not tell:
+            request.respond(b"{}")
+            self.log_call(call, "ok", None, 0)
+            return
+        self._calls[(request.session, request.id)] = call
+        try:
+            call.start(call.child.connection())  # on the shared connection: a subscription outlives a session's
+        except errors.HubError as error:
+            call.finish(error)
+
+    def refuse(self, request: HostRequest, error: errors.HubError, child: str | None = None) -> None:
+        """Answer a request that never became a call; it is logged like one."""
+        started = time.perf_counter()
+        size = answer_error(request, error)
+        self._log_line(request, child, _name(request), None, started, error.outcome, error, size, None)
+
+    # ---- the host cancels, or comes back for a parked call --------------------------------------------------
+
+    def cancel(self, session: object, request_id: Any, reason: str | None) -> bool:
+        """The host cancelled request `request_id` of `session`; False if no call of it is in flight."""
+        call = self._calls.get((session, request_id)) if isinstance(request_id, int | str) else None
+        if call is None:
+            return False
+        call.cancel(reason)
+        return True
+
+    def ended(self, call: Call) -> None:
+        request = call.request
+        if request is not None:
+            self._calls.pop((request.session, request.id), None)
+
+    def park(self, call: Call) -> None:
+        assert call.token is not None
+        request = call.request
+        if request is not None:
+            self._calls.pop((request.session, request.id), None)
+        self._parked[call.token] = call
+
+    def unpark(self, call: Call) -> None:
+        if call.token is not None:
+            self._parked.pop(call.token, None)
+
+    def _resume(self, request: HostRequest, name: str, token: str) -> None:
+        call = self._parked.get(token)
+        route = self.catalog.namespace.tool_routes.get(name)
+        if (
+            call is None
+            or call.done
+            or route is None
+            or (call.child.name, call.original) != (route.child, route.original)
+        ):
+            raise errors.BadRequest(
+                f"hub: this input-required round of {name!r} is unknown or expired; call the tool again"
+            )
+        responses = request.params.get("inputResponses")
+        self._calls[(request.session, request.id)] = call
+        call.resume(request, responses if isinstance(responses, dict) else {})
+
+    # ---- children still starting ----------------------------------------------------------------------------
+
+    def _possible_owners(self, name: str) -> list[Child]:
+        """The children whose prefix `name` carries (or that have none): one of them may own it once it is up."""
+        return [
+            c
+            for c in self.catalog.children.values()
+            if not c.prefix or name.startswith((c.prefix + "_", c.prefix + "+"))
+        ]
+
+    def _starting_owners(self, name: str) -> list[Child]:
+        return [c for c in self._possible_owners(name) if not c.settled.is_set()]
+
+    async def _after_start(self, request: HostRequest, starting: list[Child]) -> None:
+        _log.info("call_waits_for_start", name=_name(request), servers=[c.name for c in starting])
+        await self._wait_for_start(starting)
+        self.route(request, waited=True)
+
+    # ---- the built-in tool -------------------------------------------------------------------------------------
+
+    def _health(self, request: HostRequest) -> None:
+        started = time.perf_counter()
+        report = self.health()
+        result: dict[str, Any] = {
+            "content": [{"type": "text", "text": json.dumps(report, indent=2)}],
+            "structuredContent": report,
+        }
+        if revisions.is_modern(request.version):
+            result = revisions.stamp(result, "tools/call")
+        body = encode(result)
+        request.respond(body)
+        self._log_line(request, "hub", HEALTH_TOOL, None, started, "ok", None, len(body), None)
+
+    # ---- the call log ------------------------------------------------------------------------------------------
+
+    def log_call(self, call: Call, outcome: str, error: errors.HubError | None, size: int) -> None:
+        request = call.request
+        if request is None:
+            return
+        own = call.child.config.log_arguments
+        logged = self.settings().log_arguments if own is None else own
+        arguments = request.params.get("arguments") if logged and call.method == "tools/call" else None
+        self._log_line(
+            request, call.child.name, call.exposed, call.original, call.began, outcome, error, size, arguments
+        )
+
+    def _log_line(
+        self,
+        request: HostRequest,
+        child: str | None,
+        name: str,
+        original: str | None,
+        began: float,
+        outcome: str,
+        error: errors.HubError | None,
+        size: int,
+        arguments: Any,
+    ) -> None:
+        fields: dict[str, Any] = {
+            "method": request.method,
+            "host_session": request.session.label,
+            "request_id": request.id,
+            "child": child,
+            "name": _cut(name),
+            "original": _cut(original),
+            "duration_ms": round((time.perf_counter() - began) * 1000, 2),
+            "outcome": outcome,
+            "bytes_in": _size(request.params.get("arguments")),
+            "bytes_out": size,
+        }
+        if error is not None:
+            fields["error_code"], fields["error_message"] = error.code, _cut(error.message)
+        if arguments is not None:
+            fields["arguments"] = arguments
+        self.call_log(fields)
+
+
+# Fields copied from what a host sent are cut to this many characters in the log.
+LOG_FIELD_LIMIT = 1000
+
+
+def _cut(value: Any) -> Any:
+    if isinstance(value, str) and len(value) > LOG_FIELD_LIMIT:
+        return value[: LOG_FIELD_LIMIT - 3] + "..."
+    return value
+
+
+def _size(arguments: Any) -> int:
+    if arguments is None:
+        return 0
+    try:
+        return len(encode(arguments))
+    except ValueError:
+        return 0
+
+
+def _name(request: HostRequest) -> str:
+    params = request.params
+    value = params.get("name") or params.get("uri") or (params.get("ref") or {}).get("name")
+    return value if isinstance(value, str) else ""
+
+
+def _string(params: dict[str, Any], key: str) -> str:
+    value = params.get(key)
+    if not isinstance(value, str):
+        raise errors.BadRequest(f"invalid params: {key!r} must be a string")
+    return value
+
+
+def _object(params: dict[str, Any], key: str) -> None:
+    if key in params and params[key] is not None and not isinstance(params[key], dict):
+        raise errors.BadRequest(f"invalid params: {key!r} must be an object")

@@ -1,0 +1,486 @@
+"""One child, supervised: connect -> read every list in full -> ready -> serve until the connection ends -> back off
+with jitter -> reconnect, up to `max_restarts` failures in a row, then `failed`.
+
+While a child restarts, its last listing stays in the merged namespace and requests to it fail at once
+(`Unavailable`): the host's tool list does not flap on every restart. Once it is `failed` or stopped, its entries
+leave the namespace and the host is told.
+
+A child has one shared connection, which reads its lists, follows its list changes and holds resource
+subscriptions. With `sessions: per-host`, each handshake-era host session also gets a connection of its own (for a
+stdio child, a process of its own), opened on the session's first request and closed when the session ends, so
+that everything the child sends on it belongs to that session. Every connection of a child shares its `Slots`.
+"""
+
+from __future__ import annotations
+
+import enum
+import random
+import time
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+import anyio
+import structlog
+from anyio.abc import TaskGroup
+
+from hub.config.schema import ServerConfig
+from hub.platform.watchdog import Watchdog
+from hub.protocol import errors
+from hub.protocol.jsonrpc import METHOD_NOT_FOUND, Notification, Request, Response
+from hub.upstream.connection import Connection
+from hub.upstream.slots import Slots
+from hub.upstream.stdio import open_stdio
+from hub.upstream.url import open_url
+
+# A child that stays up this long has its count of failures in a row reset.
+STABLE_AFTER = 60.0
+# Backoff between restarts: BASE * 2**n, capped, times a jitter in [0.5, 1.5).
+BACKOFF_BASE = 0.5
+BACKOFF_CAP = 30.0
+# Bursts of list_changed from one child are coalesced over this window before its lists are read again.
+LIST_CHANGED_DEBOUNCE = 0.05
+# A URL child's death shows only as a failed ping (handshake era) or failed requests (2026-07-28).
+HEARTBEAT_INTERVAL = 15.0
+HEARTBEAT_TIMEOUT = 10.0
+# How long a listing request or a setLevel may take.
+LIST_TIMEOUT = 30.0
+# Re-listen backoff when a 2026 child's subscriptions/listen stream ends.
+RELISTEN_BASE = 0.5
+RELISTEN_CAP = 30.0
+
+_LIST_CHANGED = {
+    "notifications/tools/list_changed": ("tools",),
+    "notifications/prompts/list_changed": ("prompts",),
+    "notifications/resources/list_changed": ("resources", "templates"),
+}
+_LISTS = {  # kind -> (method, result key, the capability that offers it)
+    "tools": ("tools/list", "tools", "tools"),
+    "resources": ("resources/list", "resources", "resources"),
+    "templates": ("resources/templates/list", "resourceTemplates", "resources"),
+    "prompts": ("prompts/list", "prompts", "prompts"),
+}
+
+
+class ChildState(enum.StrEnum):
+    STARTING = "starting"
+    READY = "ready"
+    RESTARTING = "restarting"
+    FAILED = "failed"
+    STOPPED = "stopped"
+
+
+@dataclass(frozen=True)
+class Listing:
+    """Everything a child offers, as the raw dicts it sent (so unknown fields pass through)."""
+
+    tools: tuple[dict[str, Any], ...] = ()
+    resources: tuple[dict[str, Any], ...] = ()
+    templates: tuple[dict[str, Any], ...] = ()
+    prompts: tuple[dict[str, Any], ...] = ()
+
+
+class Observer(Protocol):
+    """What a child reports to the hub. Called from a connection's reader: never waits."""
+
+    def listing_changed(self, child: Child) -> None: ...
+
+    def resource_updated(self, child: Child, uri: str) -> None: ...
+
+    def child_log(self, child: Child, connection: Connection, params: dict[str, Any]) -> None: ...
+
+    def child_request(self, child: Child, connection: Connection, request: Request) -> None: ...
+
+
+class Child:
+    def __init__(self, name: str, prefix: str, config: ServerConfig, observer: Observer, watchdog: Watchdog) -> None:
+        self.name = name
+        self.prefix = prefix
+        self.config = config
+        self.observer = observer
+        self.watchdog = watchdog
+        self.state = ChildState.STARTING
+        self.listing = Listing()
+        self.last_error: str | None = None
+        self.restarts = 0
+        self.start_ms: float | None = None
+        self.started_at: float | None = None
+        self.log_level: str | None = None  # the handshake-era hosts' logging/setLevel, re-sent on every connect
+        self.settled = anyio.Event()  # set once the first start attempt is over, ready or not
+        self.slots = Slots(name, config.max_concurrency, config.max_queue)
+        self.shared: Connection | None = None
+        self._sessions: dict[object, _SessionConnection] = {}
+        self._dirty: set[str] = set()
+        self._dirty_event = anyio.Event()
+        self._timeouts: dict[str, float] = {}
+        self._tg: TaskGroup | None = None
+        self._log = structlog.get_logger("hub.child").bind(child=name)
+
+    def __repr__(self) -> str:
+        return f"<Child {self.name} prefix={self.prefix!r} state={self.state} restarts={self.restarts}>"
+
+    # ---- for the relay ----------------------------------------------------------------------------------------
+
+    def connection(self) -> Connection:
+        """The shared connection, if the child is ready.
+
+        Raises:
+            errors.Unavailable: naming the child, its state and why.
+        """
+        connection = self.shared
+        if connection is None or self.state is not ChildState.READY or connection.closed is not None:
+            raise errors.Unavailable(self.unavailable_reason())
+        return connection
+
+    def session_connection(self, owner: object) -> Connection | None:
+        """This host session's own connection if it is open (`sessions: per-host`), else None."""
+        session = self._sessions.get(owner)
+        return session.connection if session is not None and session.connection is not None else None
+
+    @property
+    def per_host(self) -> bool:
+        return self.config.sessions == "per-host"
+
+    async def open_session_connection(self, owner: object) -> Connection:
+        """This host session's own connection, opened now if it has none (`sessions: per-host`).
+
+        Raises:
+            errors.Unavailable: the child is not ready, the session limit is reached, or the connection failed.
+        """
+        self.connection()  # the child itself must be up
+        session = self._sessions.get(owner)
+        if session is None:
+            if len(self._sessions) >= self.config.max_sessions:
+                raise errors.Unavailable(
+                    f"server '{self.name}' already has {self.config.max_sessions} per-host connections open "
+                    "(max_sessions); end a host session or raise max_sessions in servers.yaml"
+                )
+            assert self._tg is not None
+            session = self._sessions[owner] = _SessionConnection(self, owner)
+            self._tg.start_soon(session.run)
+        with anyio.move_on_after(self.config.connect_timeout):
+            await session.ready.wait()
+        if session.connection is None:
+            raise errors.Unavailable(f"server '{self.name}': this session's connection failed: {session.error}")
+        return session.connection
+
+    def close_session(self, owner: object) -> None:
+        """The host session has ended: its own connection closes."""
+        session = self._sessions.pop(owner, None)
+        if session is not None:
+            session.close()
+
+    def connections(self) -> list[Connection]:
+        shared = [self.shared] if self.shared is not None else []
+        return shared + [s.connection for s in self._sessions.values() if s.connection is not None]
+
+    def timeout_for(self, tool: str) -> float:
+        """`config.timeout_for`, remembered per tool name (the globs are matched once)."""
+        seconds = self._timeouts.get(tool)
+        if seconds is None:
+            seconds = self._timeouts[tool] = self.config.timeout_for(tool)
+        return seconds
+
+    def unavailable_reason(self) -> str:
+        reason = f"server '{self.name}' is unavailable (state: {self.state})"
+        if self.last_error:
+            reason += f": {self.last_error}"
+        return reason
+
+    async def set_log_level(self, level: str, owner: object | None = None) -> None:
+        """A handshake-era host's `logging/setLevel`: remembered, and sent to the child's connections (bounded).
+
+        With `owner`, only that session's own connection gets it (the shared one takes the hub-wide level).
+        """
+        if owner is None:
+            self.log_level = level
+            targets = [self.shared] if self.shared is not None else []
+        else:
+            own = self.session_connection(owner)
+            targets = [own] if own is not None else []
+        for connection in targets:
+            if connection.capabilities.get("logging") is not None and not connection.modern:
+                try:
+                    await connection.request("logging/setLevel", {"level": level}, LIST_TIMEOUT)
+                except (errors.HubError, TimeoutError) as exc:
+                    self._log.info("child_set_level_failed", error=str(exc))
+
+    def roots_changed(self, owner: object | None = None) -> None:
+        """A host's roots changed: handshake-era connections are told (a 2026-07-28 child has no roots)."""
+        targets = self.connections() if owner is None else [c for c in [self.session_connection(owner)] if c]
+        for connection in targets:
+            if not connection.modern:
+                connection.notify("notifications/roots/list_changed")
+
+    # ---- supervision --------------------------------------------------------------------------------------------
+
+    async def run(self) -> None:
+        """Supervise the child until cancelled."""
+        failures = 0
+        try:
+            async with anyio.create_task_group() as tg:
+                self._tg = tg
+                while True:
+                    began = time.monotonic()
+                    await self._run_once()
+                    if self.started_at is not None and time.monotonic() - self.started_at >= STABLE_AFTER:
+                        failures = 0
+                    failures += 1
+                    if failures > self.config.max_restarts:
+                        self.state = ChildState.FAILED
+                        self._log.error("child_failed", error=self.last_error, attempts=failures)
+                        self._clear_listing()
+                        await anyio.sleep_forever()  # a reload replaces a failed child with a new one
+                    delay = min(BACKOFF_CAP, BACKOFF_BASE * 2 ** (failures - 1)) * random.uniform(0.5, 1.5)
+                    self.restarts += 1
+                    self.state = ChildState.RESTARTING
+                    self._log.warning(
+                        "child_restarting",
+                        attempt=failures,
+                        backoff_s=round(delay, 2),
+                        error=self.last_error,
+                        uptime_s=round(time.monotonic() - began, 2),
+                    )
+                    await anyio.sleep(delay)
+        finally:
+            self.state = ChildState.STOPPED
+            self.shared = None
+            self._tg = None
+
+    async def _run_once(self) -> None:
+        began = time.monotonic()
+        self.started_at = None
+        self.last_error = None
+        opened: Connection | None = None
+        try:
+            async with anyio.create_task_group() as tg, self._open(tg) as connection:
+                opened = connection
+                with anyio.fail_after(self.config.connect_timeout):
+                    await connection.handshake(self.config.protocol, self.config.connect_timeout)
+                    self.listing = await self._read_lists(connection, self._offered(connection), Listing())
+                self.shared = connection
+                self.start_ms = round((time.monotonic() - began) * 1000, 1)
+                self.started_at = time.monotonic()
+                self.state = ChildState.READY
+                self._log.info(
+                    "child_ready",
+                    start_ms=self.start_ms,
+                    protocol=connection.protocol_version,
+                    server=connection.server_info.get("name"),
+                    tools=len(self.listing.tools),
+                    resources=len(self.listing.resources),
+                    templates=len(self.listing.templates),
+                    prompts=len(self.listing.prompts),
+                )
+                self.observer.listing_changed(self)
+                self.settled.set()  # after the namespace has the child's names
+                if self.log_level is not None:
+                    tg.start_soon(self.set_log_level, self.log_level)
+                tg.start_soon(self._refresh_on_change, connection)
+                if connection.modern:
+                    tg.start_soon(self._listen, connection)
+                elif self.config.kind != "stdio":
+                    tg.start_soon(self._heartbeat, connection)
+                await connection.done.wait()
+                tg.cancel_scope.cancel()
+        except TimeoutError:
+            self.last_error = f"did not connect and list within {self.config.connect_timeout:g}s"
+        except Exception as exc:  # the child's failure is reported, never the hub's
+            self.last_error = self._describe(exc)
+        finally:
+            self.shared = None
+            self.settled.set()
+            for session in list(self._sessions.values()):
+                session.close()
+        if self.last_error is None:
+            self.last_error = (
+                opened.closed if opened is not None else None
+            ) or f"server '{self.name}' closed the connection"
+        self._log.warning("child_exited", error=self.last_error)
+
+    @asynccontextmanager
+    async def _open(self, tg: TaskGroup) -> AsyncIterator[Connection]:
+        """A new connection to the child (a new process, for a stdio child); closed (bounded) on leaving."""
+        if self.config.kind == "stdio":
+            async with open_stdio(self.name, self.config, self, self.watchdog, tg) as (connection, _, _):
+                yield connection
+        else:
+            async with open_url(self.name, self.config, self, tg) as connection:
+                yield connection
+
+    def _describe(self, exc: BaseException) -> str:
+        if isinstance(exc, BaseExceptionGroup):
+            return "; ".join(self._describe(e) for e in exc.exceptions[:3])
+        if isinstance(exc, FileNotFoundError):
+            if self.config.cwd is not None and exc.filename == self.config.cwd:
+                return f"working directory not found: {self.config.cwd!r} (check 'cwd:')"
+            return f"command not found: {self.config.command!r} (is it installed and on PATH?)"
+        if isinstance(exc, PermissionError) and self.config.command is not None:
+            return f"command cannot be run: {self.config.command!r} ({exc.strerror})"
+        if isinstance(exc, errors.HubError):
+            return exc.message
+        return f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
+
+    async def _heartbeat(self, connection: Connection) -> None:
+        while True:
+            await anyio.sleep(HEARTBEAT_INTERVAL)
+            try:
+                await connection.request("ping", {}, HEARTBEAT_TIMEOUT)
+            except (errors.HubError, TimeoutError) as exc:
+                connection.ended(f"server '{self.name}': heartbeat failed: {exc}")
+                return
+
+    # ---- listings ---------------------------------------------------------------------------------------------
+
+    @staticmethod
+    def _offered(connection: Connection) -> list[str]:
+        return [
+            kind for kind, (_, _, capability) in _LISTS.items() if connection.capabilities.get(capability) is not None
+        ]
+
+    async def _read_lists(self, connection: Connection, kinds: list[str], base: Listing) -> Listing:
+        updates: dict[str, tuple[dict[str, Any], ...]] = {}
+        for kind in kinds:
+            method, key, _ = _LISTS[kind]
+            items: list[dict[str, Any]] = []
+            cursor: str | None = None
+            seen: set[str] = set()
+            while True:
+                try:
+                    page = await connection.request(method, {"cursor": cursor} if cursor else {}, LIST_TIMEOUT)
+                except errors.ChildError as exc:
+                    if exc.code == METHOD_NOT_FOUND:
+                        break  # advertised but not served (templates, often): empty
+                    raise
+                found = page.get(key)
+                items.extend(item for item in (found if isinstance(found, list) else ()) if isinstance(item, dict))
+                next_cursor = page.get("nextCursor")
+                if not isinstance(next_cursor, str) or not next_cursor or next_cursor in seen:
+                    break
+                cursor = next_cursor
+                seen.add(next_cursor)
+            updates[kind] = tuple(items)
+        return Listing(**{**base.__dict__, **updates})
+
+    async def _refresh_on_change(self, connection: Connection) -> None:
+        while True:
+            await self._dirty_event.wait()
+            await anyio.sleep(LIST_CHANGED_DEBOUNCE)
+            self._dirty_event = anyio.Event()
+            kinds, self._dirty = sorted(self._dirty), set()
+            try:
+                self.listing = await self._read_lists(connection, kinds, self.listing)
+            except (errors.HubError, TimeoutError) as exc:
+                self._log.warning("child_relist_failed", kinds=kinds, error=str(exc))
+                continue
+            self._log.info("child_list_changed", kinds=kinds)
+            self.observer.listing_changed(self)
+
+    async def _listen(self, connection: Connection) -> None:
+        """A 2026-07-28 child announces list changes only on a `subscriptions/listen` stream: keep one open."""
+        caps = connection.capabilities
+        wanted = {
+            "toolsListChanged": bool((caps.get("tools") or {}).get("listChanged")),
+            "promptsListChanged": bool((caps.get("prompts") or {}).get("listChanged")),
+            "resourcesListChanged": bool((caps.get("resources") or {}).get("listChanged")),
+        }
+        if not any(wanted.values()):
+            return
+        delay = RELISTEN_BASE
+        while True:
+            stream = _Stream()
+            connection.send(
+                "subscriptions/listen", {"notifications": {k: True for k, v in wanted.items() if v}}, stream
+            )
+            await stream.done.wait()
+            if stream.code == METHOD_NOT_FOUND:
+                self._log.warning("child_listen_unsupported")
+                return
+            self._log.warning("child_listen_lost", error=stream.reason)
+            await anyio.sleep(delay)
+            delay = min(RELISTEN_CAP, delay * 2)
+
+    def _clear_listing(self) -> None:
+        if self.listing != Listing():
+            self.listing = Listing()
+            self.observer.listing_changed(self)
+
+    # ---- what the child sends (hub.upstream.connection.Events) -------------------------------------------------
+
+    def notified(self, connection: Connection, notification: Notification) -> None:
+        method, params = notification.method, notification.params
+        kinds = _LIST_CHANGED.get(method)
+        if kinds is not None:
+            self._dirty.update(kinds)
+            self._dirty_event.set()
+        elif method == "notifications/resources/updated":
+            uri = params.get("uri")
+            if isinstance(uri, str):
+                self.observer.resource_updated(self, uri)
+        elif method == "notifications/message":
+            self.observer.child_log(self, connection, params)
+
+    def asked(self, connection: Connection, request: Request) -> None:
+        self.observer.child_request(self, connection, request)
+
+
+class _Stream:
+    """The exchange of a `subscriptions/listen` request: it ends only when the stream does."""
+
+    def __init__(self) -> None:
+        self.done = anyio.Event()
+        self.code: int | None = None
+        self.reason = ""
+
+    def answered(self, response: Response) -> None:
+        error = response.error or {}
+        self.code = error.get("code") if type(error.get("code")) is int else None
+        self.reason = str(error.get("message", "the stream ended"))
+        self.done.set()
+
+    def progress(self, params: dict[str, Any]) -> None:
+        pass
+
+    def failed(self, error: errors.HubError) -> None:
+        self.reason = error.message
+        self.done.set()
+
+
+class _SessionConnection:
+    """One host session's own connection to a `sessions: per-host` child."""
+
+    def __init__(self, child: Child, owner: object) -> None:
+        self.child = child
+        self.owner = owner
+        self.connection: Connection | None = None
+        self.error: str | None = None
+        self.ready = anyio.Event()
+        self._scope = anyio.CancelScope()
+
+    def close(self) -> None:
+        self._scope.cancel()
+
+    async def run(self) -> None:
+        child = self.child
+        try:
+            with self._scope:
+                async with anyio.create_task_group() as tg, child._open(tg) as connection:
+                    with anyio.fail_after(child.config.connect_timeout):
+                        await connection.handshake(child.config.protocol, child.config.connect_timeout)
+                    connection.owner = self.owner
+                    self.connection = connection
+                    self.ready.set()
+                    child._log.info("session_connection_opened", sessions=len(child._sessions))
+                    await connection.done.wait()
+                    tg.cancel_scope.cancel()
+        except TimeoutError:
+            self.error = f"did not connect within {child.config.connect_timeout:g}s"
+        except Exception as exc:
+            self.error = child._describe(exc)
+        finally:
+            self.connection = None
+            self.ready.set()
+            if child._sessions.get(self.owner) is self:
+                del child._sessions[self.owner]
+            child._log.info("session_connection_closed", error=self.error)

@@ -1,0 +1,358 @@
+"""One connection to a child: the hub's JSON-RPC client session over a `Wire`, in either protocol era.
+
+The hub owns this session rather than using the SDK's client, so that a request and everything the child sends
+for it (progress, log messages, requests of its own, the answer) meet in one object, the `Exchange` that sent it,
+without a task per request and without validating and re-encoding what is forwarded unchanged.
+
+- Requests get ids of this connection's own (integers from 1). A request that wants progress carries its id as
+  its progress token, so that a progress notification finds its exchange by the same key.
+- Toward a 2026-07-28 child every request carries the hub's envelope in `_meta` (and the log level it asks for).
+- What the child sends that answers nothing of the hub's goes to `Events`: notifications (list_changed,
+  resources/updated, log messages), and its own requests (sampling, elicitation, roots), which are answered with
+  `respond`. A ping is answered here.
+- A line that is not JSON-RPC is logged and skipped; one that answers a request badly, or is over the size limit,
+  fails that request with an error saying what was wrong. The end of the wire fails every request in flight with
+  the reason the wire gives (exit status and stderr of a process, say).
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any, Protocol
+
+import anyio
+import structlog
+
+from hub.protocol import errors
+from hub.protocol.jsonrpc import (
+    Invalid,
+    Message,
+    Notification,
+    Request,
+    RequestId,
+    Response,
+    parse_answer,
+    quote,
+)
+from hub.protocol.revisions import (
+    CLIENT_CAPABILITIES,
+    CLIENT_INFO,
+    HANDSHAKE_VERSIONS,
+    LATEST_HANDSHAKE,
+    MODERN_VERSIONS,
+    envelope_meta,
+    is_modern,
+)
+
+_ID_AT_START = re.compile(rb'^\s*\{\s*"jsonrpc"\s*:\s*"2\.0"\s*,\s*"id"\s*:\s*(-?\d+)')
+_ID_AT_END = re.compile(rb'"id"\s*:\s*(-?\d+)\s*\}\s*$')
+# A child that keeps printing what is not JSON-RPC is logged this often at most.
+NOISE_LOG_EVERY = 100
+
+_log = structlog.get_logger("hub.child")
+
+
+class Wire(Protocol):
+    """Carries messages to a child; what the child sends comes back through `Connection.receive`."""
+
+    def send(self, message: dict[str, Any]) -> None:
+        """Raises `hub.platform.pipes.Broken` if the child can no longer be written to."""
+
+    def negotiated(self, version: str) -> None:
+        """The protocol revision the handshake settled on (a URL child's requests carry it as a header)."""
+
+
+class Exchange(Protocol):
+    """One request the hub sent a child, told what becomes of it. Called from the wire's reader: never waits."""
+
+    def answered(self, response: Response) -> None: ...
+
+    def progress(self, params: dict[str, Any]) -> None: ...
+
+    def failed(self, error: errors.HubError) -> None:
+        """No answer will come: the connection ended, or the answer was unusable (too large, malformed)."""
+
+
+class Events(Protocol):
+    """What a connection reports that answers nothing the hub sent."""
+
+    def notified(self, connection: Connection, notification: Notification) -> None: ...
+
+    def asked(self, connection: Connection, request: Request) -> None:
+        """A request of the child's (sampling, elicitation, roots); answered later with `connection.respond`."""
+
+
+class Connection:
+    """The hub's session with one child over one wire (a process's pipes, or an HTTP transport)."""
+
+    def __init__(self, name: str, wire: Wire, events: Events) -> None:
+        self.name = name
+        self.wire = wire
+        self.events = events
+        self.protocol_version: str | None = None
+        self.capabilities: dict[str, Any] = {}
+        self.server_info: dict[str, Any] = {}
+        self.instructions: str | None = None
+        # The host requests now in flight on this connection, oldest first: a child's own request is attributed by
+        # them (hub/relay/attribution.py).
+        self.inflight: list[Any] = []
+        # The host session this connection belongs to (`sessions: per-host`), or None (the shared connection).
+        self.owner: Any = None
+        self.closed: str | None = None  # why, once the wire has ended
+        self.done = anyio.Event()  # set when it has
+        self._ids = 0
+        self._pending: dict[int, Exchange] = {}
+        self._noise = 0
+
+    def __repr__(self) -> str:
+        return f"<Connection {self.name} {self.protocol_version} pending={len(self._pending)}>"
+
+    @property
+    def modern(self) -> bool:
+        return is_modern(self.protocol_version)
+
+    # ---- to the child ---------------------------------------------------------------------------------------
+
+    def send(
+        self,
+        method: str,
+        params: dict[str, Any],
+        exchange: Exchange,
+        *,
+        progress: bool = False,
+        log_level: str | None = None,
+    ) -> int:
+        """Send a request; `exchange` is told what becomes of it. Returns its id on this connection.
+
+        Raises:
+            errors.Unavailable: the connection has ended.
+        """
+        if self.closed is not None:
+            raise errors.Unavailable(self.closed)
+        self._ids += 1
+        request_id = self._ids
+        meta = params.get("_meta")
+        stamped: dict[str, Any] | None = dict(meta) if type(meta) is dict else None
+        if progress:
+            stamped = {**(stamped or {}), "progressToken": request_id}
+        if self.modern:
+            stamped = {**(stamped or {}), **envelope_meta(log_level)}
+        if stamped is not None:
+            params = {**params, "_meta": stamped}
+        self._pending[request_id] = exchange
+        try:
+            self.wire.send({"jsonrpc": "2.0", "id": request_id, "method": method, "params": params})
+        except Exception as exc:  # Broken, or a value that cannot be encoded: this request fails, not the hub
+            del self._pending[request_id]
+            raise errors.Unavailable(f"server '{self.name}': cannot send the request: {exc}") from None
+        return request_id
+
+    def notify(self, method: str, params: dict[str, Any] | None = None) -> None:
+        """Send a notification; nothing happens if the connection has ended."""
+        message: dict[str, Any] = {"jsonrpc": "2.0", "method": method}
+        if params is not None:
+            message["params"] = params
+        if self.closed is None:
+            try:
+                self.wire.send(message)
+            except Exception as exc:
+                _log.info("child_notification_lost", child=self.name, method=method, error=str(exc))
+
+    def respond(
+        self, request_id: RequestId, result: dict[str, Any] | None = None, error: dict[str, Any] | None = None
+    ) -> None:
+        """Answer one of the child's own requests."""
+        message: dict[str, Any] = {"jsonrpc": "2.0", "id": request_id}
+        if error is not None:
+            message["error"] = error
+        else:
+            message["result"] = result if result is not None else {}
+        if self.closed is None:
+            try:
+                self.wire.send(message)
+            except Exception as exc:
+                _log.info("child_answer_lost", child=self.name, error=str(exc))
+
+    def cancel(self, request_id: int, reason: str) -> None:
+        """Give up on a request: the child is told, and its answer, if one still comes, is dropped."""
+        if self._pending.pop(request_id, None) is not None:
+            self.notify("notifications/cancelled", {"requestId": request_id, "reason": reason})
+
+    def forget(self, request_id: int) -> None:
+        """Stop waiting for a request without telling the child (its answer is already in)."""
+        self._pending.pop(request_id, None)
+
+    # ---- from the child -------------------------------------------------------------------------------------
+
+    def receive(self, line: bytes) -> None:
+        """One line the child wrote."""
+        message = parse_answer(line)
+        if isinstance(message, list):
+            for item in message:
+                self.handle(item, line)
+        else:
+            self.handle(message, line)
+
+    def handle(self, message: Message, line: bytes = b"") -> None:
+        """One message from the child, already decoded."""
+        if isinstance(message, Response):
+            exchange = self._pending.pop(message.id, None) if type(message.id) is int else None
+            if exchange is not None:
+                exchange.answered(message)
+        elif isinstance(message, Notification):
+            if message.method == "notifications/progress":
+                token = message.params.get("progressToken")
+                exchange = self._pending.get(token) if type(token) is int else None
+                if exchange is not None:
+                    exchange.progress(message.params)
+                return
+            self.events.notified(self, message)
+        elif isinstance(message, Request):
+            if message.method == "ping":
+                self.respond(message.id, {})
+            else:
+                self.events.asked(self, message)
+        else:
+            self._invalid(message, line)
+
+    def _invalid(self, invalid: Invalid, line: bytes) -> None:
+        exchange = self._pending.pop(invalid.id, None) if type(invalid.id) is int else None
+        if exchange is not None:
+            exchange.failed(errors.Unavailable(f"server '{self.name}' sent an invalid answer: {invalid.reason}"))
+            return
+        self._noise += 1
+        if self._noise % NOISE_LOG_EVERY == 1:
+            _log.warning(
+                "child_stdout_not_jsonrpc",
+                child=self.name,
+                reason=invalid.reason,
+                line=line[:200].decode("utf-8", "replace"),
+                seen=self._noise,
+            )
+
+    def oversized(self, head: bytes, tail: bytes, size: int, limit: int) -> None:
+        """A line over `limit` bytes was discarded as it arrived: the request it answered, if any, fails."""
+        found = _ID_AT_START.match(head) or _ID_AT_END.search(tail)
+        exchange = self._pending.pop(int(found.group(1)), None) if found is not None else None
+        _log.warning("child_result_too_large", child=self.name, bytes=size, limit=limit, answered=exchange is not None)
+        if exchange is not None:
+            exchange.failed(
+                errors.TooLarge(
+                    f"server '{self.name}' sent a result of {size} bytes, more than its max_result_bytes ({limit}); "
+                    "raise max_result_bytes in servers.yaml or ask for less",
+                    {"reason": "result_too_large", "bytes": size},
+                )
+            )
+
+    def ended(self, reason: str) -> None:
+        """The wire has ended: every request still in flight fails with `reason`."""
+        if self.closed is not None:
+            return
+        self.closed = reason
+        self.done.set()
+        pending, self._pending = self._pending, {}
+        for exchange in pending.values():
+            exchange.failed(errors.Unavailable(reason))
+
+    # ---- the hub's own requests -----------------------------------------------------------------------------
+
+    async def request(self, method: str, params: dict[str, Any] | None = None, limit_s: float = 30.0) -> dict[str, Any]:
+        """Send a request and wait (bounded) for its result.
+
+        Raises:
+            errors.ChildError: the child answered with an error.
+            errors.HubError: the connection ended, or the answer was unusable.
+            TimeoutError: no answer within `limit_s` (the child is told the request is cancelled).
+        """
+        waiter = _Waiter(self.name)
+        request_id = self.send(method, params or {}, waiter)
+        try:
+            with anyio.fail_after(limit_s):
+                await waiter.done.wait()
+        finally:
+            if not waiter.done.is_set():
+                self.cancel(request_id, "the hub stopped waiting")
+        return waiter.result()
+
+    async def handshake(self, protocol: str, limit_s: float) -> None:
+        """Open the session in the era `protocol` asks for ("legacy", "auto" or "2026-07-28").
+
+        Raises:
+            errors.HubError, TimeoutError: the child did not complete the handshake.
+            RuntimeError: the child does not speak the era `protocol` requires.
+        """
+        if protocol != "legacy":
+            discovered = await self._discover(limit_s, required=protocol != "auto")
+            if discovered:
+                return
+        result = await self.request(
+            "initialize",
+            {"protocolVersion": LATEST_HANDSHAKE, "capabilities": CLIENT_CAPABILITIES, "clientInfo": CLIENT_INFO},
+            limit_s,
+        )
+        version = result.get("protocolVersion")
+        if version not in HANDSHAKE_VERSIONS:
+            raise RuntimeError(
+                f"the server answered initialize with protocol version {quote(version)}, which the hub does not speak"
+            )
+        self._opened(version, result)
+        self.notify("notifications/initialized")
+
+    async def _discover(self, limit_s: float, required: bool) -> bool:
+        self.protocol_version = MODERN_VERSIONS[-1]  # so that `send` puts the envelope on server/discover
+        try:
+            result = await self.request("server/discover", {}, limit_s)
+        except errors.ChildError:
+            self.protocol_version = None
+            if required:
+                raise RuntimeError(
+                    "the server does not answer server/discover; use 'protocol: auto' or 'legacy'"
+                ) from None
+            return False
+        supported = result.get("supportedVersions")
+        if not isinstance(supported, list) or MODERN_VERSIONS[-1] not in supported:
+            self.protocol_version = None
+            if required:
+                raise RuntimeError(f"the server supports {quote(supported)}, not {MODERN_VERSIONS[-1]}")
+            return False
+        self._opened(MODERN_VERSIONS[-1], result)
+        return True
+
+    def _opened(self, version: str, result: dict[str, Any]) -> None:
+        self.protocol_version = version
+        capabilities = result.get("capabilities")
+        self.capabilities = capabilities if type(capabilities) is dict else {}
+        info = result.get("serverInfo")
+        self.server_info = info if type(info) is dict else {}
+        instructions = result.get("instructions")
+        self.instructions = instructions if type(instructions) is str else None
+        self.wire.negotiated(version)
+
+
+class _Waiter:
+    """The exchange of one of the hub's own requests."""
+
+    def __init__(self, child: str) -> None:
+        self._child = child
+        self.done = anyio.Event()
+        self._response: Response | None = None
+        self._error: errors.HubError | None = None
+
+    def answered(self, response: Response) -> None:
+        self._response = response
+        self.done.set()
+
+    def progress(self, params: dict[str, Any]) -> None:
+        pass
+
+    def failed(self, error: errors.HubError) -> None:
+        self._error = error
+        self.done.set()
+
+    def result(self) -> dict[str, Any]:
+        if self._error is not None:
+            raise self._error
+        assert self._response is not None
+        if self._response.error is not None:
+            raise errors.child_error(self._child, self._response.error)
+        return self._response.result or {}

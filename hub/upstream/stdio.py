@@ -1,0 +1,116 @@
+"""A stdio child's wire: its process, newline-delimited JSON-RPC on its pipes, and a bounded tail of its stderr.
+
+The hub's own rather than the SDK's `stdio_client`, because a supervisor needs what that one hides: the exit code or
+signal, the pid, a tail of stderr for error messages, lines over `max_result_bytes` refused as they arrive, and
+tolerance of a child that prints non-JSON on stdout (logged and skipped, not fatal).
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import Any
+
+import anyio
+import structlog
+from anyio.abc import TaskGroup
+
+from hub.config.schema import ServerConfig
+from hub.platform.pipes import Broken, Lines, Writer
+from hub.platform.processes import ChildProcess, describe_exit, launch_of, spawn
+from hub.platform.watchdog import Watchdog
+from hub.protocol.jsonrpc import encode
+from hub.upstream.connection import Connection, Events
+
+# Lines of a child's stderr kept for error messages, and the most of one line kept or logged.
+STDERR_TAIL_LINES = 20
+STDERR_LINE_LIMIT = 2000
+# After the process exits, how long its last output may take to be read before the connection ends.
+DRAIN_AFTER_EXIT = 0.5
+# After its stdout ends, how long the process may take to report its exit status (for the error message).
+SETTLE_EXIT = 1.0
+
+
+class StdioWire:
+    """Writes a child's stdin; its stdout lines go to the connection, its stderr to the log and the tail."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self.stdin: Writer | None = None
+        self.stderr_tail: deque[str] = deque(maxlen=STDERR_TAIL_LINES)
+        self.stdout_ended = anyio.Event()
+        self._stderr = Lines(1 << 20, self._stderr_line, self._stderr_oversized)
+        self._log = structlog.get_logger("hub.child").bind(child=name)
+
+    def send(self, message: dict[str, Any]) -> None:
+        if self.stdin is None:
+            raise Broken("the process is not running")
+        self.stdin.write(encode(message) + b"\n")
+
+    def negotiated(self, version: str) -> None:
+        pass
+
+    def stderr(self, chunk: bytes) -> None:
+        self._stderr.feed(chunk)
+
+    def _stderr_line(self, raw: bytes) -> None:
+        line = raw[:STDERR_LINE_LIMIT].decode("utf-8", "replace").rstrip()
+        if line:
+            self.stderr_tail.append(line)
+            self._log.info("child_stderr", line=line)
+
+    def _stderr_oversized(self, head: bytes, tail: bytes, size: int) -> None:
+        self._stderr_line(head + b" ... (%d bytes)" % size)
+
+    def reason(self, process: ChildProcess) -> str:
+        """Why the connection ended: the exit status and the last lines of stderr."""
+        parts = [f"server '{self.name}' closed the connection"]
+        if process.returncode is not None:
+            parts.append(describe_exit(process.returncode))
+        if self.stderr_tail:
+            parts.append("last stderr: " + " | ".join(list(self.stderr_tail)[-5:]))
+        return "; ".join(parts)
+
+
+@asynccontextmanager
+async def open_stdio(
+    name: str, config: ServerConfig, events: Events, watchdog: Watchdog, tg: TaskGroup
+) -> AsyncIterator[tuple[Connection, ChildProcess, StdioWire]]:
+    """Start the child's process and yield its connection; leaving stops the process (bounded).
+
+    Raises:
+        OSError: the command or working directory does not exist or cannot be run.
+    """
+    assert config.command is not None
+    launch = launch_of(config.command, config.args, config.env, config.inherit_env, config.cwd)
+    wire = StdioWire(name)
+    process = await spawn(launch, watchdog.mark)
+    watchdog.add(process.pid)
+    connection = Connection(name, wire, events)
+    limit = config.max_result_bytes
+    lines = Lines(limit, connection.receive, lambda head, tail, size: connection.oversized(head, tail, size, limit))
+    try:
+        wire.stdin = process.attach(tg, lines.feed, wire.stderr, wire.stdout_ended.set)
+        tg.start_soon(_end_after_exit, connection, process, wire)
+        tg.start_soon(_end_after_stdout, connection, process, wire)
+        yield connection, process, wire
+    finally:
+        await process.stop()
+        watchdog.discard(process.pid)
+        connection.ended(wire.reason(process))
+
+
+async def _end_after_exit(connection: Connection, process: ChildProcess, wire: StdioWire) -> None:
+    # A descendant holding stdout open must not keep requests waiting: they fail once the child has exited.
+    await process.exited.wait()
+    with anyio.move_on_after(DRAIN_AFTER_EXIT):
+        await wire.stdout_ended.wait()
+    connection.ended(wire.reason(process))
+
+
+async def _end_after_stdout(connection: Connection, process: ChildProcess, wire: StdioWire) -> None:
+    await wire.stdout_ended.wait()
+    with anyio.move_on_after(SETTLE_EXIT):
+        await process.exited.wait()
+    connection.ended(wire.reason(process))

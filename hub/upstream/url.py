@@ -1,0 +1,139 @@
+"""A URL child's wire: the SDK's client transports (Streamable HTTP, SSE) carry the hub's own session.
+
+The SDK is used for what it does well here, the HTTP and SSE plumbing, redirects within the origin and session
+ids; the session on top is the same `Connection` as for a stdio child. Messages cross as the SDK's models at this
+edge only. Each request names its protocol revision in the `MCP-Protocol-Version` header, and a 2026-07-28
+request also its method and name (`Mcp-Method`, `Mcp-Name`), as the transport expects to be told.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import Any
+
+import anyio
+import structlog
+from anyio.abc import TaskGroup
+
+from hub.config.schema import ServerConfig
+from hub.platform.pipes import Broken
+from hub.protocol.jsonrpc import classify
+from hub.protocol.revisions import is_modern
+from hub.upstream.connection import Connection, Events
+
+# Bytes beyond max_result_bytes allowed for one SSE event (its framing).
+EVENT_MARGIN = 4096
+SSE_READ_TIMEOUT = 300.0
+_NAMES = {"tools/call": "name", "prompts/get": "name", "resources/read": "uri"}
+
+
+class UrlWire:
+    """Queues the hub's messages for the transport's write stream, in order, from any caller."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self._queue: deque[dict[str, Any]] = deque()
+        self._wake = anyio.Event()
+        self._version: str | None = None
+        self._closed = False
+
+    def send(self, message: dict[str, Any]) -> None:
+        if self._closed:
+            raise Broken("the connection is closed")
+        self._queue.append(message)
+        self._wake.set()
+
+    def negotiated(self, version: str) -> None:
+        self._version = version
+
+    def close(self) -> None:
+        self._closed = True
+        self._wake.set()
+
+    async def write_all(self, stream: Any) -> None:
+        from mcp.shared.message import ClientMessageMetadata, SessionMessage
+        from mcp_types import jsonrpc_message_adapter
+
+        while not self._closed:
+            while not self._queue and not self._closed:
+                self._wake = anyio.Event()
+                await self._wake.wait()
+            while self._queue:
+                message = self._queue.popleft()
+                headers = self._headers(message)
+                metadata = ClientMessageMetadata(headers=headers) if headers else None
+                model = jsonrpc_message_adapter.validate_python(message, by_name=False)
+                await stream.send(SessionMessage(model, metadata=metadata))
+
+    def _headers(self, message: dict[str, Any]) -> dict[str, str]:
+        version = self._version
+        if version is None:
+            params = message.get("params")
+            meta = params.get("_meta") if isinstance(params, dict) else None
+            version = meta.get("io.modelcontextprotocol/protocolVersion") if isinstance(meta, dict) else None
+        if version is None:
+            return {}
+        headers = {"mcp-protocol-version": version}
+        method = message.get("method")
+        if is_modern(version) and isinstance(method, str) and "id" in message:
+            headers["mcp-method"] = method
+            key = _NAMES.get(method)
+            params = message.get("params") or {}
+            if key is not None and isinstance(params.get(key), str):
+                headers["mcp-name"] = params[key]
+        return headers
+
+
+@asynccontextmanager
+async def open_url(name: str, config: ServerConfig, events: Events, tg: TaskGroup) -> AsyncIterator[Connection]:
+    """Connect to the child's URL and yield its connection; leaving closes the transport."""
+    assert config.url is not None
+    wire = UrlWire(name)
+    connection = Connection(name, wire, events)
+    async with _transport(config) as (read, write):
+        tg.start_soon(_read_all, read, connection, name)
+        tg.start_soon(wire.write_all, write)
+        try:
+            yield connection
+        finally:
+            wire.close()
+            connection.ended(f"server '{name}': the connection to {config.url} was closed")
+
+
+async def _read_all(read: Any, connection: Connection, name: str) -> None:
+    log = structlog.get_logger("hub.child").bind(child=name)
+    try:
+        async for item in read:
+            if isinstance(item, Exception):
+                log.warning("child_transport_error", error=str(item)[:500])
+                continue
+            connection.handle(classify(item.message.model_dump(by_alias=True, mode="json", exclude_none=True), b""))
+    except (anyio.ClosedResourceError, anyio.BrokenResourceError, anyio.EndOfStream):
+        pass
+    connection.ended(f"server '{name}': the connection ended")
+
+
+@asynccontextmanager
+async def _transport(config: ServerConfig) -> AsyncIterator[tuple[Any, Any]]:
+    """The SDK's transport for the child's URL; its headers may carry secrets and are never logged."""
+    import httpx2
+    from mcp.client.sse import sse_client
+    from mcp.client.streamable_http import streamable_http_client
+
+    assert config.url is not None
+    headers = dict(config.headers) or None
+    if config.kind == "sse":
+        async with sse_client(config.url, headers=headers, timeout=config.connect_timeout) as streams:
+            yield streams
+        return
+    # Read: a request's stream may stay silent as long as its deadline allows; the standalone stream longer.
+    timeout = httpx2.Timeout(config.connect_timeout, read=max(SSE_READ_TIMEOUT, config.max_timeout + 30))
+    async with (
+        httpx2.AsyncClient(headers=headers, timeout=timeout) as http,
+        streamable_http_client(
+            config.url, http_client=http, max_sse_event_size=config.max_result_bytes + EVENT_MARGIN
+        ) as streams,
+    ):
+        yield streams
