@@ -248,9 +248,9 @@ class Hub:
             child.close_session(owner)
         for uri in self.hosts.discard(owner):  # type: ignore[arg-type]
             route = self.catalog.namespace.route_uri(uri)
-            child = self.children.get(route.child) if route is not None else None
-            if route is not None and child is not None and child.shared is not None:
-                self.router.spawn(self._unsubscribe, child.shared, route.original)
+            owner_child = self.children.get(route.child) if route is not None else None
+            if route is not None and owner_child is not None and owner_child.shared is not None:
+                self.router.spawn(self._unsubscribe, owner_child.shared, route.original)
 
     async def _unsubscribe(self, connection: Connection, uri: str) -> None:
         try:

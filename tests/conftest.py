@@ -7,7 +7,6 @@ import os
 import socket
 import subprocess
 import sys
-import tempfile
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
@@ -22,12 +21,20 @@ from mcp import Client, StdioServerParameters
 from mcp.client.context import ClientRequestContext
 
 REPO = Path(__file__).resolve().parent.parent
-# Hubs started by the tests keep their warm-start caches here, never in the user's ~/.cache (subprocesses inherit
-# it; hub_params passes it through the SDK's filtered environment).
-CACHE_DIR = os.environ.setdefault("HUB_CACHE_DIR", tempfile.mkdtemp(prefix="hub-test-cache-"))
 EVERYTHING = REPO / "tests" / "npm" / "node_modules" / ".bin" / "mcp-server-everything"
 # Every wait in the tests is bounded by this; a child's cold start (an npm server, an SDK import) fits well inside.
 WAIT = 60.0
+
+
+# Tests under these folders spawn processes (the hub, children): they carry the integration marker, so that
+# `pytest -m "not integration"` is the seconds-long suite.
+SPAWNING = ("integration", "faults", "conformance")
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        if item.path.relative_to(REPO / "tests").parts[0] in SPAWNING:
+            item.add_marker(pytest.mark.integration)
 
 
 @pytest.fixture(scope="module")
@@ -117,7 +124,7 @@ def hub_params(config: Path, log_file: Path, *extra: str, env: dict[str, str] | 
         command=sys.executable,
         args=["-m", "hub", "serve", "--config", str(config), "--log-file", str(log_file), *extra],
         cwd=str(REPO),
-        env={"HUB_CACHE_DIR": CACHE_DIR, **(env or {})},
+        env=env,
     )
 
 
@@ -154,12 +161,24 @@ async def connect_host(
     """
     host = host or Host()
     callbacks: dict[str, Any] = (
-        {"sampling_callback": host.on_sampling, "elicitation_callback": host.on_elicitation,
-         "list_roots_callback": host.on_roots}
-        if capabilities else {}
+        {
+            "sampling_callback": host.on_sampling,
+            "elicitation_callback": host.on_elicitation,
+            "list_roots_callback": host.on_roots,
+        }
+        if capabilities
+        else {}
     )
-    client = Client(target, mode=mode, message_handler=host.on_message, logging_callback=host.on_log,
-                    read_timeout_seconds=WAIT, log_level=log_level, cache=None, **callbacks)
+    client = Client(
+        target,
+        mode=mode,
+        message_handler=host.on_message,
+        logging_callback=host.on_log,
+        read_timeout_seconds=WAIT,
+        log_level=log_level,
+        cache=None,
+        **callbacks,
+    )
     async with client:
         yield client
 
@@ -175,8 +194,18 @@ def free_port() -> int:
 async def serve_hub_http(config: Path, log_file: Path) -> AsyncIterator[str]:
     """`hub serve --http` as a real subprocess; yields its /mcp URL once it accepts connections (bounded)."""
     port = free_port()
-    args = [sys.executable, "-m", "hub", "serve", "--config", str(config), "--http", f"127.0.0.1:{port}",
-            "--log-file", str(log_file)]
+    args = [
+        sys.executable,
+        "-m",
+        "hub",
+        "serve",
+        "--config",
+        str(config),
+        "--http",
+        f"127.0.0.1:{port}",
+        "--log-file",
+        str(log_file),
+    ]
     with log_file.with_suffix(".err").open("wb") as err:
         process = await anyio.open_process(args, cwd=REPO, stdout=subprocess.DEVNULL, stderr=err)
         try:
@@ -204,13 +233,13 @@ async def serve_hub_http(config: Path, log_file: Path) -> AsyncIterator[str]:
 def log_events(log_file: Path, event: str) -> list[dict[str, Any]]:
     """The hub's structured log lines of one kind."""
 
-
     lines = log_file.read_text().splitlines() if log_file.exists() else []
     return [e for e in (json.loads(line) for line in lines if line.startswith("{")) if e.get("event") == event]
 
 
-async def wait_for_log(log_file: Path, event: str, predicate: Callable[[dict[str, Any]], bool] = lambda e: True,
-                       limit: float = WAIT) -> dict[str, Any]:
+async def wait_for_log(
+    log_file: Path, event: str, predicate: Callable[[dict[str, Any]], bool] = lambda e: True, limit: float = WAIT
+) -> dict[str, Any]:
     """Bounded wait for a hub log line (another process writes it; no event exists)."""
     with anyio.fail_after(limit):
         while True:
@@ -227,8 +256,13 @@ async def connect_direct(server: dict[str, Any]) -> AsyncIterator[Client]:
         command=server["command"], args=server.get("args", []), cwd=server.get("cwd"), env=server.get("env")
     )
     host = Host()
-    async with Client(params, mode="legacy", sampling_callback=host.on_sampling,
-                      elicitation_callback=host.on_elicitation, list_roots_callback=host.on_roots) as client:
+    async with Client(
+        params,
+        mode="legacy",
+        sampling_callback=host.on_sampling,
+        elicitation_callback=host.on_elicitation,
+        list_roots_callback=host.on_roots,
+    ) as client:
         yield client
 
 

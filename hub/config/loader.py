@@ -19,7 +19,15 @@ import yaml
 from pydantic import BaseModel, ValidationError
 
 from hub.config.expansion import expand_env
-from hub.config.schema import PREFIX_PATTERN, HubConfig, HubSettings, LoadedConfig, ServerConfig, ToolFilter
+from hub.config.schema import (
+    PREFIX_PATTERN,
+    HttpSettings,
+    HubConfig,
+    HubSettings,
+    LoadedConfig,
+    ServerConfig,
+    ToolFilter,
+)
 
 
 class ConfigError(Exception):
@@ -108,7 +116,7 @@ def _allowed_keys(loc: tuple[int | str, ...]) -> list[str]:
         if field is None:
             return []
         annotation = field.annotation
-        if annotation is HubSettings or annotation is ToolFilter:
+        if annotation in (HubSettings, ToolFilter, HttpSettings):
             model = annotation
         elif str(part) == "servers":
             model = ServerConfig

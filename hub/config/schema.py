@@ -144,8 +144,26 @@ class ServerConfig(_Strict):
         return "sse" if self.url.rstrip("/").endswith("/sse") else "streamable-http"
 
 
+class HttpSettings(_Strict):
+    """Bounds of the Streamable HTTP front (`hub serve --http`): a flood of sessions cannot lock real clients out."""
+
+    max_sessions: int = Field(default=1000, ge=1, description="Handshake-era sessions open at once, in all.")
+    max_sessions_per_client: int = Field(default=100, ge=1, description="Sessions open at once from one address.")
+    session_idle_timeout: float = Field(
+        default=1800.0, gt=0, description="Seconds without a request before a session closes."
+    )
+    unused_session_timeout: float = Field(
+        default=60.0, gt=0, description="Seconds a session may stay without any request after initialize."
+    )
+    request_timeout: float = Field(
+        default=30.0, gt=0, description="Seconds a client may take to send a request's body."
+    )
+
+
 class HubSettings(_Strict):
     """Settings of the hub itself."""
+
+    http: HttpSettings = HttpSettings()
 
     log_arguments: bool = Field(default=False, description="Put tool argument values in the call log.")
     health_tool: bool = Field(default=True, description="Expose the built-in hub_health tool.")

@@ -62,7 +62,7 @@ class InProcessHost:
             TimeoutError: no answer within `limit_s`.
         """
         request_id = next(self._ids)
-        event, box = anyio.Event(), []
+        event, box = anyio.Event(), list[Response]()
         self._waiting[request_id] = (event, box)
         self.session.receive(request_line(request_id, method, params).rstrip(b"\n"), self)
         with anyio.fail_after(limit_s):

@@ -167,7 +167,8 @@ class HostSession:
                 error_line(
                     request.id,
                     INVALID_REQUEST,
-                    "this connection serves the handshake protocol era; requests carrying the 2026-07-28 envelope are not accepted on it",
+                    "this connection serves the handshake protocol era; "
+                    "requests carrying the 2026-07-28 envelope are not accepted on it",
                 )
             )
             return
@@ -253,7 +254,8 @@ class HostSession:
             received.fail(
                 {
                     "code": INVALID_PARAMS,
-                    "message": "invalid params: the hub lists everything in one page; this cursor is not one of its own",
+                    "message": "invalid params: the hub lists everything in one page; "
+                    "this cursor is not one of its own",
                 }
             )
             return
@@ -282,7 +284,7 @@ class HostSession:
         if method == "notifications/cancelled":
             request_id = params.get("requestId")
             reason = params.get("reason")
-            listen = self._listens.pop(request_id, None) if is_id(request_id) else None
+            listen = self._listens.pop(request_id, None) if isinstance(request_id, int | str) else None
             if listen is not None:
                 listen.stop()
             else:
@@ -318,12 +320,15 @@ class HostSession:
         Raises:
             AskFailed: the host answered with an error, did not answer in time, or the session ended first.
         """
-        if self.modern or self.closed:
-            raise AskFailed({"code": INVALID_REQUEST, "message": "hub: this host cannot be sent requests"})
+        if self.modern or self.closed or getattr(stream, "closed", False):
+            raise AskFailed({"code": INVALID_REQUEST, "message": "hub: this host cannot be sent requests now"})
         self._ask_ids += 1
         ask_id = self._ask_ids
         answer = _Answer()
         self._asks[ask_id] = answer
+        ended = getattr(stream, "on_end", None)  # a stream that ends first (an HTTP call's) fails the ask then
+        if ended is not None:
+            ended.append(lambda: answer.set(None, f"the host's request ended before it answered {method}"))
         try:
             stream.send(request_line(ask_id, method, params))
             with anyio.move_on_after(limit_s):

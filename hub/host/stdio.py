@@ -83,7 +83,7 @@ async def serve_stdio(hub: Hub) -> None:
             finally:
                 reader.close()
                 with anyio.move_on_after(FLUSH_LIMIT, shield=True):
-                    while getattr(writer, "pending", 0):
+                    while getattr(writer, "pending", 0):  # noqa: ASYNC110 - the pipe has no "drained" event
                         await anyio.sleep(0.01)
             tg.cancel_scope.cancel()
     finally:

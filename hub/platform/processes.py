@@ -42,8 +42,9 @@ INSTANCE_VAR = "HUB_INSTANCE"
 EXIT_GRACE = 2.0
 # Time between terminating a child (and its descendants) and killing them.
 KILL_GRACE = 2.0
-# How often an exit is polled where the system cannot tell the event loop (no pidfd).
+# How often an exit is polled where the system cannot tell the event loop (no pidfd), and while stopping.
 EXIT_POLL = 0.05
+STOP_POLL = 0.01
 
 
 @dataclass(frozen=True)
@@ -131,7 +132,7 @@ class ChildProcess:
                     await anyio.wait_readable(pidfd)
                 finally:
                     os.close(pidfd)
-        while (code := popen.poll()) is None:
+        while (code := popen.poll()) is None:  # noqa: ASYNC110 - the exit itself has no event here
             await anyio.sleep(EXIT_POLL)
         self._exited(code)
 
@@ -141,8 +142,9 @@ class ChildProcess:
         self._exited(self._process.returncode)
 
     def _exited(self, code: int) -> None:
-        self.returncode = code
-        self.exited.set()
+        if self.returncode is None:
+            self.returncode = code
+            self.exited.set()
 
     def close_stdin(self) -> None:
         if self._stdin is not None:
@@ -155,23 +157,34 @@ class ChildProcess:
             with suppress(Exception):
                 self._process.stdin.close()
 
+    def poll(self) -> int | None:
+        """The exit status if the process has exited (it is reaped then), else None."""
+        if self.returncode is None:
+            code = self._popen.poll() if self._popen is not None else self._process.returncode
+            if code is not None:
+                self._exited(code)
+        return self.returncode
+
+    async def _wait(self, limit_s: float) -> bool:
+        """Wait at most `limit_s` for the exit; polled, as the watcher task may be cancelled by now."""
+        with anyio.move_on_after(limit_s):
+            while self.poll() is None:  # noqa: ASYNC110 - nor here: the watcher may be gone
+                await anyio.sleep(STOP_POLL)
+        return self.returncode is not None
+
     async def stop(self) -> None:
         """Close stdin, wait, then terminate and kill the child and its descendants; every wait bounded."""
         with anyio.CancelScope(shield=True):
             self.close_stdin()
-            with anyio.move_on_after(EXIT_GRACE):
-                await self.exited.wait()
+            await self._wait(EXIT_GRACE)
             descendants = _descendants(self.pid)
             for sig in (_TERM, _KILL):
-                if self.returncode is None or descendants:
-                    _signal_tree(self.pid, descendants, sig)
-                with anyio.move_on_after(KILL_GRACE):
-                    await self.exited.wait()
+                if self.returncode is not None and not descendants:
+                    break
+                _signal_tree(self.pid, descendants, sig)
+                await self._wait(KILL_GRACE)
                 descendants = [p for p in descendants if _alive(p)]
             _signal_tree(self.pid, descendants, _KILL)  # what outlived the leader in its group
-            if not self.exited.is_set():
-                with anyio.move_on_after(KILL_GRACE):
-                    await self.exited.wait()
             self.release()
 
     def release(self) -> None:

@@ -42,16 +42,15 @@ class Watchdog:
 
     def start(self) -> None:
         """Start the watchdog (before the first child: from then on no child can be left behind)."""
-        kwargs: dict[str, object] = (
-            {"creationflags": subprocess.CREATE_NEW_PROCESS_GROUP} if WINDOWS else {"start_new_session": True}  # type: ignore[attr-defined,unused-ignore]
-        )
+        # Its own group (a new process group on Windows): a Ctrl-C to the hub's terminal must not end it first.
         self._process = subprocess.Popen(
             [sys.executable, "-m", "hub.platform.watchdog", self.mark],
             stdin=subprocess.PIPE,
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
             close_fds=True,
-            **kwargs,  # type: ignore[arg-type]  # a Ctrl-C to the hub's terminal must not end the watchdog first
+            start_new_session=not WINDOWS,
+            creationflags=getattr(subprocess, "CREATE_NEW_PROCESS_GROUP", 0) if WINDOWS else 0,
         )
 
     def _tell(self, line: str) -> None:
@@ -159,11 +158,8 @@ def _read_lines(lines: queue.Queue[bytes | None]) -> None:
         lines.put(line)
 
 
-def main(mark: str) -> int:
-    for name in ("SIGINT", "SIGHUP"):  # terminal signals are the hub's business; only the pipe's end counts
-        if hasattr(signal, name):
-            signal.signal(getattr(signal, name), signal.SIG_IGN)
-    table = _Table()
+def _watch(table: _Table) -> tuple[set[int], Known]:
+    """Follow the hub's registrations and note the children's descendants, until the hub's pipe ends."""
     children: set[int] = set()
     known: Known = {}
     lines: queue.Queue[bytes | None] = queue.Queue()
@@ -176,17 +172,25 @@ def main(mark: str) -> int:
         except queue.Empty:
             line = b""
         if line is None:
-            break
+            return children, known
         sign, _, number = line.decode(errors="replace").strip().partition(" ")
         if number.isdigit() and int(number) > 1:
             (children.add if sign == "+" else children.discard)(int(number))
-            early_until = time.monotonic() + EARLY_PERIOD
-            next_scan = time.monotonic()
+            early_until = next_scan = time.monotonic()
+            early_until += EARLY_PERIOD
         if time.monotonic() >= next_scan:
             next_scan = time.monotonic() + (EARLY_SCAN_INTERVAL if time.monotonic() < early_until else SCAN_INTERVAL)
             if children:
                 known = {p: s for p, s in known.items() if table.alive(p, s)}
                 known.update(table.descendants(children))
+
+
+def main(mark: str) -> int:
+    for name in ("SIGINT", "SIGHUP"):  # terminal signals are the hub's business; only the pipe's end counts
+        if hasattr(signal, name):
+            signal.signal(getattr(signal, name), signal.SIG_IGN)
+    table = _Table()
+    children, known = _watch(table)
     targets = {p for p in children if table.alive(p)} | {p for p, s in known.items() if table.alive(p, s)}
     targets |= set(table.marked(mark))
     targets.discard(os.getpid())

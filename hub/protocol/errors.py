@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from hub.protocol.jsonrpc import INTERNAL_ERROR, INVALID_PARAMS, REQUEST_TIMEOUT
+from hub.protocol.jsonrpc import CONNECTION_CLOSED, INTERNAL_ERROR, INVALID_PARAMS, REQUEST_TIMEOUT
 
 
 class HubError(Exception):
@@ -68,10 +68,16 @@ class ChildError(HubError):
         self.code = code
 
 
-def child_error(child: str, error: dict[str, Any]) -> ChildError:
-    """A child's JSON-RPC error as the host gets it: its code and data, the message naming the child."""
+def child_error(child: str, error: dict[str, Any]) -> HubError:
+    """A child's JSON-RPC error as the host gets it: its code and data, the message naming the child.
+
+    A child that answers "connection closed" (-32000, as the SDK's servers do when their stdin closes under a
+    request) is going away: that is the child being unavailable, not an error of the request.
+    """
     code = error.get("code")
     message = error.get("message")
+    if code == CONNECTION_CLOSED:
+        return Unavailable(f"server '{child}' closed the connection ({message})", {"server": child})
     return ChildError(
         code if type(code) is int else INTERNAL_ERROR,
         f"{child}: {message if type(message) is str else 'an error without a message'}",

@@ -158,7 +158,6 @@ def classify(data: Any, raw: bytes) -> Message:
     """What a decoded JSON value is as a JSON-RPC message."""
     if type(data) is not dict:
         return Invalid(INVALID_REQUEST, f"invalid request: a message must be a JSON object, not {_kind(data)}")
-    has_id = "id" in data
     request_id = data.get("id")
     usable = request_id if is_id(request_id) else None
     if data.get("jsonrpc") != VERSION:
@@ -166,22 +165,7 @@ def classify(data: Any, raw: bytes) -> Message:
             INVALID_REQUEST, f'invalid request: "jsonrpc" must be "2.0", not {quote(data.get("jsonrpc"))}', usable
         )
     if "method" in data:
-        method = data["method"]
-        if type(method) is not str:
-            return Invalid(INVALID_REQUEST, f'invalid request: "method" must be a string, not {_kind(method)}', usable)
-        if has_id and usable is None:
-            return Invalid(
-                INVALID_REQUEST, f"invalid request: id must be a string or an integer, not {_kind(request_id)}"
-            )
-        params = data.get("params")
-        if params is None and "params" not in data:
-            params = {}
-        elif type(params) is not dict:
-            return Invalid(INVALID_PARAMS, f'invalid params: "params" must be an object, not {_kind(params)}', usable)
-        if has_id:
-            assert usable is not None
-            return Request(usable, method, params, raw)
-        return Notification(method, params)
+        return _request(data, usable, raw)
     if usable is None:
         return Invalid(INVALID_REQUEST, "invalid message: neither a request (no method) nor a response (no usable id)")
     result, error = data.get("result"), data.get("error")
@@ -190,6 +174,21 @@ def classify(data: Any, raw: bytes) -> Message:
     if "error" in data and type(error) is dict and "result" not in data:
         return Response(usable, None, error)
     return Invalid(INVALID_REQUEST, "invalid response: it needs exactly one of an object 'result' or 'error'", usable)
+
+
+def _request(data: dict[str, Any], usable: RequestId | None, raw: bytes) -> Message:
+    """A request or a notification (the message has a method)."""
+    method = data["method"]
+    if type(method) is not str:
+        return Invalid(INVALID_REQUEST, f'invalid request: "method" must be a string, not {_kind(method)}', usable)
+    if "id" in data and usable is None:
+        return Invalid(INVALID_REQUEST, f"invalid request: id must be a string or an integer, not {_kind(data['id'])}")
+    params = data.get("params", {})
+    if type(params) is not dict:
+        return Invalid(INVALID_PARAMS, f'invalid params: "params" must be an object, not {_kind(params)}', usable)
+    if usable is not None:
+        return Request(usable, method, params, raw)
+    return Notification(method, params)
 
 
 def _kind(value: Any) -> str:

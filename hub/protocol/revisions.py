@@ -208,9 +208,10 @@ def sieve_items(method: str, key: str, version: str, items: tuple[dict[str, Any]
 
     shaped: list[Any] = []
     problems: list[str] = []
+    envelope = {"resultType": "complete", "ttlMs": 0, "cacheScope": "private"} if is_modern(version) else {}
     for item in items:
         try:
-            shaped.extend(methods.serialize_server_result(method, version, {key: [item]})[key])
+            shaped.extend(methods.serialize_server_result(method, version, {key: [item], **envelope})[key])
         except (ValidationError, KeyError, ValueError, RecursionError) as exc:
             problems.append(f"{item.get('name') or item.get('uri') or item.get('uriTemplate')!r}: {_first(exc)}")
     return shaped, problems

@@ -113,95 +113,85 @@ class Namespace:
 
 
 class _Merger:
-    def __init__(self) -> None:
-        self.collisions: list[Collision] = []
+    """The namespace being built, child by child in config order; the first to expose a name keeps it."""
 
-    def add(
-        self,
-        kind: str,
-        items: list[dict[str, Any]],
-        routes: dict[str, Route],
-        item: dict[str, Any],
-        exposed: str,
-        route: Route,
-        key: str,
-    ) -> None:
+    def __init__(self, reserved: frozenset[str]) -> None:
+        self.items: dict[str, list[dict[str, Any]]] = {"tool": [], "prompt": [], "resource": [], "template": []}
+        self.routes: dict[str, dict[str, Route]] = {
+            "tool": {n: Route("hub", n) for n in reserved},
+            "prompt": {},
+            "resource": {},
+            "template": {},
+        }
+        self.collisions: list[Collision] = []
+        self.renamed: list[Renamed] = []
+        self.hidden: dict[str, int] = {}
+        self.templates: dict[str, tuple[Any, ...]] = {}
+
+    def add(self, kind: str, item: dict[str, Any], exposed: str, route: Route, key: str) -> None:
+        routes = self.routes[kind]
         if exposed in routes:
             self.collisions.append(Collision(kind, exposed, routes[exposed].child, route.child))
             return
         routes[exposed] = route
-        items.append(item if item.get(key) == exposed else {**item, key: exposed})
+        self.items[kind].append(item if item.get(key) == exposed else {**item, key: exposed})
 
-
-def build_namespace(children: Sequence[Child], reserved: frozenset[str] = frozenset()) -> Namespace:
-    """Merge the listings of `children` (in config order) into one namespace; `reserved` tool names are the hub's."""
-    merger = _Merger()
-    tools: list[dict[str, Any]] = []
-    prompts: list[dict[str, Any]] = []
-    resources: list[dict[str, Any]] = []
-    templates: list[dict[str, Any]] = []
-    tool_routes: dict[str, Route] = {name: Route("hub", name) for name in reserved}
-    prompt_routes: dict[str, Route] = {}
-    resource_routes: dict[str, Route] = {}
-    template_routes: dict[str, Route] = {}
-    renamed: list[Renamed] = []
-    hidden: dict[str, int] = {}
-    child_templates: dict[str, tuple[Any, ...]] = {}
-    for child in children:
+    def add_child(self, child: Child) -> None:
         listing, prefix = child.listing, child.prefix
         for tool in listing.tools:
             name = str(tool.get("name", ""))
             if not child.config.tools.allows(name):
-                hidden[child.name] = hidden.get(child.name, 0) + 1
+                self.hidden[child.name] = self.hidden.get(child.name, 0) + 1
                 continue
             exposed = expose_tool_name(prefix, name)
             if exposed != expose_name(prefix, name):
-                renamed.append(Renamed(child.name, name, exposed))
-            merger.add("tool", tools, tool_routes, tool, exposed, Route(child.name, name), "name")
+                self.renamed.append(Renamed(child.name, name, exposed))
+            self.add("tool", tool, exposed, Route(child.name, name), "name")
         for prompt in listing.prompts:
             name = str(prompt.get("name", ""))
-            merger.add(
-                "prompt", prompts, prompt_routes, prompt, expose_name(prefix, name), Route(child.name, name), "name"
-            )
+            self.add("prompt", prompt, expose_name(prefix, name), Route(child.name, name), "name")
         for resource in listing.resources:
             uri = str(resource.get("uri", ""))
-            merger.add(
-                "resource", resources, resource_routes, resource, expose_uri(prefix, uri), Route(child.name, uri), "uri"
-            )
-        parsed: list[Any] = []
+            self.add("resource", resource, expose_uri(prefix, uri), Route(child.name, uri), "uri")
         for template in listing.templates:
             uri_template = str(template.get("uriTemplate", ""))
-            merger.add(
-                "template",
-                templates,
-                template_routes,
-                template,
-                expose_uri(prefix, uri_template),
-                Route(child.name, uri_template),
-                "uriTemplate",
+            self.add(
+                "template", template, expose_uri(prefix, uri_template), Route(child.name, uri_template), "uriTemplate"
             )
-            if not prefix:  # only an unprefixed child's URIs need its templates to be routed
-                try:
-                    parsed.append(_parse_template(uri_template))
-                except Exception:  # a template we cannot parse still lists; it just routes by prefix only
-                    continue
-        child_templates[child.name] = tuple(parsed)
-    for name in reserved:
-        del tool_routes[name]
+        # Only an unprefixed child's URIs need its templates to be routed.
+        self.templates[child.name] = () if prefix else _parse_templates(listing.templates)
+
+
+def _parse_templates(templates: tuple[dict[str, Any], ...]) -> tuple[Any, ...]:
+    parsed = []
+    for template in templates:
+        try:
+            parsed.append(_parse_template(str(template.get("uriTemplate", ""))))
+        except Exception:  # a template we cannot parse still lists; it just routes by prefix only
+            continue
+    return tuple(parsed)
+
+
+def build_namespace(children: Sequence[Child], reserved: frozenset[str] = frozenset()) -> Namespace:
+    """Merge the listings of `children` (in config order) into one namespace; `reserved` tool names are the hub's."""
+    merger = _Merger(reserved)
+    for child in children:
+        merger.add_child(child)
+    tool_routes = {name: route for name, route in merger.routes["tool"].items() if name not in reserved}
     return Namespace(
-        tools=tuple(tools),
-        prompts=tuple(prompts),
-        resources=tuple(resources),
-        templates=tuple(templates),
+        tools=tuple(merger.items["tool"]),
+        prompts=tuple(merger.items["prompt"]),
+        resources=tuple(merger.items["resource"]),
+        templates=tuple(merger.items["template"]),
         tool_routes=tool_routes,
-        prompt_routes=prompt_routes,
-        resource_routes=resource_routes,
-        template_routes=template_routes,
+        prompt_routes=merger.routes["prompt"],
+        resource_routes=merger.routes["resource"],
+        template_routes=merger.routes["template"],
         prefixes={c.name: c.prefix for c in children},
-        child_templates=child_templates,
+        child_templates=merger.templates,
         collisions=tuple(merger.collisions),
-        renamed=tuple(renamed),
-        hidden_tools=hidden,
+        renamed=tuple(merger.renamed),
+        hidden_tools=merger.hidden,
     )
 
 

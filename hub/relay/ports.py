@@ -52,7 +52,9 @@ class HostRequest(Protocol):
     method: str
     params: dict[str, Any]
     version: str  # the protocol revision of this request
-    session: HostSession
+
+    @property
+    def session(self) -> HostSession: ...
 
     @property
     def progress_token(self) -> RequestId | None: ...

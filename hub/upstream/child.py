@@ -283,6 +283,9 @@ class Child:
                 elif self.config.kind != "stdio":
                     tg.start_soon(self._heartbeat, connection)
                 await connection.done.wait()
+                # Requests that come in from now on fail at once, naming why; the restart follows the backoff.
+                self.last_error = connection.closed
+                self.state = ChildState.RESTARTING
                 tg.cancel_scope.cancel()
         except TimeoutError:
             self.last_error = f"did not connect and list within {self.config.connect_timeout:g}s"
@@ -457,6 +460,7 @@ class _SessionConnection:
         self.error: str | None = None
         self.ready = anyio.Event()
         self._scope = anyio.CancelScope()
+        self.label = str(getattr(owner, "label", owner))
 
     def close(self) -> None:
         self._scope.cancel()
@@ -471,7 +475,7 @@ class _SessionConnection:
                     connection.owner = self.owner
                     self.connection = connection
                     self.ready.set()
-                    child._log.info("session_connection_opened", sessions=len(child._sessions))
+                    child._log.info("session_connection_opened", host_session=self.label, sessions=len(child._sessions))
                     await connection.done.wait()
                     tg.cancel_scope.cancel()
         except TimeoutError:
@@ -483,4 +487,4 @@ class _SessionConnection:
             self.ready.set()
             if child._sessions.get(self.owner) is self:
                 del child._sessions[self.owner]
-            child._log.info("session_connection_closed", error=self.error)
+            child._log.info("session_connection_closed", host_session=self.label, error=self.error)

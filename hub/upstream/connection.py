@@ -18,6 +18,7 @@ without a task per request and without validating and re-encoding what is forwar
 from __future__ import annotations
 
 import re
+import time
 from typing import Any, Protocol
 
 import anyio
@@ -46,8 +47,8 @@ from hub.protocol.revisions import (
 
 _ID_AT_START = re.compile(rb'^\s*\{\s*"jsonrpc"\s*:\s*"2\.0"\s*,\s*"id"\s*:\s*(-?\d+)')
 _ID_AT_END = re.compile(rb'"id"\s*:\s*(-?\d+)\s*\}\s*$')
-# A child that keeps printing what is not JSON-RPC is logged this often at most.
-NOISE_LOG_EVERY = 100
+# A child that keeps printing what is not JSON-RPC has at most this many of its lines logged a second.
+NOISE_LOGS_PER_SECOND = 20
 
 _log = structlog.get_logger("hub.child")
 
@@ -103,6 +104,8 @@ class Connection:
         self._ids = 0
         self._pending: dict[int, Exchange] = {}
         self._noise = 0
+        self._noise_since = 0.0
+        self._noise_logged = 0
 
     def __repr__(self) -> str:
         return f"<Connection {self.name} {self.protocol_version} pending={len(self._pending)}>"
@@ -221,7 +224,11 @@ class Connection:
             exchange.failed(errors.Unavailable(f"server '{self.name}' sent an invalid answer: {invalid.reason}"))
             return
         self._noise += 1
-        if self._noise % NOISE_LOG_EVERY == 1:
+        now = time.monotonic()
+        if now - self._noise_since >= 1.0:
+            self._noise_since, self._noise_logged = now, 0
+        self._noise_logged += 1
+        if self._noise_logged <= NOISE_LOGS_PER_SECOND:
             _log.warning(
                 "child_stdout_not_jsonrpc",
                 child=self.name,

@@ -96,9 +96,11 @@ async def open_stdio(
         tg.start_soon(_end_after_stdout, connection, process, wire)
         yield connection, process, wire
     finally:
+        # Stopped by the hub (a reload, the hub's own stop) unless the process ended first: requests still in flight
+        # are answered now, before the child answers them itself as it sees its stdin close.
+        connection.ended(f"server '{name}' was stopped by the hub")
         await process.stop()
         watchdog.discard(process.pid)
-        connection.ended(wire.reason(process))
 
 
 async def _end_after_exit(connection: Connection, process: ChildProcess, wire: StdioWire) -> None:

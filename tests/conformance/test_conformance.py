@@ -63,20 +63,35 @@ def running(args: list[str], port: int, log: Path) -> Iterator[None]:
 def run_suite(url: str, out: Path) -> str:
     if shutil.which("npm") is None:
         pytest.fail("npm is needed to install the conformance suite")
-    result = subprocess.run(["bash", str(RUN), url, str(out)], capture_output=True, text=True,
-                            timeout=SUITE_TIMEOUT, env={**os.environ})
+    result = subprocess.run(
+        ["bash", str(RUN), url, str(out)], capture_output=True, text=True, timeout=SUITE_TIMEOUT, env={**os.environ}
+    )
     assert result.returncode == 0, f"conformance failed:\n{result.stdout}\n{result.stderr[-3000:]}"
     return result.stdout
 
 
 def hub_command(config: Path, port: int, log: Path) -> list[str]:
-    return [sys.executable, "-m", "hub", "serve", "--config", str(config), "--http", f"127.0.0.1:{port}",
-            "--log-file", str(log)]
+    return [
+        sys.executable,
+        "-m",
+        "hub",
+        "serve",
+        "--config",
+        str(config),
+        "--http",
+        f"127.0.0.1:{port}",
+        "--log-file",
+        str(log),
+    ]
 
 
 def test_every_active_scenario_passes_through_the_hub_with_a_stdio_child(tmp_path: Path) -> None:
-    child = {"command": sys.executable, "args": ["-m", "tests.conformance.fixture_server"], "cwd": str(REPO),
-             "prefix": ""}
+    child = {
+        "command": sys.executable,
+        "args": ["-m", "tests.conformance.fixture_server"],
+        "cwd": str(REPO),
+        "prefix": "",
+    }
     config = write_config(tmp_path, {"conformance": child}, hub={"health_tool": False})
     port = free_port()
     with running(hub_command(config, port, tmp_path / "hub.log"), port, tmp_path / "hub.err"):
@@ -87,9 +102,14 @@ def test_every_active_scenario_passes_through_the_hub_with_a_stdio_child(tmp_pat
 def test_every_active_scenario_passes_through_the_hub_with_an_http_child(tmp_path: Path) -> None:
     child_port, port = free_port(), free_port()
     child_cmd = [sys.executable, "-m", "tests.conformance.fixture_server", "--http", f"127.0.0.1:{child_port}"]
-    config = write_config(tmp_path, {"conformance": {"url": f"http://127.0.0.1:{child_port}/mcp", "prefix": ""}},
-                          hub={"health_tool": False})
-    with running(child_cmd, child_port, tmp_path / "child.err"), \
-            running(hub_command(config, port, tmp_path / "hub.log"), port, tmp_path / "hub.err"):
+    config = write_config(
+        tmp_path,
+        {"conformance": {"url": f"http://127.0.0.1:{child_port}/mcp", "prefix": ""}},
+        hub={"health_tool": False},
+    )
+    with (
+        running(child_cmd, child_port, tmp_path / "child.err"),
+        running(hub_command(config, port, tmp_path / "hub.log"), port, tmp_path / "hub.err"),
+    ):
         output = run_suite(f"http://127.0.0.1:{port}/mcp", tmp_path / "out")
     assert " 0 failed" in output.splitlines()[-1]

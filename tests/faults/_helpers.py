@@ -179,9 +179,7 @@ class Hubbed:
         return out
 
     def events(self, event: str, **match: Any) -> list[dict[str, Any]]:
-        return [
-            e for e in self.log_lines() if e.get("event") == event and all(e.get(k) == v for k, v in match.items())
-        ]
+        return [e for e in self.log_lines() if e.get("event") == event and all(e.get(k) == v for k, v in match.items())]
 
     async def wait_event(self, event: str, limit: float = WAIT, **match: Any) -> dict[str, Any]:
         return await wait_log_event(self.log_file, event, limit, **match)
@@ -345,8 +343,19 @@ def hub_pid(config: Path) -> int:
 
 
 def hub_command(config: Path, log_file: Path, *extra: str) -> list[str]:
-    return [sys.executable, "-m", "hub", "serve", "--config", str(config), "--log-file", str(log_file),
-            "--log-level", "debug", *extra]
+    return [
+        sys.executable,
+        "-m",
+        "hub",
+        "serve",
+        "--config",
+        str(config),
+        "--log-file",
+        str(log_file),
+        "--log-level",
+        "debug",
+        *extra,
+    ]
 
 
 __all__ = ["REPO", "WAIT"]

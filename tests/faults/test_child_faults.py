@@ -51,8 +51,19 @@ SERVERS: dict[str, Any] = {
     "flap": {**fault_child("flaps", "--every", "3"), "max_restarts": 2},
     "flap-ok": {**fault_child("flaps", "--every", "4"), "max_restarts": 5},
 }
-READY = ["kitchen_echo", "crashy_crash", "flappy_echo", "stuck_hang", "globbed_hang", "slow_slow_progress",
-         "noisy_echo", "huge_big", "whole_big", "flap_echo", "flap-ok_echo"]
+READY = [
+    "kitchen_echo",
+    "crashy_crash",
+    "flappy_echo",
+    "stuck_hang",
+    "globbed_hang",
+    "slow_slow_progress",
+    "noisy_echo",
+    "huge_big",
+    "whole_big",
+    "flap_echo",
+    "flap-ok_echo",
+]
 
 
 @dataclass
@@ -78,7 +89,6 @@ def hub(shared: Shared) -> Hubbed:
     return shared.hub
 
 
-
 # ---- a child that exits while starting ------------------------------------------------------------------------
 
 
@@ -92,8 +102,18 @@ async def test_child_exiting_at_start_ends_failed_with_its_exit_code_and_stderr(
     assert not {n for n in await hub.tool_names() if n.startswith("dies_")}
     report = await hub.health()
     assert set(report) >= {"version", "config", "uptime_s", "servers", "collisions"}
-    assert set(state) >= {"name", "prefix", "state", "restarts", "start_ms", "last_error", "tools", "resources",
-                          "prompts", "uptime_s"}
+    assert set(state) >= {
+        "name",
+        "prefix",
+        "state",
+        "restarts",
+        "start_ms",
+        "last_error",
+        "tools",
+        "resources",
+        "prompts",
+        "uptime_s",
+    }
     await hub.assert_kitchen_fine()
     hub.assert_each_request_answered_once()
 
@@ -341,8 +361,13 @@ async def test_flapping_child_with_restarts_to_spare_recovers(hub: Hubbed) -> No
 async def test_hub_check_reports_the_failed_child_with_its_exit_code_and_stderr(tmp_path: Path) -> None:
     config = write_config(tmp_path, {"kitchen": KITCHEN, "dies": {**fault_child("exit_on_start"), "max_restarts": 0}})
     done = await anyio.to_thread.run_sync(
-        lambda: subprocess.run([sys.executable, "-m", "hub", "check", "--config", str(config)], cwd=REPO,
-                               capture_output=True, text=True, timeout=WAIT * 2)
+        lambda: subprocess.run(
+            [sys.executable, "-m", "hub", "check", "--config", str(config)],
+            cwd=REPO,
+            capture_output=True,
+            text=True,
+            timeout=WAIT * 2,
+        )
     )
     assert done.returncode == 1, done.stdout + done.stderr
     rows = {line.split()[0]: line for line in done.stdout.splitlines() if line.strip()}

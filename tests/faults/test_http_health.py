@@ -36,8 +36,11 @@ def free_port() -> int:
 @contextmanager
 def http_hub(config: Path, log_file: Path, port: int) -> Iterator[subprocess.Popen[bytes]]:
     process = subprocess.Popen(
-        hub_command(config, log_file, "--http", f"127.0.0.1:{port}"), cwd=REPO, stdin=subprocess.DEVNULL,
-        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        hub_command(config, log_file, "--http", f"127.0.0.1:{port}"),
+        cwd=REPO,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
     )
     try:
         yield process

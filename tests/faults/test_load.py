@@ -38,6 +38,7 @@ async def test_a_thousand_concurrent_calls_over_three_children_are_all_answered_
         assert len(answers) == CALLS, f"{CALLS - len(answers)} calls lost"
         wrong = {i: a for i, a in answers.items() if a.get("isError") or first_text(a) != f"{names[i % 3]}-{i}"}
         assert not wrong, f"{len(wrong)} wrong answers, e.g. {list(wrong.items())[:3]}"
+
         def logged() -> int:
             calls = hub.events("call", method="tools/call")
             return sum(c.get("name", "").endswith("_echo") and c.get("outcome") == "ok" for c in calls)

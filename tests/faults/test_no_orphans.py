@@ -39,7 +39,10 @@ pytestmark = [pytest.mark.anyio, pytest.mark.integration]
 def spawned_hub(config: Path, log_file: Path) -> Iterator[subprocess.Popen[bytes]]:
     """`hub serve` with a stdin we hold open (closing it is one of the ways to end the hub)."""
     process = subprocess.Popen(
-        hub_command(config, log_file), cwd=REPO, stdin=subprocess.PIPE, stdout=subprocess.DEVNULL,
+        hub_command(config, log_file),
+        cwd=REPO,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
     )
     try:

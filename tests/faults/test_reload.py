@@ -110,8 +110,13 @@ async def test_sighup_and_the_reload_command_reload_when_the_file_watch_is_off(t
         rewrite(hub.config, {"kitchen": KITCHEN}, {"watch": False})
         changed_before = hub.tools_changed()
         done = await anyio.to_thread.run_sync(
-            lambda: subprocess.run([sys.executable, "-m", "hub", "reload", "--pid", str(pid)], cwd=REPO,
-                                   capture_output=True, text=True, timeout=WAIT)
+            lambda: subprocess.run(
+                [sys.executable, "-m", "hub", "reload", "--pid", str(pid)],
+                cwd=REPO,
+                capture_output=True,
+                text=True,
+                timeout=WAIT,
+            )
         )
         assert done.returncode == 0, done.stderr
         await hub.wait_listing(absent=["extra_echo"])

@@ -13,7 +13,7 @@ from pathlib import Path
 import anyio
 import pytest
 
-from hub.spawn import resolve_command
+from hub.platform.processes import resolve_command
 from tests.conftest import REPO, write_config
 
 BIN = Path(sys.executable).parent

@@ -216,11 +216,12 @@ async def test_sampling_and_elicitation(cell: Cell) -> None:
     assert isinstance(elicited.content[0], types.TextContent) and elicited.content[0].text == "accept:{'name': 'Ada'}"
     both = await cell.client.call_tool(cell.tool("both"), {"prompt": "p", "message": "m"})
     assert isinstance(both.content[0], types.TextContent)
-    assert both.content[0].text == f'{cell.host.sampling_answer}|accept:{json.dumps({"name": "Ada"})}'
+    assert both.content[0].text == f"{cell.host.sampling_answer}|accept:{json.dumps({'name': 'Ada'})}"
     # The host was asked (for real or in rounds) and saw the child's requestedSchema unchanged.
     assert len(cell.host.sampled) == 2 and len(cell.host.elicited) == 2
-    assert all(isinstance(e, types.ElicitRequestFormParams) and e.requested_schema == SCHEMA
-               for e in cell.host.elicited)
+    assert all(
+        isinstance(e, types.ElicitRequestFormParams) and e.requested_schema == SCHEMA for e in cell.host.elicited
+    )
 
 
 async def test_how_the_input_request_travels(cell: Cell) -> None:
@@ -233,7 +234,7 @@ async def test_how_the_input_request_travels(cell: Cell) -> None:
         return
     first = await cell.call("sample", {"prompt": "hi"})
     assert first["resultType"] == "input_required" and not cell.host.sampled
-    (key, request), = first["inputRequests"].items()
+    ((key, request),) = first["inputRequests"].items()
     assert request["method"] == "sampling/createMessage"
     assert request["params"]["messages"][0]["content"]["text"] == "hi"
     if cell.modern_child:  # passed through as the child sent it
@@ -241,8 +242,12 @@ async def test_how_the_input_request_travels(cell: Cell) -> None:
     else:  # a 2025 child's parked request, bridged into a round by the hub
         assert first["requestState"].startswith("hub-bridge:")
     answer = types.CreateMessageResult(role="assistant", content=types.TextContent(text="by hand"), model="m")
-    params = types.CallToolRequestParams(name=cell.tool("sample"), arguments={"prompt": "hi"},
-                                         input_responses={key: answer}, request_state=first.get("requestState"))
+    params = types.CallToolRequestParams(
+        name=cell.tool("sample"),
+        arguments={"prompt": "hi"},
+        input_responses={key: answer},
+        request_state=first.get("requestState"),
+    )
     final: dict[str, Any] = await cell.client.session.send_request(types.CallToolRequest(params=params), RAW)
     assert text_of(final) == "by hand"
 
@@ -250,8 +255,9 @@ async def test_how_the_input_request_travels(cell: Cell) -> None:
 async def test_an_unknown_round_is_refused_clearly(cell: Cell) -> None:
     if not cell.modern_host:
         pytest.skip("only a 2026 host retries rounds")
-    params = types.CallToolRequestParams(name=cell.tool("sample"), arguments={"prompt": "hi"},
-                                         input_responses={}, request_state="hub-bridge:nope")
+    params = types.CallToolRequestParams(
+        name=cell.tool("sample"), arguments={"prompt": "hi"}, input_responses={}, request_state="hub-bridge:nope"
+    )
     if cell.modern_child:
         pytest.skip("a 2026 child's requestState is its own to judge")
     with pytest.raises(MCPError) as raised:
@@ -259,16 +265,21 @@ async def test_an_unknown_round_is_refused_clearly(cell: Cell) -> None:
     assert "unknown or expired" in raised.value.error.message
     # A real round's state resumes only its own call, not another tool's.
     first = await cell.call("sample", {"prompt": "hi"})
-    other = types.CallToolRequestParams(name=cell.tool("echo"), arguments={"text": "x"}, input_responses={},
-                                        request_state=first["requestState"])
+    other = types.CallToolRequestParams(
+        name=cell.tool("echo"), arguments={"text": "x"}, input_responses={}, request_state=first["requestState"]
+    )
     with pytest.raises(MCPError) as raised:
         await cell.client.session.send_request(types.CallToolRequest(params=other), RAW)
     assert "unknown or expired" in raised.value.error.message
     # Finish the parked call (it would otherwise stay in flight on the shared connection until its timeout).
     (key,) = first["inputRequests"]
     answer = types.CreateMessageResult(role="assistant", content=types.TextContent(text="done"), model="m")
-    own = types.CallToolRequestParams(name=cell.tool("sample"), arguments={"prompt": "hi"},
-                                      input_responses={key: answer}, request_state=first["requestState"])
+    own = types.CallToolRequestParams(
+        name=cell.tool("sample"),
+        arguments={"prompt": "hi"},
+        input_responses={key: answer},
+        request_state=first["requestState"],
+    )
     assert text_of(await cell.client.session.send_request(types.CallToolRequest(params=own), RAW)) == "done"
 
 

@@ -54,8 +54,19 @@ class Hub:
 async def hub(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[Hub]:
     tmp = tmp_path_factory.mktemp("sessions")
     port_file = tmp / "remote.port"
-    remote_args = [sys.executable, "-m", "tests.children.kitchen", "--name", "remote", "--transport", "http",
-                   "--port", "0", "--port-file", str(port_file)]
+    remote_args = [
+        sys.executable,
+        "-m",
+        "tests.children.kitchen",
+        "--name",
+        "remote",
+        "--transport",
+        "http",
+        "--port",
+        "0",
+        "--port-file",
+        str(port_file),
+    ]
     async with await anyio.open_process(remote_args, cwd=REPO) as remote:
         try:
             await wait_for_file(port_file)
@@ -127,9 +138,9 @@ async def test_two_sessions_asked_at_once_each_get_their_own_answers(hub: Hub, s
 async def test_each_session_gets_its_own_connection_closed_when_it_ends(hub: Hub) -> None:
     async with connect_host(hub.url) as client:
         assert text_of(await call(client, "lane_echo", {"text": "x"})) == "x"
-        opened = await wait_for_log(hub.log_file, "lane_open", lambda e: e["child"] == "lane")
+        opened = await wait_for_log(hub.log_file, "session_connection_opened", lambda e: e["child"] == "lane")
     label = opened["host_session"]
-    closed = await wait_for_log(hub.log_file, "lane_closed", lambda e: e["host_session"] == label)
+    closed = await wait_for_log(hub.log_file, "session_connection_closed", lambda e: e["host_session"] == label)
     assert closed["child"] == "lane" and closed["error"] is None
 
 
@@ -226,11 +237,15 @@ async def test_max_sessions_bounds_the_connections_of_a_per_host_child(hub: Hub)
         await call(probe, "lane_echo", {"text": "x"})
 
     def lanes_of_ended_sessions_closed(_: dict[str, Any]) -> bool:
-        opened = {e["host_session"] for e in log_events(hub.log_file, "lane_open") if e["child"] == "lane"}
-        closed = {e["host_session"] for e in log_events(hub.log_file, "lane_closed") if e["child"] == "lane"}
+        opened = {
+            e["host_session"] for e in log_events(hub.log_file, "session_connection_opened") if e["child"] == "lane"
+        }
+        closed = {
+            e["host_session"] for e in log_events(hub.log_file, "session_connection_closed") if e["child"] == "lane"
+        }
         return opened <= closed
 
-    await wait_for_log(hub.log_file, "lane_closed", lanes_of_ended_sessions_closed)
+    await wait_for_log(hub.log_file, "session_connection_closed", lanes_of_ended_sessions_closed)
     # Four (max_sessions) at once are served; a fifth is told why it is not.
     async with (
         connect_host(hub.url) as c1,

@@ -163,8 +163,12 @@ async def test_third_party_children_answer_as_they_do_directly(hub: Session) -> 
     arguments = {"source_timezone": "UTC", "time": "12:00", "target_timezone": "Asia/Tokyo"}
     assert await hub.call("time_convert_time", arguments) == await direct_call(TIME, "convert_time", arguments)
     everything = everything_server()
-    for tool, args in (("get-sum", {"a": 2, "b": 40}), ("get-tiny-image", {}), ("echo", {"message": "hi"}),
-                       ("get-structured-content", {"location": "New York"})):
+    for tool, args in (
+        ("get-sum", {"a": 2, "b": 40}),
+        ("get-tiny-image", {}),
+        ("echo", {"message": "hi"}),
+        ("get-structured-content", {"location": "New York"}),
+    ):
         assert await hub.call(f"everything_{tool}", args) == await direct_call(everything, tool, args), tool
 
 
@@ -181,8 +185,9 @@ async def test_prompts_and_completion_route_to_the_owner(hub: Session) -> None:
     prompt = await hub.client.get_prompt("kitchen_greet", {"name": "Ada"})
     assert isinstance(prompt.messages[0].content, types.TextContent)
     assert prompt.messages[0].content.text == "Hello, Ada!"
-    done = await hub.client.complete(types.PromptReference(type="ref/prompt", name="kitchen_greet"),
-                                     {"name": "name", "value": "al"})
+    done = await hub.client.complete(
+        types.PromptReference(type="ref/prompt", name="kitchen_greet"), {"name": "name", "value": "al"}
+    )
     assert done.completion.values == ["alice", "albert"]
     done = await hub.client.complete(
         types.ResourceTemplateReference(type="ref/resource", uri="kitchen+kitchen://items/{id}"),
@@ -303,8 +308,11 @@ async def test_sampling_elicitation_and_roots_from_a_child_reach_the_host(hub: S
     assert "accept" in elicited["content"][0]["text"] and "Ada" in elicited["content"][0]["text"]
     request = hub.host.elicited[-1]
     assert isinstance(request, types.ElicitRequestFormParams)
-    assert request.requested_schema == {"type": "object", "properties": {"name": {"type": "string"}},
-                                        "required": ["name"]}
+    assert request.requested_schema == {
+        "type": "object",
+        "properties": {"name": {"type": "string"}},
+        "required": ["name"],
+    }
     roots = await hub.call("kitchen_roots")
     assert roots["content"][0]["text"] == "file:///work/project"
 
@@ -315,8 +323,10 @@ async def test_resource_updates_reach_the_subscribed_host_under_the_exposed_uri(
     await hub.call("kitchen_touch", {"uri": "kitchen://static/hello"})
 
     def updated() -> bool:
-        return any(isinstance(n, types.ResourceUpdatedNotification) and str(n.params.uri) == uri
-                   for n in hub.host.notifications)
+        return any(
+            isinstance(n, types.ResourceUpdatedNotification) and str(n.params.uri) == uri
+            for n in hub.host.notifications
+        )
 
     await hub.host.wait_for(updated, "resources/updated")
     await hub.client.unsubscribe_resource(uri)

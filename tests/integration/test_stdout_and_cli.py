@@ -36,8 +36,10 @@ def _request(id_: int, method: str, params: dict[str, Any] | None = None) -> byt
 
 @pytest.mark.anyio
 async def test_stdout_carries_nothing_but_json_rpc(tmp_path: Path) -> None:
-    config = write_config(tmp_path, {"kitchen": python_child("tests.children.kitchen"),
-                                     "broken": {"command": "/nonexistent", "max_restarts": 0}})
+    config = write_config(
+        tmp_path,
+        {"kitchen": python_child("tests.children.kitchen"), "broken": {"command": "/nonexistent", "max_restarts": 0}},
+    )
     process = await anyio.open_process(
         [sys.executable, "-m", "hub", "serve", "--config", str(config), "--log-level", "debug"], cwd=REPO
     )
@@ -70,8 +72,17 @@ async def test_stdout_carries_nothing_but_json_rpc(tmp_path: Path) -> None:
             return message
 
         with anyio.fail_after(WAIT):
-            await process.stdin.send(_request(1, "initialize", {
-                "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "raw", "version": "0"}}))
+            await process.stdin.send(
+                _request(
+                    1,
+                    "initialize",
+                    {
+                        "protocolVersion": "2025-11-25",
+                        "capabilities": {},
+                        "clientInfo": {"name": "raw", "version": "0"},
+                    },
+                )
+            )
             await until(lambda m: m.get("id") == 1)
             await process.stdin.send(b'{"jsonrpc":"2.0","method":"notifications/initialized"}\n')
             await process.stdin.send(_request(2, "logging/setLevel", {"level": "debug"}))
@@ -80,8 +91,9 @@ async def test_stdout_carries_nothing_but_json_rpc(tmp_path: Path) -> None:
             await process.stdin.send(_request(5, "tools/list"))
             listing = await until(lambda m: m.get("id") == 5)
             assert "kitchen_log" in {tool["name"] for tool in listing["result"]["tools"]}
-            await process.stdin.send(_request(3, "tools/call", {"name": "kitchen_log",
-                                                                "arguments": {"level": "info", "message": "m"}}))
+            await process.stdin.send(
+                _request(3, "tools/call", {"name": "kitchen_log", "arguments": {"level": "info", "message": "m"}})
+            )
             await until(lambda m: m.get("id") == 3)
             await process.stdin.send(_request(4, "tools/call", {"name": "nope", "arguments": {}}))
             await until(lambda m: m.get("id") == 4)
@@ -117,16 +129,24 @@ async def test_an_http_hub_stops_without_a_traceback_and_logs_only_json(tmp_path
 
 
 def run_cli(*args: str, config: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "hub", *args, "--config", str(config)], cwd=REPO,
-                          capture_output=True, text=True, timeout=WAIT * 2)
+    return subprocess.run(
+        [sys.executable, "-m", "hub", *args, "--config", str(config)],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=WAIT * 2,
+    )
 
 
 @pytest.fixture
 def mixed_config(tmp_path: Path) -> Path:
-    return write_config(tmp_path, {
-        "kitchen": python_child("tests.children.kitchen"),
-        "broken": {"command": "/nonexistent/server", "max_restarts": 0},
-    })
+    return write_config(
+        tmp_path,
+        {
+            "kitchen": python_child("tests.children.kitchen"),
+            "broken": {"command": "/nonexistent/server", "max_restarts": 0},
+        },
+    )
 
 
 def test_check_prints_each_server_and_fails_when_one_failed(mixed_config: Path) -> None:

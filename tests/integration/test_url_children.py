@@ -40,12 +40,17 @@ async def call(client: Any, name: str, arguments: dict[str, Any]) -> Any:
 
 
 async def test_http_and_sse_children_are_merged_and_called(tmp_path: Path) -> None:
-    async with served(tmp_path, "tests.children.kitchen", "--transport", "http") as http_port, \
-            served(tmp_path, "tests.children.twin", "--transport", "sse") as sse_port:
-        config = write_config(tmp_path, {
-            "web": {"url": f"http://127.0.0.1:{http_port}/mcp"},
-            "old": {"url": f"http://127.0.0.1:{sse_port}/sse"},
-        })
+    async with (
+        served(tmp_path, "tests.children.kitchen", "--transport", "http") as http_port,
+        served(tmp_path, "tests.children.twin", "--transport", "sse") as sse_port,
+    ):
+        config = write_config(
+            tmp_path,
+            {
+                "web": {"url": f"http://127.0.0.1:{http_port}/mcp"},
+                "old": {"url": f"http://127.0.0.1:{sse_port}/sse"},
+            },
+        )
         host = Host()
         async with connect_hub(hub_params(config, tmp_path / "hub.log"), host) as client:
             await wait_for_tools(client, host, {"web_echo", "old_echo"})

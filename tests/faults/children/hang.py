@@ -63,8 +63,12 @@ def main() -> None:
     args = parser(__doc__ or "", "hang").parse_args()
     fault = FaultServer(args.name)
     fault.add("hang", "Never returns; records its cancellation.", {"marker": STRING}, hang)
-    fault.add("slow_progress", "Reports progress every interval.",
-              {"steps": {"type": "integer"}, "interval": NUMBER, "marker": STRING}, slow_progress)
+    fault.add(
+        "slow_progress",
+        "Reports progress every interval.",
+        {"steps": {"type": "integer"}, "interval": NUMBER, "marker": STRING},
+        slow_progress,
+    )
     fault.add("sleep", "Returns after `seconds`.", {"seconds": NUMBER}, sleep)
     fault.add("gate", "Returns once `path` exists.", {"path": STRING, "marker": STRING}, gate)
     serve(fault, args)

@@ -1,0 +1,566 @@
+"""The Streamable HTTP front: a team's hosts at `http://HOST:PORT/mcp`, both protocol eras on one endpoint.
+
+- Handshake era: `initialize` opens a session (its id in `Mcp-Session-Id`); the session's requests are POSTs, each
+  answered as JSON, or as an SSE stream when something comes before the answer (progress, a log message, a request
+  to the host); notifications and the host's answers are POSTs answered 202; a GET opens the session's stream for
+  what belongs to no request; a DELETE ends the session. Sessions are bounded (`hub.http_sessions`).
+- 2026-07-28: each POST is one request with its own envelope and no session; closing its response cancels it;
+  `subscriptions/listen` is a POST whose response is the stream of change notifications.
+
+Every request is checked before it reaches a session: Host and Origin (DNS-rebinding protection, the SDK's
+`TransportSecurityMiddleware`), `Content-Type`, `Accept`, the body's size (`hub.max_request_bytes`) and the time it
+takes to arrive, and for 2026-07-28 the routing headers against the body. Then the message takes the same path as
+over stdio: `HostSession.handle`. `/healthz` says the hub is up, `/readyz` which children are ready (503 until all
+are), and `POST /reload` (from loopback only) re-reads servers.yaml.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections import deque
+from collections.abc import Callable
+from contextlib import contextmanager
+from typing import TYPE_CHECKING, Any
+
+import anyio
+import structlog
+import uvicorn
+from mcp.server.transport_security import TransportSecurityMiddleware, TransportSecuritySettings
+from mcp.shared.inbound import ERROR_CODE_HTTP_STATUS, validate_mcp_param_headers
+from starlette.requests import Request as HttpRequest
+from starlette.types import Receive, Scope, Send
+
+from hub.host.http_sessions import HttpSession, Sessions, StandaloneStream
+from hub.host.session import HostSession
+from hub.protocol import revisions
+from hub.protocol.jsonrpc import (
+    HEADER_MISMATCH,
+    INVALID_REQUEST,
+    UNSUPPORTED_PROTOCOL_VERSION,
+    Invalid,
+    Message,
+    Notification,
+    Request,
+    Response,
+    error_line,
+    parse,
+)
+from hub.reload import reload_from_disk
+from hub.upstream.child import ChildState
+
+if TYPE_CHECKING:
+    from collections.abc import Iterator
+
+    from hub.app import Hub
+
+LOOPBACK = ("127.0.0.1", "localhost", "[::1]")
+# Once an SSE response has started, a comment line this often keeps proxies from closing a quiet stream; a request
+# still silent after this long commits to SSE for the same reason.
+KEEPALIVE = 15.0
+_SSE = [(b"content-type", b"text/event-stream"), (b"cache-control", b"no-cache, no-transform")]
+_JSON = [(b"content-type", b"application/json")]
+_NAMED = {"tools/call": "name", "prompts/get": "name", "resources/read": "uri"}
+_ROUTING_HEADERS = (b"mcp-protocol-version", b"mcp-method", b"mcp-name")
+
+_log = structlog.get_logger("hub.http")
+
+
+class PostStream:
+    """One POST's response: the messages about its request, then the answer (`hub.host.session.Stream`)."""
+
+    def __init__(self) -> None:
+        self.events: deque[bytes] = deque()
+        self.answer: bytes | None = None
+        self.ended = False
+        self.wake = anyio.Event()
+        self.on_end: list[Callable[[], None]] = []
+
+    def send(self, line: bytes) -> None:
+        if not self.ended:
+            self.events.append(line)
+            self.wake.set()
+
+    def end(self, line: bytes | None) -> None:
+        if not self.ended:
+            self.ended = True
+            self.answer = line
+            self.wake.set()
+            for callback in self.on_end:
+                callback()
+
+
+def _sse(line: bytes) -> bytes:
+    return b"event: message\r\ndata: " + line.rstrip(b"\n") + b"\r\n\r\n"
+
+
+async def _reply(send: Send, status: int, body: bytes, headers: list[tuple[bytes, bytes]] | None = None) -> None:
+    await send({"type": "http.response.start", "status": status, "headers": [*(headers or _JSON)]})
+    await send({"type": "http.response.body", "body": body})
+
+
+async def _error(
+    send: Send,
+    status: int,
+    code: int,
+    message: str,
+    request_id: Any = None,
+    extra: list[tuple[bytes, bytes]] | None = None,
+) -> None:
+    await _reply(send, status, error_line(request_id, code, message).rstrip(b"\n"), [*_JSON, *(extra or [])])
+
+
+def _accepts(value: str) -> tuple[bool, bool]:
+    """(JSON, SSE) acceptable, wildcards included (RFC 9110)."""
+    kinds = {part.split(";")[0].strip().lower() for part in value.split(",")}
+    anything = "*/*" in kinds
+    return (
+        anything or bool(kinds & {"application/json", "application/*"}),
+        anything or bool(kinds & {"text/event-stream", "text/*"}),
+    )
+
+
+class HttpFront:
+    """The ASGI application."""
+
+    def __init__(self, hub: Hub, security: TransportSecuritySettings, path: str = "/mcp") -> None:
+        self.hub = hub
+        self.path = path
+        self.security = TransportSecurityMiddleware(security)
+        self.sessions = Sessions(hub, hub.loaded.config.hub.http)
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            return
+        path = scope["path"]
+        if path == self.path:
+            await self._mcp(scope, receive, send)
+        elif path in ("/healthz", "/readyz", "/reload"):
+            await self._health(path, scope, send)
+        else:
+            await _reply(send, 404, b'{"error":"not found"}')
+
+    async def _mcp(self, scope: Scope, receive: Receive, send: Send) -> None:
+        method = scope["method"]
+        refused = await self.security.validate_request(HttpRequest(scope), is_post=method == "POST")
+        if refused is not None:
+            await refused(scope, receive, send)
+            return
+        headers = {k.decode("latin-1"): v.decode("latin-1") for k, v in scope["headers"]}
+        if method == "POST":
+            await self._post(scope, headers, receive, send)
+        elif method == "GET":
+            await self._get(headers, receive, send)
+        elif method == "DELETE":
+            session = self.sessions.get(headers.get("mcp-session-id", ""))
+            if session is None:
+                await _error(send, 404, INVALID_REQUEST, "Session not found")
+                return
+            self.sessions.close(session.id, "ended by the host (DELETE)")
+            await _reply(send, 200, b"")
+        else:
+            await _error(send, 405, INVALID_REQUEST, "Method Not Allowed", extra=[(b"allow", b"GET, POST, DELETE")])
+
+    # ---- POST -------------------------------------------------------------------------------------------------
+
+    async def _read_body(self, receive: Receive, send: Send) -> bytes | None:
+        """The whole body, bounded in size and in time; None if the client was answered already (or left)."""
+        limit = self.hub.loaded.config.hub.max_request_bytes
+        chunks: list[bytes] = []
+        size = 0
+        with anyio.move_on_after(self.hub.loaded.config.hub.http.request_timeout) as waited:
+            while True:
+                message = await receive()
+                if message["type"] != "http.request":
+                    return None
+                chunk = message.get("body", b"")
+                size += len(chunk)
+                if size > limit:
+                    await _error(
+                        send,
+                        413,
+                        INVALID_REQUEST,
+                        f"the request body is over the hub's limit of {limit} bytes (max_request_bytes)",
+                    )
+                    return None
+                chunks.append(chunk)
+                if not message.get("more_body", False):
+                    return b"".join(chunks)
+        if waited.cancelled_caught:
+            await _error(send, 408, INVALID_REQUEST, "the request body did not arrive in time")
+        return None
+
+    async def _post(self, scope: Scope, headers: dict[str, str], receive: Receive, send: Send) -> None:
+        has_json, has_sse = _accepts(headers.get("accept", ""))
+        body = await self._read_body(receive, send)
+        if body is None:
+            return
+        parsed = parse(body)
+        if isinstance(parsed, list):
+            answers = [
+                error_line(m.id, INVALID_REQUEST, "JSON-RPC batches are not supported; send one message per request")
+                for m in parsed
+                if isinstance(m, Request | Invalid) and m.id is not None
+            ]
+            await _reply(send, 400, b"[" + b",".join(a.rstrip(b"\n") for a in answers) + b"]")
+            return
+        if isinstance(parsed, Invalid):
+            await _error(send, 400, parsed.code, parsed.reason, parsed.id)
+            return
+        version = headers.get("mcp-protocol-version")
+        session_id = headers.get("mcp-session-id")
+        modern = (version is not None and version not in revisions.HANDSHAKE_VERSIONS) or (
+            session_id is None
+            and isinstance(parsed, Request)
+            and parsed.method != "initialize"
+            and revisions.has_envelope(parsed.params)
+        )
+        if modern:
+            await self._modern(scope, parsed, headers, has_json, has_sse, receive, send)
+            return
+        if not (has_json and has_sse):
+            await _error(
+                send,
+                406,
+                INVALID_REQUEST,
+                "Not Acceptable: Client must accept both application/json and text/event-stream",
+            )
+            return
+        if session_id is None:
+            await self._initialize(scope, parsed, send)
+            return
+        session = self.sessions.get(session_id)
+        if session is None:
+            await _error(send, 404, INVALID_REQUEST, "Session not found", getattr(parsed, "id", None))
+            return
+        if not isinstance(parsed, Request):
+            session.touch(used=False)
+            session.host.handle(parsed, _NOWHERE)
+            await _reply(send, 202, b"", [(b"mcp-session-id", session.id.encode())])
+            return
+        session.touch()
+        session.in_flight += 1
+        try:
+            stream = PostStream()
+            session.host.handle(parsed, stream)
+            await self._respond(stream, receive, send, session, None)
+        finally:
+            session.in_flight -= 1
+            session.touch(used=False)
+
+    async def _initialize(self, scope: Scope, message: Message, send: Send) -> None:
+        if not isinstance(message, Request) or message.method != "initialize":
+            await _error(
+                send,
+                400,
+                INVALID_REQUEST,
+                "Bad Request: Missing session ID (send initialize first)",
+                getattr(message, "id", None),
+            )
+            return
+        client = (scope.get("client") or ("", 0))[0]
+        session = self.sessions.open(client)
+        if session is None:
+            await _error(
+                send,
+                503,
+                INVALID_REQUEST,
+                "Too many open sessions: the hub's session limit is reached (hub.http in servers.yaml)",
+                message.id,
+            )
+            return
+        stream = PostStream()
+        session.host.handle(message, stream)
+        answer = stream.answer or b""
+        if session.host.version is None:  # refused: no session comes of it
+            self.sessions.close(session.id, "initialize refused")
+            await _reply(send, 200, answer.rstrip(b"\n"))
+            return
+        await _reply(send, 200, answer.rstrip(b"\n"), [*_JSON, (b"mcp-session-id", session.id.encode())])
+
+    async def _modern(
+        self,
+        scope: Scope,
+        message: Message,
+        headers: dict[str, str],
+        has_json: bool,
+        has_sse: bool,
+        receive: Receive,
+        send: Send,
+    ) -> None:
+        if isinstance(message, Notification):  # the 2026-07-28 wire has none from the client: acknowledged, dropped
+            if headers.get("mcp-protocol-version") not in revisions.MODERN_VERSIONS:
+                await _error(send, 400, UNSUPPORTED_PROTOCOL_VERSION, "Unsupported protocol version")
+            else:
+                await _reply(send, 202, b"")
+            return
+        if not isinstance(message, Request):
+            await _error(send, 400, INVALID_REQUEST, "Body must be a single JSON-RPC request or notification object")
+            return
+        listen = message.method == "subscriptions/listen"
+        if not has_json or (listen and not has_sse):
+            await _reply(send, 406, b"")
+            return
+        mismatch = self._header_mismatch(scope, message, headers)
+        if mismatch is not None:
+            await _error(send, 400, HEADER_MISMATCH, mismatch, message.id)
+            return
+        host = HostSession(self.hub, f"http-{id(message):x}", None, era="modern")
+        stream = PostStream()
+        host.handle(message, stream)
+        await self._respond(stream, receive, send, None, lambda: self._cancelled(host, message))
+
+    def _cancelled(self, host: HostSession, message: Request) -> None:
+        host.receive(
+            json.dumps(
+                {
+                    "jsonrpc": "2.0",
+                    "method": "notifications/cancelled",
+                    "params": {"requestId": message.id, "reason": "the host closed the request"},
+                }
+            ).encode(),
+            _NOWHERE,
+        )
+
+    def _header_mismatch(self, scope: Scope, message: Request, headers: dict[str, str]) -> str | None:
+        """What is wrong with a 2026-07-28 request's routing headers, if anything (the SDK's rules)."""
+        raw = [k for k, _ in scope["headers"]]
+        for name in _ROUTING_HEADERS:
+            if raw.count(name) > 1:
+                return f"{name.decode()} header appears more than once"
+        meta = message.params.get("_meta")
+        envelope_version = meta.get(revisions.PROTOCOL_VERSION_KEY) if isinstance(meta, dict) else None
+        if envelope_version is not None and headers.get("mcp-protocol-version") != envelope_version:
+            return "mcp-protocol-version header does not match the request envelope's protocol version"
+        if headers.get("mcp-method") != message.method:
+            return "mcp-method header does not match the request body's method"
+        key = _NAMED.get(message.method)
+        if key is not None:
+            from mcp.shared.inbound import decode_header_value
+
+            value = message.params.get(key)
+            if value is not None and decode_header_value(headers.get("mcp-name")) != value:
+                return f"mcp-name header does not match the request body's {key!r} parameter"
+        if message.method == "tools/call":
+            return self._param_mismatch(message, headers)
+        return None
+
+    def _param_mismatch(self, message: Request, headers: dict[str, str]) -> str | None:
+        arguments = message.params.get("arguments") or {}
+        if not isinstance(arguments, dict) or (not arguments and not any(k.startswith("mcp-param-") for k in headers)):
+            return None
+        name = message.params.get("name")
+        schema = next((t.get("inputSchema") for t in self.hub.catalog.namespace.tools if t.get("name") == name), None)
+        if schema is None:
+            return None
+        rejection = validate_mcp_param_headers(schema, arguments, headers)
+        return rejection.message if rejection is not None else None
+
+    async def _respond(
+        self,
+        stream: PostStream,
+        receive: Receive,
+        send: Send,
+        session: HttpSession | None,
+        cancel: Callable[[], None] | None,
+    ) -> None:
+        """The request's answer as JSON when nothing comes before it; else an SSE stream of all its messages.
+
+        Over 2026-07-28 (`cancel` given) a client that closes the request cancels it.
+        """
+        extra = [(b"mcp-session-id", session.id.encode())] if session is not None else []
+        with anyio.move_on_after(KEEPALIVE):
+            while not stream.ended and not stream.events:
+                stream.wake = anyio.Event()
+                await stream.wake.wait()
+        if stream.ended and not stream.events:
+            answer = stream.answer
+            if answer is None:  # cancelled: no answer, an empty response
+                await _reply(send, 204, b"", extra)
+                return
+            status = self._status(answer) if session is None else 200
+            await _reply(send, status, answer.rstrip(b"\n"), [*_JSON, *extra])
+            return
+        await send({"type": "http.response.start", "status": 200, "headers": [*_SSE, *extra]})
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(self._watch_disconnect, receive, tg.cancel_scope, cancel)
+            while True:
+                events = [_sse(line) for line in stream.events]
+                stream.events.clear()
+                if stream.ended and stream.answer is not None:
+                    events.append(_sse(stream.answer))
+                last = stream.ended
+                try:
+                    await send(
+                        {
+                            "type": "http.response.body",
+                            "body": b"".join(events) or b": keepalive\r\n\r\n",
+                            "more_body": not last,
+                        }
+                    )
+                except OSError:
+                    break
+                if last:
+                    break
+                with anyio.move_on_after(KEEPALIVE):
+                    while not stream.ended and not stream.events:
+                        stream.wake = anyio.Event()
+                        await stream.wake.wait()
+            tg.cancel_scope.cancel()
+
+    @staticmethod
+    async def _watch_disconnect(receive: Receive, scope: anyio.CancelScope, cancel: Callable[[], None] | None) -> None:
+        while (await receive())["type"] != "http.disconnect":
+            pass
+        if cancel is not None:
+            cancel()
+        scope.cancel()
+
+    @staticmethod
+    def _status(answer: bytes) -> int:
+        """A 2026-07-28 error's HTTP status (the SDK's table); 200 for a result."""
+        if b'"error"' not in answer[:200]:
+            return 200
+        message = parse(answer)
+        if isinstance(message, Response) and message.error is not None:
+            return ERROR_CODE_HTTP_STATUS.get(message.error.get("code"), 200)  # type: ignore[arg-type]
+        return 200
+
+    # ---- GET: a session's own stream ------------------------------------------------------------------------
+
+    async def _get(self, headers: dict[str, str], receive: Receive, send: Send) -> None:
+        if not _accepts(headers.get("accept", ""))[1]:
+            await _error(send, 406, INVALID_REQUEST, "Not Acceptable: Client must accept text/event-stream")
+            return
+        session_id = headers.get("mcp-session-id")
+        if session_id is None:
+            await _error(send, 400, INVALID_REQUEST, "Bad Request: Missing session ID")
+            return
+        session = self.sessions.get(session_id)
+        if session is None:
+            await _error(send, 404, INVALID_REQUEST, "Session not found")
+            return
+        stream = session.open_standalone()
+        if stream is None:
+            await _error(send, 409, INVALID_REQUEST, "Conflict: Only one SSE stream is allowed per session")
+            return
+        await send(
+            {"type": "http.response.start", "status": 200, "headers": [*_SSE, (b"mcp-session-id", session.id.encode())]}
+        )
+        try:
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(self._watch_disconnect, receive, tg.cancel_scope, None)
+                await self._stream(stream, send)
+                tg.cancel_scope.cancel()
+        finally:
+            stream.close()
+
+    @staticmethod
+    async def _stream(stream: StandaloneStream, send: Send) -> None:
+        while not stream.closed:
+            with anyio.move_on_after(KEEPALIVE):
+                while not stream.events and not stream.closed:
+                    stream.wake = anyio.Event()
+                    await stream.wake.wait()
+            events = [_sse(line) for line in stream.events]
+            stream.events.clear()
+            try:
+                await send(
+                    {
+                        "type": "http.response.body",
+                        "body": b"".join(events) or b": keepalive\r\n\r\n",
+                        "more_body": not stream.closed,
+                    }
+                )
+            except OSError:
+                return
+
+    # ---- health ---------------------------------------------------------------------------------------------
+
+    async def _health(self, path: str, scope: Scope, send: Send) -> None:
+        hub = self.hub
+        if path == "/healthz":
+            await _reply(send, 200, json.dumps({"status": "ok", "uptime_s": hub.health()["uptime_s"]}).encode())
+        elif path == "/readyz":
+            servers = {c.name: str(c.state) for c in hub.children.values()}
+            ready = all(c.state is ChildState.READY for c in hub.children.values())
+            await _reply(send, 200 if ready else 503, json.dumps({"ready": ready, "servers": servers}).encode())
+        elif scope["method"] != "POST":
+            await _reply(send, 405, b'{"error":"POST /reload"}', [*_JSON, (b"allow", b"POST")])
+        elif (scope.get("client") or ("", 0))[0] not in ("127.0.0.1", "::1"):
+            await _reply(send, 403, b'{"error":"reload is accepted from loopback only"}')
+        else:
+            summary = await reload_from_disk(hub, "POST /reload")
+            if summary is None:
+                await _reply(send, 422, b'{"error":"the new configuration was rejected; see the hub\'s log"}')
+            else:
+                await _reply(send, 200, json.dumps(summary).encode())
+
+
+class _Nowhere:
+    """The stream of a message that gets no answer on its own POST (a notification, a host's answer)."""
+
+    def send(self, line: bytes) -> None:
+        pass
+
+    def end(self, line: bytes | None) -> None:
+        pass
+
+
+_NOWHERE = _Nowhere()
+
+
+def parse_bind(value: str) -> tuple[str, int]:
+    host, _, port = value.rpartition(":")
+    return (host or "127.0.0.1").strip("[]"), int(port)
+
+
+def security_settings(host: str, port: int, allowed: list[str]) -> TransportSecuritySettings:
+    """Loopback names, the bound name and each --allow-host value, at the served port unless one is given."""
+    names = [*LOOPBACK, *allowed]
+    if host not in ("127.0.0.1", "localhost", "::1", "0.0.0.0", "::"):
+        names.append(host)
+    hosts = [
+        name if name.rpartition(":")[2].isdigit() and not name.endswith("]") else f"{name}:{port}" for name in names
+    ]
+    origins = [f"{scheme}://{h}" for h in hosts for scheme in ("http", "https")]
+    return TransportSecuritySettings(enable_dns_rebinding_protection=True, allowed_hosts=hosts, allowed_origins=origins)
+
+
+class _StopIsNoError(logging.Filter):
+    """uvicorn logs requests still open as failed when the hub's stop cancels them."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        kind = record.exc_info[0] if record.exc_info else None
+        if kind is not None:
+            return not issubclass(kind, anyio.get_cancelled_exc_class())
+        text = record.getMessage()
+        return not (text.startswith("Traceback") and text.rstrip().endswith("CancelledError"))
+
+
+class _Uvicorn(uvicorn.Server):
+    """uvicorn without its signal handlers: the hub handles SIGTERM, SIGINT and SIGHUP itself."""
+
+    @contextmanager
+    def capture_signals(self) -> Iterator[None]:
+        yield
+
+
+async def serve_http(hub: Hub, bind: str, allowed: list[str]) -> None:
+    host, port = parse_bind(bind)
+    front = HttpFront(hub, security_settings(host, port, allowed))
+    # http="auto" (uvicorn's default) picks httptools, a dependency: less hub CPU per request than h11.
+    # log_config=None: uvicorn's warnings and errors become lines of the hub's own log (JSON, --log-file).
+    config = uvicorn.Config(
+        front, host=host, port=port, log_level="warning", lifespan="off", access_log=False, log_config=None
+    )
+    logging.getLogger("uvicorn.error").addFilter(_StopIsNoError())
+    server = _Uvicorn(config)
+    _log.info("hub_http_listening", url=f"http://{host}:{port}/mcp")
+    try:
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(front.sessions.expire)
+            await server.serve()
+            tg.cancel_scope.cancel()
+    finally:
+        front.sessions.close_all()
