@@ -197,18 +197,29 @@ def parse_config(text: str, file: Path, environ: Mapping[str, str] | None = None
 
 
 def _name_problems(tree: _Mapping, file: Path) -> list[str]:
-    """A server's key is its prefix unless `prefix:` says otherwise, so it must then be a valid prefix."""
+    """A server's key is its prefix unless `prefix:` says otherwise, so it must then be a valid prefix; and no two
+    servers may share a prefix."""
     servers = tree.get("servers")
     if not isinstance(servers, _Mapping):
         return []
     problems = []
+    owners: dict[str, str] = {}
     for name, server in servers.items():
+        where = _format_where(file, _line_of(tree, ("servers", name)), ("servers", name))
         if isinstance(server, dict) and server.get("prefix") is None and not re.fullmatch(PREFIX_PATTERN, str(name)):
-            where = _format_where(file, _line_of(tree, ("servers", name)), ("servers", name))
             problems.append(
                 f"{where}: server name {name!r} cannot be used as a prefix (1-32 lowercase letters, digits or '-', "
                 "starting with a letter); rename it or set 'prefix:' for it"
             )
+        prefix = server.get("prefix") if isinstance(server, dict) and server.get("prefix") is not None else name
+        if isinstance(prefix, str) and prefix:
+            if prefix in owners:
+                problems.append(
+                    f"{where}: prefix {prefix!r} is already the prefix of server {owners[prefix]!r}, so one's tools "
+                    "would hide the other's; give one of them another 'prefix:'"
+                )
+            else:
+                owners[prefix] = str(name)
     return problems
 
 

@@ -187,19 +187,6 @@ class HubConfig(_Strict):
     hub: HubSettings = HubSettings()
     servers: dict[str, ServerConfig]
 
-    @model_validator(mode="after")
-    def _check_prefixes(self) -> HubConfig:
-        owners: dict[str, str] = {}
-        for name, server in self.servers.items():
-            prefix = name if server.prefix is None else server.prefix
-            if prefix and prefix in owners:
-                raise ValueError(
-                    f"servers {owners[prefix]!r} and {name!r} both use the prefix {prefix!r}, so one's tools would "
-                    "hide the other's; give one of them another 'prefix:'"
-                )
-            owners[prefix] = name
-        return self
-
 
 @dataclass(frozen=True)
 class LoadedConfig:

@@ -1,7 +1,8 @@
 """Every way a routed request can fail, and the one place that decides what the host gets for it.
 
     HubError                       the message names the cause and, where there is one, the fix
-    ├── BadRequest                 the host's request is malformed (-32602)
+    ├── BadRequest                 the host's request has params it cannot have (-32602)
+    ├── InvalidRequest             the host's request is not valid as a request (-32600: an id already in flight)
     ├── UnknownName                no child serves this tool, prompt or resource (-32602)
     ├── Unavailable                the child is not ready, or its connection ended during the request
     ├── Busy                       the child has max_concurrency requests in flight and max_queue waiting
@@ -18,7 +19,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from hub.protocol.jsonrpc import CONNECTION_CLOSED, INTERNAL_ERROR, INVALID_PARAMS, REQUEST_TIMEOUT
+from hub.protocol.jsonrpc import CONNECTION_CLOSED, INTERNAL_ERROR, INVALID_PARAMS, INVALID_REQUEST, REQUEST_TIMEOUT
 
 
 class HubError(Exception):
@@ -35,6 +36,11 @@ class HubError(Exception):
 
 class BadRequest(HubError):
     code = INVALID_PARAMS
+    tool_result = False
+
+
+class InvalidRequest(HubError):
+    code = INVALID_REQUEST
     tool_result = False
 
 

@@ -104,6 +104,9 @@ class Call:
         if admitted:
             self.holds_slot = True
             self._send(self.params)
+        else:  # waiting for a slot counts against the same deadline
+            self.deadline = time.monotonic() + self.window
+            self.router.deadlines.add(self)
 
     def admitted(self) -> None:
         self.holds_slot = True
@@ -170,6 +173,16 @@ class Call:
         if self.request is None:  # parked, and the host did not come back in time
             _log.info("bridged_call_uncollected", child=self.child.name, name=self.exposed)
             self._end("uncollected")
+            return
+        if self.child_id is None:  # still waiting for a slot
+            self.child.slots.withdraw(self)
+            self.finish(
+                errors.Busy(
+                    f"server '{self.child.name}' is busy: the call waited {self.window:g}s for one of its "
+                    f"{self.child.slots.concurrency} slots (max_concurrency) and was given up",
+                    {"server": self.child.name},
+                )
+            )
             return
         elapsed = time.perf_counter() - self.began
         self.finish(

@@ -148,6 +148,10 @@ class Router:
         child_params = {k: v for k, v in params.items() if k != "_meta"}
         if meta:
             child_params["_meta"] = meta
+        if (request.session, request.id) in self._calls:
+            raise errors.BadRequest(
+                f"invalid request: request id {request.id!r} is already in flight on this connection"
+            )
         call = Call(self, request, child, exposed, route.original, child_params)
         if request.method in ("resources/subscribe", "resources/unsubscribe"):
             self._subscription(call)

@@ -18,7 +18,7 @@ import httpx2
 import pytest
 
 from tests.conftest import WAIT, Host, connect_host, python_child, serve_hub_http, wait_for_tools, write_config
-from tests.integration.test_passthrough import recorded, wait_recorded
+from tests.integration.test_calls import recorded, wait_recorded
 
 pytestmark = pytest.mark.anyio
 
