@@ -1,5 +1,6 @@
-"""The official MCP conformance suite against `hub serve --http`, with one unprefixed fixture child behind it,
-once as a stdio child and once as a Streamable HTTP child. Every active scenario must pass in both."""
+"""The official MCP conformance suite against `hub serve --http`, with one unprefixed fixture child behind it:
+as a stdio child, as a Streamable HTTP child, and behind a second hub over stdio (so that the hub's stdio front is
+held to the suite too: the suite itself only speaks HTTP). Every active scenario must pass in each."""
 
 from __future__ import annotations
 
@@ -111,5 +112,29 @@ def test_every_active_scenario_passes_through_the_hub_with_an_http_child(tmp_pat
         running(child_cmd, child_port, tmp_path / "child.err"),
         running(hub_command(config, port, tmp_path / "hub.log"), port, tmp_path / "hub.err"),
     ):
+        output = run_suite(f"http://127.0.0.1:{port}/mcp", tmp_path / "out")
+    assert " 0 failed" in output.splitlines()[-1]
+
+
+def test_every_active_scenario_passes_through_the_stdio_front_of_a_second_hub(tmp_path: Path) -> None:
+    """suite -> hub (HTTP front) -> hub (stdio front) -> fixture: both fronts on the path of every scenario."""
+    fixture = {
+        "command": sys.executable,
+        "args": ["-m", "tests.conformance.fixture_server"],
+        "cwd": str(REPO),
+        "prefix": "",
+    }
+    inner_dir = tmp_path / "inner"
+    inner_dir.mkdir()
+    inner = write_config(inner_dir, {"conformance": fixture}, hub={"health_tool": False})
+    inner_hub = {
+        "command": sys.executable,
+        "args": ["-m", "hub", "serve", "--config", str(inner), "--log-file", str(tmp_path / "inner.log")],
+        "cwd": str(REPO),
+        "prefix": "",
+    }
+    config = write_config(tmp_path, {"inner": inner_hub}, hub={"health_tool": False})
+    port = free_port()
+    with running(hub_command(config, port, tmp_path / "hub.log"), port, tmp_path / "hub.err"):
         output = run_suite(f"http://127.0.0.1:{port}/mcp", tmp_path / "out")
     assert " 0 failed" in output.splitlines()[-1]
