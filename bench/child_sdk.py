@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import argparse
 import socket
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -89,4 +88,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    main()

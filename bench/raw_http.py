@@ -1,7 +1,7 @@
 """calls/s over HTTP with a host that costs little CPU: the hub's HTTP front against a direct HTTP child.
 
     python -m bench.raw_http                   # 5 alternating rounds of 1,500 echo calls, 64 in flight, SDK child
-    python -m bench.raw_http --rounds 3 --kind raw
+    python -m bench.raw_http --rounds 3 --out F    # 3 rounds; the figures also written to F (JSON)
 
 The bench's own client (the SDK's) takes a full core at 64 calls in flight, so on 2 cores it sets the pace of the
 direct run and shares the cores with the hub and its child (docs/performance.md, "Sixth round"). This host is
@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from bench import procs
-from bench.run import LIMIT, PY, REPO, Run, free_port
+from bench.harness import LIMIT, PY, REPO, THIS_HUB, Run, free_port
 
 PROTOCOL = "2025-11-25"
 
@@ -152,7 +152,7 @@ async def measure(args: argparse.Namespace) -> dict[str, Any]:
         port_file = run.dir / "direct.port"
         child = [*run.child_args(args.kind, args.tools, "direct"), "--http", "--port-file", str(port_file)]
         hub_port = free_port()
-        config = run.hub_config(args.kind, 1, args.tools)
+        config = run.hub_config(THIS_HUB, args.kind, 1, args.tools)
         hub_argv = ["-m", "hub", "serve", "--config", str(config), "--log-file", str(run.dir / "hub.log")]
         for argv in (child, [*hub_argv, "--http", f"127.0.0.1:{hub_port}"]):
             process = subprocess.Popen(
@@ -162,6 +162,8 @@ async def measure(args: argparse.Namespace) -> dict[str, Any]:
             run.seen.add(process.pid)
         deadline = time.monotonic() + LIMIT
         while not port_file.exists():
+            if processes[0].poll() is not None:
+                raise RuntimeError(f"the direct child exited with {processes[0].returncode}; see {log.name}")
             if time.monotonic() > deadline:
                 raise TimeoutError("the direct child never wrote its port")
             await asyncio.sleep(0.05)
@@ -199,11 +201,12 @@ async def measure(args: argparse.Namespace) -> dict[str, Any]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
-    parser.add_argument("--kind", choices=["sdk", "raw"], default="sdk", help="the child (default: sdk)")
+    parser.add_argument("--kind", choices=["sdk"], default="sdk", help="the child (the raw one serves stdio only)")
     parser.add_argument("--tools", type=int, default=10)
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--calls", type=int, default=1500, help="calls per round (default: 1500)")
     parser.add_argument("--inflight", type=int, default=64)
+    parser.add_argument("--out", help="also write the figures to this JSON file")
     args = parser.parse_args()
     results = asyncio.run(measure(args))
     for label, row in results.items():
@@ -211,9 +214,10 @@ def main() -> None:
             f"{label:6s} {row['calls_per_s']:8.1f} calls/s  {row['ratio']:.2f}x direct  "
             f"client {row['client_cores']:.2f} core  rounds {row['rounds']}"
         )
-    out = Path(__file__).parent / "results" / "raw_http.json"
-    out.write_text(json.dumps({"args": vars(args), "results": results}, indent=2) + "\n")
-    print(f"results written to {out.relative_to(REPO)}")
+    if args.out:
+        out = Path(args.out)
+        out.write_text(json.dumps({"args": vars(args), "results": results}, indent=2) + "\n")
+        print(f"results written to {out}")
 
 
 if __name__ == "__main__":
