@@ -23,6 +23,7 @@ from hub.logs import CallLog
 from hub.platform.processes import EXIT_GRACE, KILL_GRACE
 from hub.platform.watchdog import Watchdog
 from hub.protocol.jsonrpc import Request
+from hub.protocol.revisions import load_models
 from hub.relay.attribution import Attribution
 from hub.relay.catalog import HEALTH_TOOL, HEALTH_TOOL_DEF, Catalog
 from hub.relay.hosts import Hosts
@@ -66,6 +67,7 @@ class Hub:
                 tg.start_soon(self.router.run)
                 self.catalog.children = {name: self._start(name, server) for name, server in self._enabled(self.loaded)}
                 self._log.info("hub_started", config=str(self.loaded.path), children=list(self.children))
+                tg.start_soon(anyio.to_thread.run_sync, load_models)  # while the children start
                 try:
                     yield self
                 finally:

@@ -198,6 +198,12 @@ def unstamp(result: dict[str, Any]) -> dict[str, Any]:
     return shaped
 
 
+def load_models() -> None:
+    """Import the per-revision models (`mcp_types`, a quarter of a second of CPU). Called in a worker thread while
+    the children start, so that the host's first listing does not wait for it."""
+    from mcp_types import methods  # noqa: F401
+
+
 def sieve_items(method: str, key: str, version: str, items: tuple[dict[str, Any], ...]) -> tuple[list[Any], list[str]]:
     """Each listed item as `version` defines it (fields it does not know dropped), and the problems met.
 
