@@ -137,6 +137,10 @@ def _describe(error: Any, file: Path, tree: Any) -> str:
         hint = f"did you mean {close[0]!r}? " if close else ""
         return f"{where}: unknown key {loc[-1]!r}; {hint}allowed keys: {', '.join(allowed)}"
     message = str(error["msg"]).removeprefix("Value error, ")
+    value = error.get("input")
+    if isinstance(value, str) and repr(value) in message:  # a validator quoted the value (prefix): only as shown() may
+        quoted = shown(loc, value)
+        message = message.replace(repr(value), quoted if quoted == repr(value) else f"({quoted})")
     if kind == "missing":
         return f"{where}: required key is missing"
     return (

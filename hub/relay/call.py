@@ -79,7 +79,8 @@ class Call:
         self.asks: dict[str, Request] = {}
         self._asked = 0
         self._declared: dict[str, bool] = {}  # the parked host request's capabilities
-        self._final: tuple[bytes | None, errors.HubError | None, int] | None = None  # answered while parked
+        self._final: tuple[bytes | None, errors.HubError | None, str] | None = None  # answered while parked
+        self._resend: dict[str, Any] | None = None  # an input round's resend, waiting for a slot
 
     @property
     def modern_host(self) -> bool:
@@ -113,7 +114,7 @@ class Call:
         if self.done:  # cancelled while it waited
             self._release()
             return
-        self._send(self.params)
+        self._send(self.params if self._resend is None else self._resend)
 
     def _send(self, params: dict[str, Any]) -> None:
         assert self.connection is not None
@@ -202,8 +203,7 @@ class Call:
         self.child.slots.withdraw(self)
         if self.request is not None:
             self.request.drop()
-            self.request = None
-        self._end("cancelled")
+        self._end("cancelled")  # with the request kept: the router forgets it, and the call log names it
 
     # ---- the answer ---------------------------------------------------------------------------------------------
 
@@ -212,7 +212,15 @@ class Call:
         child_modern = connection is not None and connection.modern
         if self.child.prefix and self.method in RENAMES_URIS and (exact is None or b'"uri"' in exact):
             prefix = self.child.prefix
-            renamed = map_uris(result, lambda uri: expose_uri(prefix, uri))
+            try:
+                renamed = map_uris(result, lambda uri: expose_uri(prefix, uri))
+            except RecursionError:  # a result nested deeper than renaming can walk: this call fails, not the reader
+                self.finish(
+                    errors.Unavailable(
+                        f"server '{self.child.name}' sent a result the hub cannot forward: it is nested too deeply"
+                    )
+                )
+                return
             if renamed is not result:
                 result, exact = renamed, None
         if self.modern_host:
@@ -233,7 +241,7 @@ class Call:
             return
         request = self.request
         if request is None:  # parked: kept for the host's next round, which must come within the call's window
-            self._final = (body, error, 0)
+            self._final = (body, error, outcome)
             self._after_answer()
             self.deadline = time.monotonic() + self.window
             self.router.deadlines.add(self)
@@ -291,16 +299,18 @@ class Call:
                 errors.ChildError(error.get("code", INVALID_PARAMS), str(error.get("message")), error.get("data"))
             )
             return
-        try:
-            self.child.slots.take(self)  # re-admitted; a full queue refuses the round as it would a call
-        except errors.Busy as busy:
-            self.finish(busy)
-            return
-        self.holds_slot = True  # resends skip the queue: the call was admitted once
         params = {**self.params, "inputResponses": responses}
         if "requestState" in result:
             params["requestState"] = result["requestState"]
-        self._send(params)
+        self._resend = params  # what `admitted` sends if the resend has to wait for a slot
+        try:
+            admitted = self.child.slots.take(self)  # re-admitted; a full queue refuses the round as it would a call
+        except errors.Busy as busy:
+            self.finish(busy)
+            return
+        if admitted:
+            self.holds_slot = True
+            self._send(params)
 
     async def _ask_host(self, method: Any, params: dict[str, Any]) -> dict[str, Any]:
         kind = ASKS.get(method) if isinstance(method, str) else None
@@ -333,7 +343,7 @@ class Call:
         assert request is not None
         if self.token is None:
             self.token = secrets.token_urlsafe(16)
-            self.router.park(self)
+        self.router.park(self)  # every round: the router forgets the request this round answers
         inputs = {key: {"method": r.method, "params": r.params} for key, r in self.asks.items()}
         answer = {"resultType": "input_required", "inputRequests": inputs, "requestState": BRIDGE_PREFIX + self.token}
         request.respond(encode(revisions.stamp(answer, self.method)))
@@ -350,10 +360,10 @@ class Call:
         self.request = request
         self.began = time.perf_counter()
         if self._final is not None:
-            body, error, _ = self._final
+            body, error, outcome = self._final
             self._final = None
             self.router.unpark(self)
-            self.finish(error, body)
+            self.finish(error, body, outcome)
         elif self.asks:
             self._answer_round()
 

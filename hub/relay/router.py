@@ -149,7 +149,7 @@ class Router:
         if meta:
             child_params["_meta"] = meta
         if (request.session, request.id) in self._calls:
-            raise errors.BadRequest(
+            raise errors.InvalidRequest(
                 f"invalid request: request id {request.id!r} is already in flight on this connection"
             )
         call = Call(self, request, child, exposed, route.original, child_params)
@@ -345,7 +345,8 @@ def _size(arguments: Any) -> int:
 
 def _name(request: HostRequest) -> str:
     params = request.params
-    value = params.get("name") or params.get("uri") or (params.get("ref") or {}).get("name")
+    ref = params.get("ref")
+    value = params.get("name") or params.get("uri") or (ref.get("name") if isinstance(ref, dict) else None)
     return value if isinstance(value, str) else ""
 
 

@@ -1,4 +1,4 @@
-"""Exposed names and URIs: `<prefix>_<name>`, `<prefix>+<uri>`, tool names that fit every host, URI renaming."""
+"""Exposed names and URIs (hub.relay.naming): `<prefix>_<name>`, `<prefix>+<uri>`, host-safe tool names, renaming."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from hub.naming import expose_name, expose_tool_name, expose_uri, map_uris, split_uri
+from hub.relay.naming import expose_name, expose_tool_name, expose_uri, map_uris, split_uri
 
 HOST_TOOL_NAME = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
 

@@ -1,4 +1,4 @@
-"""servers.yaml parsing: the schema, `${VAR}` expansion, and error messages a person can act on."""
+"""servers.yaml parsing (hub.config): the schema, `${VAR}` expansion, and error messages a person can act on."""
 
 from __future__ import annotations
 
@@ -6,14 +6,14 @@ from pathlib import Path
 
 import pytest
 
-from hub.config import (
+from hub.config import ConfigError, HubConfig, load_config, parse_config
+from hub.config.expansion import expand_env
+from hub.config.loader import shown
+from hub.config.schema import (
     DEFAULT_CONNECT_TIMEOUT,
+    DEFAULT_MAX_CONCURRENCY,
+    DEFAULT_MAX_QUEUE,
     DEFAULT_REQUEST_TIMEOUT,
-    ConfigError,
-    HubConfig,
-    expand_env,
-    load_config,
-    parse_config,
 )
 
 FILE = Path("servers.yaml")
@@ -118,12 +118,45 @@ def test_omitted_keys_take_their_documented_defaults() -> None:
     assert server.connect_timeout == DEFAULT_CONNECT_TIMEOUT == 60.0
     assert server.max_restarts == 5
     assert server.log_arguments is None
+    assert server.max_concurrency == DEFAULT_MAX_CONCURRENCY == 1024
+    assert server.max_queue == DEFAULT_MAX_QUEUE == 1024
+    assert server.sessions == "shared"
 
 
-def test_an_empty_file_is_a_hub_with_no_servers() -> None:
-    config = parse("")
+def test_max_concurrency_and_max_queue_can_be_lowered_and_are_bounded() -> None:
+    server = parse("servers:\n  a:\n    command: x\n    max_concurrency: 2\n    max_queue: 0\n").servers["a"]
+    assert (server.max_concurrency, server.max_queue) == (2, 0)
+    assert "servers.a.max_concurrency: Input should be greater than or equal to 1" in error_of(
+        "servers:\n  a:\n    command: x\n    max_concurrency: 0\n"
+    )
+    assert "servers.a.max_queue: Input should be greater than or equal to 0" in error_of(
+        "servers:\n  a:\n    command: x\n    max_queue: -1\n"
+    )
+
+
+@pytest.mark.parametrize("text", ["", "\n\n", "# servers go here\n# later\n", "---\n"])
+def test_an_empty_or_comments_only_file_is_an_error_that_says_how_to_write_none(text: str) -> None:
+    # An editor that truncates the file before writing it leaves exactly this for a moment: a reload of it must
+    # not stop every child.
+    message = error_of(text)
+    assert message == "servers.yaml is empty; list the servers under 'servers:', or write 'servers: {}' for none"
+
+
+def test_a_file_without_a_servers_key_is_an_error() -> None:
+    message = error_of("hub:\n  health_tool: false\n")
+    assert message.startswith("servers.yaml has no 'servers:' key;")
+    assert "write 'servers: {}' for none" in message
+
+
+def test_an_explicit_empty_servers_mapping_is_a_hub_with_no_servers() -> None:
+    config = parse("servers: {}\n")
     assert config.servers == {}
     assert config.hub.health_tool is True
+
+
+def test_a_null_servers_value_is_refused_with_its_line() -> None:
+    message = error_of("hub: {}\nservers:\n")
+    assert "servers.yaml:2: servers: Input should be a valid dictionary" in message
 
 
 def test_enabled_false_is_kept_in_the_config() -> None:
@@ -252,7 +285,7 @@ def test_an_unknown_hub_key_suggests_the_hub_setting() -> None:
     message = error_of("hub:\n  log_argument: true\nservers: {}\n")
     assert "servers.yaml:2: hub.log_argument: unknown key 'log_argument'" in message
     assert "did you mean 'log_arguments'?" in message
-    assert "allowed keys: log_arguments, health_tool" in message
+    assert "allowed keys: http, log_arguments, health_tool" in message
 
 
 def test_an_unknown_tools_key_suggests_allow() -> None:
@@ -270,9 +303,15 @@ def test_an_unknown_key_without_a_close_match_lists_the_allowed_keys_only() -> N
 
 
 def test_an_unknown_top_level_key_is_reported() -> None:
-    message = error_of("server:\n  a:\n    command: x\n")
-    assert "servers.yaml:1: server: unknown key 'server'" in message
+    message = error_of("servers: {}\nserver:\n  a:\n    command: x\n")
+    assert "servers.yaml:2: server: unknown key 'server'" in message
     assert "did you mean 'servers'?" in message
+    assert "allowed keys: hub, servers" in message
+
+
+def test_a_misspelt_servers_key_alone_is_a_file_without_servers() -> None:
+    message = error_of("server:\n  a:\n    command: x\n")
+    assert message.startswith("servers.yaml has no 'servers:' key;")
 
 
 def test_every_problem_in_a_file_is_reported_at_once() -> None:
@@ -323,8 +362,9 @@ def test_headers_on_a_stdio_child_are_refused() -> None:
 
 
 def test_a_url_must_be_http_or_https() -> None:
-    message = error_of("servers:\n  a:\n    url: ftp://example.com/mcp\n")
-    assert "url 'ftp://example.com/mcp' must start with http:// or https://" in message
+    message = error_of("servers:\n  a:\n    url: ftp://user:hunter2@example.com/mcp\n")
+    assert "servers.yaml:2: servers.a: url must start with http:// or https://" in message
+    assert "hunter2" not in message, "a URL may carry credentials: it is not quoted"
 
 
 @pytest.mark.parametrize(
@@ -355,10 +395,20 @@ def test_bad_values_name_the_line_and_the_key_path(line: str, expected: str) -> 
 # ---- prefixes and server names -------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("prefix", ["My_Prefix", "a+b", "1abc", "-a", "a" * 33, "Time"])
-def test_an_invalid_prefix_is_refused_with_the_rule_and_the_reason(prefix: str) -> None:
+@pytest.mark.parametrize(
+    ("prefix", "quoted"),
+    [
+        ("My_Prefix", "'My_Prefix'"),
+        ("a+b", "'a+b'"),
+        ("1abc", "'1abc'"),
+        ("-a", "'-a'"),
+        ("Time", "'Time'"),
+        ("a" * 33, "(a string, not shown)"),  # 20+ token characters: shaped like a credential
+    ],
+)
+def test_an_invalid_prefix_is_refused_with_the_rule_and_the_reason(prefix: str, quoted: str) -> None:
     message = error_of(f"servers:\n  a:\n    command: x\n    prefix: '{prefix}'\n")
-    assert f"servers.yaml:4: servers.a.prefix: prefix {prefix!r} is not valid" in message
+    assert f"servers.yaml:4: servers.a.prefix: prefix {quoted} is not valid" in message
     assert "1-32 lowercase letters, digits or '-', starting with a letter" in message
     assert "(no '_' or '+': they separate the prefix from names and URIs)" in message
     assert "or '' for no prefix" in message
@@ -399,6 +449,102 @@ def test_a_server_name_that_cannot_be_a_prefix_is_fine_with_an_explicit_prefix()
     )
     assert config.servers["My_Server"].prefix == "mine"
     assert config.servers["Other"].prefix == ""
+
+
+def test_two_servers_with_the_same_explicit_prefix_are_refused_naming_both() -> None:
+    message = error_of("servers:\n  a:\n    command: x\n    prefix: p\n  b:\n    command: y\n    prefix: p\n")
+    assert "servers.b" in message
+    assert "'p'" in message and "'a'" in message
+    assert "give one of them another 'prefix:'" in message
+
+
+def test_a_prefix_equal_to_another_servers_name_is_a_duplicate_prefix() -> None:
+    message = error_of("servers:\n  time:\n    command: x\n  t2:\n    command: y\n    prefix: time\n")
+    assert "servers.t2" in message
+    assert "'time'" in message
+    assert "give one of them another 'prefix:'" in message
+
+
+def test_several_servers_without_prefix_do_not_collide() -> None:
+    config = parse("servers:\n  a:\n    command: x\n    prefix: ''\n  b:\n    command: y\n    prefix: ''\n")
+    assert [s.prefix for s in config.servers.values()] == ["", ""]
+
+
+# ---- error messages never quote secrets ----------------------------------------------------------------
+
+SECRET = "s3cr3t-0123456789abcdef"
+
+
+def test_a_header_of_the_wrong_type_is_reported_without_its_value() -> None:
+    message = error_of(
+        f'servers:\n  a:\n    url: https://h/mcp\n    headers:\n      Authorization: ["Bearer {SECRET}"]\n'
+    )
+    assert "servers.yaml:5: servers.a.headers.Authorization: Input should be a valid string" in message
+    assert "(got a list, not shown)" in message
+    assert SECRET not in message and "Bearer" not in message
+
+
+def test_an_env_value_of_the_wrong_type_is_reported_without_its_value() -> None:
+    message = error_of("servers:\n  a:\n    command: x\n    env:\n      PIN: 4242424242\n")
+    assert "servers.yaml:5: servers.a.env.PIN: Input should be a valid string (got a number, not shown)" in message
+    assert "4242424242" not in message
+
+
+def test_headers_that_are_not_a_mapping_are_reported_without_their_value() -> None:
+    message = error_of(f"servers:\n  a:\n    url: https://h/mcp\n    headers: 'X-Key {SECRET}'\n")
+    assert "servers.a.headers: Input should be a valid dictionary (got a string, not shown)" in message
+    assert SECRET not in message
+
+
+@pytest.mark.parametrize(
+    "value",
+    ["ghp_abcdefghijklmnopqrstuvwxyz0123", "token=abc", "Bearer xyz", "password1", "my-api_key"],
+    ids=["opaque", "token", "bearer", "password", "api-key"],
+)
+def test_a_value_shaped_like_a_credential_is_not_quoted_under_any_key(value: str) -> None:
+    message = error_of(f"servers:\n  a:\n    command: x\n    args: '{value}'\n")
+    assert "servers.yaml:4: servers.a.args: Input should be a valid tuple (got a string, not shown)" in message
+    assert value not in message
+
+
+def test_a_harmless_value_is_quoted_so_that_the_mistake_is_visible() -> None:
+    message = error_of("servers:\n  a:\n    command: x\n    args: --verbose\n")
+    assert "servers.a.args: Input should be a valid tuple (got '--verbose')" in message
+
+
+def test_an_invalid_prefix_shaped_like_a_credential_is_not_quoted() -> None:
+    token = "ghp_AbCdEfGhIjKlMnOpQrStUvWxYz012345"
+    message = error_of(f"servers:\n  a:\n    command: x\n    prefix: {token}\n")
+    assert "servers.yaml:4: servers.a.prefix: prefix (a string, not shown) is not valid" in message
+    assert token not in message
+
+
+def test_a_missing_variable_in_headers_names_the_variable_only() -> None:
+    message = error_of("servers:\n  a:\n    url: https://h/mcp\n    headers:\n      Authorization: Bearer ${TOKEN}\n")
+    assert message.startswith("servers.yaml:5: servers.a.headers.Authorization:")
+    assert "environment variable TOKEN is not set" in message
+    assert "Bearer" not in message
+
+
+@pytest.mark.parametrize(
+    ("loc", "value", "expected"),
+    [
+        (("servers", "a", "timeout"), "soon", "'soon'"),
+        (("servers", "a", "cwd"), 12, "12"),
+        (("servers", "a", "enabled"), None, "None"),
+        (("servers", "a", "env", "HOME"), "/root", "a string, not shown"),
+        (("servers", "a", "headers", "X-Trace"), "1", "a string, not shown"),
+        (("servers", "a", "args", 0), "Basic dXNlcjpwYXNz", "a string, not shown"),
+        (("servers", "a", "args", 0), "x" * 20, "a string, not shown"),  # opaque: 20+ token characters
+        (("servers", "a", "args", 0), "a b " * 25, "a string, not shown"),  # longer than 80 characters
+        (("servers", "a", "my_token"), "plain", "a string, not shown"),  # the key says what it is
+        (("servers", "a", "args"), ["x"], "a list, not shown"),
+        (("servers", "a", "tools"), {"allow": 1}, "a mapping, not shown"),
+        (("servers", "a", "timeout"), 2.5, "2.5"),
+    ],
+)
+def test_shown_quotes_only_what_cannot_be_a_secret(loc: tuple[str | int, ...], value: object, expected: str) -> None:
+    assert shown(loc, value) == expected
 
 
 # ---- files that are not configurations at all ----------------------------------------------------------
@@ -459,7 +605,7 @@ def test_a_directory_instead_of_a_file_is_reported_as_unreadable(tmp_path: Path)
 
 
 def test_the_default_servers_yaml_of_the_repository_is_valid() -> None:
-    root = Path(__file__).resolve().parent.parent
+    root = Path(__file__).resolve().parents[2]
     loaded = load_config(root / "servers.yaml", environ={})
     servers = loaded.config.servers
     assert list(servers) == ["time", "git"]

@@ -1,12 +1,18 @@
-"""The merged namespace built from children's listings: prefixes, filters, collisions, renames, URI routing."""
+"""The merged namespace (hub.relay.catalog) built from children's listings: prefixes, filters, collisions, renames,
+URI routing, the encoded listings, and the catalog's rebuilds."""
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
-from hub.child import Child, Listing
+import pytest
+
 from hub.config import ServerConfig, ToolFilter
-from hub.registry import Collision, Renamed, Route, build_namespace
+from hub.platform.watchdog import Watchdog
+from hub.protocol import revisions
+from hub.relay.catalog import HEALTH_TOOL_DEF, Catalog, Collision, Renamed, Route, build_namespace
+from hub.upstream.child import Child, Listing
 
 
 def child(
@@ -21,10 +27,11 @@ def child(
     deny: tuple[str, ...] = (),
 ) -> Child:
     made = Child(
-        name=name,
-        prefix=name if prefix is None else prefix,
-        config=ServerConfig(command="x", tools=ToolFilter(allow=allow, deny=deny)),
-        observer=None,  # type: ignore[arg-type]  # build_namespace never reports to it
+        name,
+        name if prefix is None else prefix,
+        ServerConfig(command="x", tools=ToolFilter(allow=allow, deny=deny)),
+        None,  # type: ignore[arg-type]  # build_namespace never reports to it
+        Watchdog(),  # never started: nothing is spawned
     )
     made.listing = Listing(
         tools=tuple(
@@ -248,3 +255,90 @@ def test_an_empty_list_of_children_is_an_empty_namespace() -> None:
     assert ns.tools == ns.prompts == ns.resources == ns.templates == ()
     assert ns.tool_routes == {}
     assert ns.route_uri("file:///x") is None
+
+
+# ---- the encoded listings ------------------------------------------------------------------------------
+
+
+def test_a_listing_is_the_namespaces_items_with_the_builtin_tools_first() -> None:
+    ns = build_namespace([child("time", tools=["now"])])
+    listed = json.loads(ns.listing("tools/list", revisions.LATEST_HANDSHAKE, (HEALTH_TOOL_DEF,)))
+    assert names(tuple(listed["tools"])) == ["hub_health", "time_now"]
+    assert set(listed) == {"tools"}, "a handshake-era listing has no era fields"
+
+
+@pytest.mark.parametrize(
+    ("method", "key", "field", "expected"),
+    [
+        ("prompts/list", "prompts", "name", "docs_ask"),
+        ("resources/list", "resources", "uri", "docs+file:///a.md"),
+        ("resources/templates/list", "resourceTemplates", "uriTemplate", "docs+file:///{path}"),
+    ],
+)
+def test_every_list_method_lists_its_own_kind(method: str, key: str, field: str, expected: str) -> None:
+    ns = build_namespace([child("docs", prompts=["ask"], resources=["file:///a.md"], templates=["file:///{path}"])])
+    listed = json.loads(ns.listing(method, revisions.LATEST_HANDSHAKE))
+    assert list(listed) == [key]
+    assert names(tuple(listed[key]), field) == [expected]
+
+
+def test_a_2026_listing_carries_the_result_type_cache_hints_and_the_hubs_identity() -> None:
+    ns = build_namespace([child("time", tools=["now"])])
+    listed = json.loads(ns.listing("tools/list", revisions.LATEST_MODERN))
+    assert names(tuple(listed["tools"])) == ["time_now"]
+    assert listed["resultType"] == "complete"
+    assert (listed["ttlMs"], listed["cacheScope"]) == (0, "private")
+    assert listed["_meta"] == {revisions.SERVER_INFO_KEY: revisions.SERVER_INFO}
+
+
+def test_a_listing_is_encoded_once_per_namespace_and_revision() -> None:
+    ns = build_namespace([child("time", tools=["now"])])
+    first = ns.listing("tools/list", revisions.LATEST_HANDSHAKE)
+    assert ns.listing("tools/list", revisions.LATEST_HANDSHAKE) is first
+    assert ns.listing("tools/list", revisions.LATEST_MODERN) != first
+    other = build_namespace([child("time", tools=["now", "later"])])
+    assert names(tuple(json.loads(other.listing("tools/list", revisions.LATEST_HANDSHAKE))["tools"])) == [
+        "time_now",
+        "time_later",
+    ], "a new namespace never answers with another's encoding"
+
+
+def test_a_malformed_item_is_left_out_of_the_listing_and_the_others_stay() -> None:
+    broken = child("odd", tools=["good"])
+    broken.listing = Listing(tools=({"name": "bad"}, *broken.listing.tools))  # no inputSchema
+    ns = build_namespace([broken])
+    for version in (*revisions.HANDSHAKE_VERSIONS, revisions.LATEST_MODERN):
+        assert names(tuple(json.loads(ns.listing("tools/list", version))["tools"])) == ["odd_good"], version
+    assert "odd_bad" in ns.tool_routes, "it is still routed: only the listing leaves it out"
+
+
+# ---- the catalog ---------------------------------------------------------------------------------------
+
+
+def test_a_rebuild_reports_the_kinds_whose_listing_changed() -> None:
+    catalog = Catalog(lambda: frozenset({"hub_health"}))
+    time = child("time", tools=["now"])
+    catalog.children = {"time": time}
+    assert catalog.rebuild() == ["tools"]
+    assert catalog.namespace.tool_routes == {"time_now": Route("time", "now")}
+    assert catalog.rebuild() == [], "nothing changed"
+    time.listing = Listing(tools=time.listing.tools, prompts=({"name": "p"},))
+    assert catalog.rebuild() == ["prompts"]
+    time.listing = Listing(
+        tools=time.listing.tools, prompts=time.listing.prompts, templates=({"uriTemplate": "x://{a}"},)
+    )
+    assert catalog.rebuild() == ["resources"], "templates are announced as resources"
+    catalog.children = {}
+    assert catalog.rebuild() == ["tools", "prompts", "resources"]
+    assert catalog.namespace.tool_routes == {}
+
+
+def test_the_catalog_reserves_what_the_hub_says_at_each_rebuild() -> None:
+    reserved: set[str] = set()
+    catalog = Catalog(lambda: frozenset(reserved))
+    catalog.children = {"plain": child("plain", "", tools=["hub_health"])}
+    catalog.rebuild()
+    assert catalog.namespace.tool_routes == {"hub_health": Route("plain", "hub_health")}
+    reserved.add("hub_health")
+    assert catalog.rebuild() == ["tools"]
+    assert catalog.namespace.tool_routes == {}
