@@ -1,0 +1,108 @@
+"""The commands the docs show are run, and their output compared with what the docs say.
+
+- docs/configuration.md, "Errors": every `$ hub check -c FILE` runs on docs/examples/config/FILE and must print
+  exactly the lines shown.
+- docs/cli.md and README.md: `hub check`, `hub list` and `hub call` on the default servers.yaml. Their output holds
+  times and dates, so what must match is what does not change between runs: each server's row (name, state, tool
+  count), the tool column of `hub list`, and the error lines and exit status of the failing calls.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shlex
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import REPO
+
+EXAMPLES = REPO / "docs" / "examples" / "config"
+HUB = [sys.executable, "-m", "hub"]
+RUN_LIMIT = 120
+
+
+def blocks(page: Path) -> list[list[str]]:
+    """The ```text blocks of a page, as lines."""
+    found, current = [], None
+    for line in page.read_text().splitlines():
+        if current is None and line.startswith("```text"):
+            current = []
+        elif current is not None and line.startswith("```"):
+            found.append(current)
+            current = None
+        elif current is not None:
+            current.append(line)
+    return found
+
+
+def commands(lines: list[str]) -> list[tuple[str, list[str]]]:
+    """(command, the lines it printed) for each `$ ...` line of a block; a trailing `# comment` is dropped."""
+    out: list[tuple[str, list[str]]] = []
+    for line in lines:
+        if line.startswith("$ "):
+            out.append((re.sub(r"\s+#.*$", "", line[2:]).strip(), []))
+        elif out and line.strip():
+            out[-1][1].append(line)
+    return out
+
+
+def run(command: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    argv = shlex.split(command)
+    assert argv[0] == "hub", command
+    env = {k: v for k, v in os.environ.items() if k != "SEARCH_TOKEN"}
+    env["HUB_GIT_REPOSITORY"] = str(REPO)
+    return subprocess.run(
+        [*HUB, *argv[1:]], cwd=cwd, env=env, capture_output=True, text=True, timeout=RUN_LIMIT, check=False
+    )
+
+
+def error_examples() -> list[tuple[str, list[str]]]:
+    page = REPO / "docs" / "configuration.md"
+    found = [c for block in blocks(page) for c in commands(block) if c[0].startswith("hub check -c ")]
+    assert len(found) >= 10, "the Errors section of docs/configuration.md lost its examples"
+    return found
+
+
+@pytest.mark.parametrize(("command", "printed"), error_examples(), ids=lambda v: v if isinstance(v, str) else "")
+def test_each_configuration_error_in_the_docs_is_what_the_hub_prints(command: str, printed: list[str]) -> None:
+    result = run(command, EXAMPLES)
+    assert result.returncode == 2, result.stderr
+    assert result.stderr.splitlines() == printed
+
+
+def test_the_check_and_list_in_the_docs_show_the_default_servers_as_they_are() -> None:
+    check = run("hub check", REPO)
+    assert check.returncode == 0, check.stdout + check.stderr
+    rows = {line.split()[0]: line.split()[1:3] for line in check.stdout.splitlines()[1:-1]}
+    shown = {cmd: out for page in ("README.md", "docs/cli.md") for b in blocks(REPO / page) for cmd, out in commands(b)}
+    documented = {line.split()[0]: line.split()[1:3] for line in shown["hub check"][1:-1]}
+    assert rows == documented == {"time": ["ready", "2"], "git": ["ready", "12"]}
+    listing = run("hub list", REPO)
+    assert listing.returncode == 0, listing.stderr
+    tools = [line.split()[:2] for line in listing.stdout.split("\n\n")[0].splitlines()]
+    documented_tools = [line.split()[:2] for line in shown["hub list"] if line and not line.startswith("SERVER")][:11]
+    assert tools == documented_tools
+
+
+CALLS = [
+    ("hub call nope", 1, "hub: Unknown tool: 'nope' (code -32602)"),
+    ('hub call time_get_current_time \'{"timezone":"Mars/Olympus"}\'', 1, "Error executing tool get_current_time"),
+    ("hub call time_get_current_time '{bad'", 2, "hub: arguments must be a JSON object: Expecting property name"),
+    ('hub call git_git_commit \'{"repo_path":".","message":"x"}\'', 1, "hub: Unknown tool: 'git_git_commit'"),
+]
+
+
+@pytest.mark.parametrize(("command", "status", "start"), CALLS)
+def test_the_failing_calls_in_the_docs_fail_as_shown(command: str, status: int, start: str) -> None:
+    page = (REPO / "docs" / "cli.md").read_text()
+    assert f"$ {command}" in page
+    documented = page.split(f"$ {command}", 1)[1].splitlines()[1]
+    assert documented.startswith(start) and f"exit {status}" in documented
+    result = run(command, REPO)
+    assert result.returncode == status
+    assert (result.stdout + result.stderr).strip().startswith(start)
+    assert re.sub(r"\s+#.*$", "", documented).strip() == (result.stdout + result.stderr).strip().splitlines()[0]
