@@ -35,8 +35,9 @@ def _parser() -> argparse.ArgumentParser:
     common.add_argument(
         "-c",
         "--config",
-        default=os.environ.get("HUB_CONFIG", DEFAULT_CONFIG),
-        help="path of servers.yaml (default: $HUB_CONFIG or ./servers.yaml)",
+        default=os.environ.get("HUB_CONFIG"),
+        help="path of servers.yaml (default: $HUB_CONFIG, else ./servers.yaml if it exists, else servers.yaml in "
+        "the user's config directory, e.g. ~/.config/hub on Linux)",
     )
     common.add_argument(
         "--log-format",
@@ -77,6 +78,29 @@ def _parser() -> argparse.ArgumentParser:
             help="how long to wait for servers to start (default: the longest connect_timeout)",
         )
     return parser
+
+
+def config_path(given: str | None) -> tuple[str, str | None]:
+    """The config file to read; and, when none was named and none is found, the error that says where it was looked for.
+
+    Named (--config, $HUB_CONFIG): that one. Else `./servers.yaml` if it exists, else `servers.yaml` in the user's
+    config directory as the system has it (platformdirs: ~/.config/hub on Linux, ~/Library/Application
+    Support/hub on macOS, %LOCALAPPDATA%\\hub on Windows).
+    """
+    if given is not None:
+        return given, None
+    if os.path.exists(DEFAULT_CONFIG):
+        return DEFAULT_CONFIG, None
+    import platformdirs
+
+    user = os.path.join(platformdirs.user_config_dir("hub", appauthor=False), DEFAULT_CONFIG)
+    if os.path.exists(user):
+        return user, None
+    here = os.path.join(".", DEFAULT_CONFIG)
+    return user, (
+        f"no such file: neither {here} nor {user} exists; create one of them, or pass --config PATH "
+        "(or set HUB_CONFIG) (see docs/configuration.md)"
+    )
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -130,8 +154,12 @@ async def _run(args: argparse.Namespace, started: float) -> int:
         args.log_level or ("info" if serving else "warning"),
         args.log_file,
     )
+    path, missing = config_path(args.config)
+    if missing is not None:
+        print(f"hub: {missing}", file=sys.stderr)
+        return EXIT_CONFIG
     try:
-        loaded = load_config(args.config)
+        loaded = load_config(path)
     except ConfigError as exc:
         print(f"hub: {exc}", file=sys.stderr)
         return EXIT_CONFIG

@@ -1,13 +1,17 @@
 """Where the hub meets the operating system, one module per concern, each with a fast path and a portable one.
 
 - `pipes`: reading and writing a pipe without blocking the event loop (POSIX: the loop watches the descriptor;
-  portable: anyio streams, or a worker thread for the hub's own stdin and stdout).
-- `processes`: starting a child, watching it exit, and stopping it with its descendants (Linux: a pidfd says
-  when it exits; POSIX: process groups; portable: psutil's process tree).
-- `watchdog`: the hub's side of `hub.reaper`, which ends the children of a hub that was killed.
+  portable: anyio streams for a child's pipes, a daemon thread per direction for the hub's own stdin and stdout).
+- `processes`: finding a command (PATHEXT on Windows), starting a child, watching it exit, and stopping it with
+  its descendants (Linux: a pidfd says when it exits, /proc lists its descendants; POSIX: process groups;
+  portable: psutil's process tree, exits polled).
+- `watchdog`: the small process that ends the children of a hub that was killed (Linux: /proc; elsewhere psutil).
+- `linux`: /proc and pipe sizes, used only by the Linux fast paths.
 
 The portable path is chosen where the fast one does not exist (Windows) and wherever `HUB_PORTABLE=1` is set, so
-that it is tested on Linux too. Nothing Linux- or POSIX-only is imported at module level outside these modules.
+that it is tested on Linux too (docs/platforms.md). Nothing Linux- or POSIX-only (fcntl, /proc, pidfd, process
+groups, signals Windows lacks) is imported at module level, here or anywhere in the hub, nor used on the portable
+path.
 """
 
 from __future__ import annotations

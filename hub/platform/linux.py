@@ -1,9 +1,8 @@
-"""Linux's fast paths: the process table from /proc, and pipe sizes. Imported only on Linux, and only when the
-portable path is not forced."""
+"""Linux's fast paths: the process table from /proc, and pipe sizes. Used only on Linux, and only when the
+portable path is not forced; importing it touches nothing Linux-only (fcntl is imported where it is used)."""
 
 from __future__ import annotations
 
-import fcntl
 import os
 from contextlib import suppress
 
@@ -13,7 +12,9 @@ PIPE_SIZE = 1 << 20
 
 def widen_pipe(fd: int) -> None:
     """Ask for a 1 MiB pipe buffer; left as it is when over the system's limit (/proc/sys/fs/pipe-max-size)."""
-    with suppress(OSError, AttributeError):
+    with suppress(OSError, AttributeError, ImportError):
+        import fcntl
+
         fcntl.fcntl(fd, fcntl.F_SETPIPE_SZ, PIPE_SIZE)
 
 

@@ -7,21 +7,25 @@ pipe cannot take now is buffered, up to a bound past which the peer is deemed st
 
 The fast path (POSIX) reads and writes non-blocking descriptors from the event loop's own callbacks: a message
 that can be forwarded at once costs no task switch. The portable path runs one task per direction over anyio byte
-streams (a child's pipes) or over a worker thread (the hub's own stdin and stdout, which cannot be polled
-everywhere). The consumer's code is the same on both.
+streams (a child's pipes) or over a daemon thread per direction (the hub's own stdin and stdout, which cannot be
+polled everywhere). The consumer's code is the same on both.
 """
 
 from __future__ import annotations
 
 import asyncio
 import os
+import threading
 from collections import deque
 from collections.abc import Callable
 from contextlib import suppress
 from typing import Protocol
 
 import anyio
+import anyio.from_thread
+import anyio.lowlevel
 from anyio.abc import ByteReceiveStream, ByteSendStream, TaskGroup
+from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 
 READ_CHUNK = 1 << 20
 # Bytes kept from each end of an oversized line, to find its request id.
@@ -279,76 +283,106 @@ class StreamWriter:
 
 
 class ThreadReader:
-    """Reads a blocking descriptor in a worker thread (the hub's stdin where it cannot be polled)."""
+    """Reads a blocking descriptor in a thread of its own (the hub's stdin where it cannot be polled).
+
+    The thread is a daemon, not one of anyio's workers: a read that blocks for as long as the host keeps its end
+    open must not hold the hub's exit (a stop signal, say). Chunks reach `feed` in a task of `tg`, one at a time
+    (the thread waits for each to be taken).
+    """
 
     def __init__(self, fd: int, feed: Callable[[bytes], None], on_end: Callable[[], None], tg: TaskGroup) -> None:
         self._fd = fd
+        self._open = True
         self._scope = anyio.CancelScope()
-        self._limiter = anyio.CapacityLimiter(1)  # its own: a read that blocks must not hold the default pool's
-        tg.start_soon(self._run, feed, on_end)
+        send, receive = anyio.create_memory_object_stream[bytes](0)
+        token = anyio.lowlevel.current_token()
+        threading.Thread(target=self._read, args=(send, token), name="hub-pipe-reader", daemon=True).start()
+        tg.start_soon(self._run, receive, feed, on_end)
 
-    async def _run(self, feed: Callable[[bytes], None], on_end: Callable[[], None]) -> None:
-        with self._scope:
-            while True:
+    def _read(self, send: MemoryObjectSendStream[bytes], token: anyio.lowlevel.EventLoopToken) -> None:
+        try:
+            while self._open:
                 try:
-                    chunk = await anyio.to_thread.run_sync(
-                        os.read, self._fd, READ_CHUNK, abandon_on_cancel=True, limiter=self._limiter
-                    )
+                    chunk = os.read(self._fd, READ_CHUNK)
                 except OSError:
                     chunk = b""
-                if not chunk:
-                    on_end()
-                    return
+                if not chunk or not self._open:
+                    break
+                anyio.from_thread.run(send.send, chunk, token=token)
+        except (anyio.BrokenResourceError, anyio.ClosedResourceError):
+            pass  # closed by the hub
+        except (anyio.RunFinishedError, RuntimeError):
+            send.close()  # the event loop is gone: nothing else touches the stream any more
+            return
+        with suppress(anyio.RunFinishedError, RuntimeError):
+            anyio.from_thread.run_sync(send.close, token=token)  # the end of the pipe
+
+    async def _run(
+        self, receive: MemoryObjectReceiveStream[bytes], feed: Callable[[bytes], None], on_end: Callable[[], None]
+    ) -> None:
+        with self._scope, receive:
+            async for chunk in receive:
                 feed(chunk)
+            on_end()
 
     def close(self) -> None:
+        self._open = False
         self._scope.cancel()
 
 
 class ThreadWriter:
-    """Writes a blocking descriptor from a worker thread, in order (the hub's stdout where it cannot be polled)."""
+    """Writes a blocking descriptor from a daemon thread of its own, in order (the hub's stdout where it cannot be
+    polled); a host that stops reading blocks only that thread, never the hub's exit."""
 
-    def __init__(self, fd: int, tg: TaskGroup) -> None:
+    def __init__(self, fd: int, tg: TaskGroup | None = None) -> None:
         self._fd = fd
         self._buffer: deque[bytes] = deque()
-        self._buffered = 0
-        self._wake = anyio.Event()
+        self._buffered = 0  # written by `write` and not yet taken by the pipe
         self._broken = False
-        self._limiter = anyio.CapacityLimiter(1)
-        tg.start_soon(self._run)
+        self._ready = threading.Condition()
+        threading.Thread(target=self._run, name="hub-pipe-writer", daemon=True).start()
 
     def write(self, data: bytes) -> None:
-        if self._broken:
-            raise Broken("the pipe is closed")
-        if self._buffered + len(data) > MAX_BUFFERED:
-            self._broken = True
-            raise Broken(f"the reader left more than {MAX_BUFFERED >> 20} MiB unread")
-        self._buffer.append(data)
-        self._buffered += len(data)
-        self._wake.set()
+        with self._ready:
+            if self._broken:
+                raise Broken("the pipe is closed")
+            if self._buffered + len(data) > MAX_BUFFERED:
+                self._break()
+                raise Broken(f"the reader left more than {MAX_BUFFERED >> 20} MiB unread")
+            self._buffer.append(data)
+            self._buffered += len(data)
+            self._ready.notify()
 
-    def _write_all(self, data: bytes) -> None:
-        view = memoryview(data)
-        while view:
-            view = view[os.write(self._fd, view) :]
-
-    async def _run(self) -> None:
-        while not self._broken:
-            while not self._buffer:
-                self._wake = anyio.Event()
-                await self._wake.wait()
-            data = b"".join(self._buffer)
-            self._buffer.clear()
-            self._buffered = 0
+    def _run(self) -> None:
+        while True:
+            with self._ready:
+                while not self._buffer and not self._broken:
+                    self._ready.wait()
+                if self._broken:
+                    return
+                data = b"".join(self._buffer)
+                self._buffer.clear()
+            view = memoryview(data)
             try:
-                await anyio.to_thread.run_sync(self._write_all, data, limiter=self._limiter)
+                while view:
+                    view = view[os.write(self._fd, view) :]
             except OSError:
-                self._broken = True
+                with self._ready:
+                    self._break()
+                return
+            with self._ready:
+                self._buffered = max(0, self._buffered - len(data))
+
+    def _break(self) -> None:
+        self._broken = True
+        self._buffer.clear()
+        self._buffered = 0
+        self._ready.notify()
 
     @property
     def pending(self) -> int:
         return self._buffered
 
     def close(self) -> None:
-        self._broken = True
-        self._buffer.clear()
+        with self._ready:
+            self._break()

@@ -8,8 +8,11 @@ Commands are resolved as the system does (`PATH`, and `PATHEXT` on Windows, so `
 installed next to the hub (in its virtual environment) is found without that directory on `PATH`.
 
 Stopping is bounded: stdin closed, EXIT_GRACE to exit, then the process and its descendants are terminated, and
-killed after KILL_GRACE. POSIX runs each child in a process group of its own; elsewhere (and with HUB_PORTABLE=1)
-the descendants are found with psutil.
+killed after KILL_GRACE. Its descendants are noted before its stdin closes too, as one that outlives it is no longer
+its descendant. POSIX runs each child in a process group of its own, which is signalled as well; Linux lists the
+descendants from /proc, other systems with psutil. The portable path (Windows, and HUB_PORTABLE=1) signals only the
+psutil process tree, as Windows has no process groups; a child there gets a process group of its own for Ctrl-C
+(CREATE_NEW_PROCESS_GROUP) and no console window (CREATE_NO_WINDOW).
 """
 
 from __future__ import annotations
@@ -70,19 +73,49 @@ def launch_of(
     return Launch((resolve_command(command, child_env), *args), cwd, child_env)
 
 
-def resolve_command(command: str, environ: Mapping[str, str]) -> str:
-    """`command` as the system finds it on the child's PATH; else the one installed next to the hub; else as given.
+def resolve_command(command: str, environ: Mapping[str, str], windows: bool = WINDOWS) -> str:
+    """`command` as the system finds it on the child's PATH; else the one installed next to the hub; else as given
+    (and starting it fails with the usual "command not found").
 
     A desktop host starts `/path/to/.venv/bin/hub` with a PATH of its own, without that venv on it, so servers
-    installed into the hub's venv (the default servers.yaml's `mcp-server-time`) would not be found.
+    installed into the hub's venv (the default servers.yaml's `mcp-server-time`) would not be found. On Windows a
+    command is found with each extension of PATHEXT (`npx` is `npx.cmd`, `uvx` is `uvx.exe`), never as the bare
+    name (npm's `npx` next to `npx.cmd` is a shell script), and its full path is returned: the system starts only
+    `.exe` files by a bare name, and looks on the hub's PATH, not the child's.
     """
-    found = shutil.which(command, path=environ.get("PATH", os.defpath))
-    if found is not None:
-        return command if os.sep in command or not WINDOWS else found  # Windows: the .cmd/.exe shim itself
-    if os.sep in command or (WINDOWS and "/" in command):
+    path = environ.get("PATH", os.defpath)
+    if windows:
+        pathext = environ.get("PATHEXT") or os.environ.get("PATHEXT") or DEFAULT_PATHEXT
+        found = which_windows(command, path, pathext)
+        if found is None and not _has_directory(command, windows):
+            found = which_windows(command, str(Path(sys.executable).parent), pathext)  # the venv's Scripts
+        return found if found is not None else command
+    if shutil.which(command, path=path) is not None or _has_directory(command, windows):
         return command
-    beside = shutil.which(command, path=str(Path(sys.executable).parent))  # the venv's bin (or Scripts)
+    beside = shutil.which(command, path=str(Path(sys.executable).parent))  # the venv's bin
     return beside if beside is not None else command
+
+
+DEFAULT_PATHEXT = ".COM;.EXE;.BAT;.CMD"
+
+
+def which_windows(command: str, path: str, pathext: str) -> str | None:
+    """Windows' lookup: each directory of `path` (`;`-separated), each extension of `pathext` unless `command` has
+    one of them already; a command with a directory is looked for there only."""
+    extensions = [e for e in pathext.split(";") if e]
+    directories = [""] if _has_directory(command, True) else [d.strip('"') for d in path.split(";") if d.strip()]
+    has_extension = any(command.lower().endswith(e.lower()) for e in extensions)
+    names = [command] if has_extension else [command + e for e in extensions]
+    for directory in directories:
+        for name in names:
+            candidate = os.path.join(directory, name) if directory else name
+            if os.path.isfile(candidate):
+                return candidate
+    return None
+
+
+def _has_directory(command: str, windows: bool) -> bool:
+    return "/" in command or (windows and "\\" in command) or os.sep in command
 
 
 class ChildProcess:
@@ -94,6 +127,7 @@ class ChildProcess:
         self.exited = anyio.Event()
         self._popen = popen  # the fast path's
         self._process = process  # the portable path's anyio Process
+        self._leader: Any = None  # the portable path's psutil.Process of it (signalled safely after pid reuse)
         self._fds: list[int] = []
         self._readers: list[FdReader | StreamReader] = []
         self._stdin: Writer | None = None
@@ -146,16 +180,17 @@ class ChildProcess:
             self.returncode = code
             self.exited.set()
 
-    def close_stdin(self) -> None:
+    async def close_stdin(self) -> None:
+        """Close the child's stdin (what it has not taken yet is dropped): the spec's first step of a shutdown."""
         if self._stdin is not None:
             self._stdin.close()
         if self._popen is not None and self._fds and self._fds[0] >= 0:
             with suppress(OSError):
                 os.close(self._fds[0])
             self._fds[0] = -1
-        elif self._process is not None:
-            with suppress(Exception):
-                self._process.stdin.close()
+        elif self._process is not None and self._process.stdin is not None:
+            with suppress(OSError, anyio.BrokenResourceError, anyio.ClosedResourceError):
+                await self._process.stdin.aclose()
 
     def poll(self) -> int | None:
         """The exit status if the process has exited (it is reaped then), else None."""
@@ -175,17 +210,25 @@ class ChildProcess:
     async def stop(self) -> None:
         """Close stdin, wait, then terminate and kill the child and its descendants; every wait bounded."""
         with anyio.CancelScope(shield=True):
-            self.close_stdin()
+            family = _Family(self.pid, self._leader)
+            family.note()  # its helpers, while they are still its descendants (they may not be once it exits)
+            await self.close_stdin()
             await self._wait(EXIT_GRACE)
-            descendants = _descendants(self.pid)
-            for sig in (_TERM, _KILL):
-                if self.returncode is not None and not descendants:
+            family.note()
+            for kill in (False, True):
+                if self.returncode is not None and not family.alive():
                     break
-                _signal_tree(self.pid, descendants, sig)
-                await self._wait(KILL_GRACE)
-                descendants = [p for p in descendants if _alive(p)]
-            _signal_tree(self.pid, descendants, _KILL)  # what outlived the leader in its group
+                family.signal(kill, leader=self.returncode is None)
+                await self._wait_family(family, KILL_GRACE)
+            if family.alive():
+                family.signal(True, leader=False)  # what outlived every grace period
             self.release()
+
+    async def _wait_family(self, family: _Family, limit_s: float) -> None:
+        """Wait at most `limit_s` for the child and its known descendants to be gone; polled (no event exists)."""
+        with anyio.move_on_after(limit_s):
+            while self.poll() is None or family.alive():  # noqa: ASYNC110 - a process's end has no portable event
+                await anyio.sleep(STOP_POLL)
 
     def release(self) -> None:
         """Let go of the pipes (after the process has ended)."""
@@ -213,8 +256,12 @@ async def spawn(launch: Launch, instance: str) -> ChildProcess:
     env = {**launch.env, INSTANCE_VAR: instance}
     if not portable():
         return _spawn_fast(launch, env)
+    import psutil
+
     kwargs: dict[str, Any] = (
-        {"creationflags": subprocess.CREATE_NEW_PROCESS_GROUP} if WINDOWS else {"start_new_session": True}  # type: ignore[attr-defined,unused-ignore]
+        # Its own process group (a Ctrl-C to the hub's console is the hub's), and no console window of its own
+        # when the hub has none (a desktop host starts it so).
+        {"creationflags": CREATE_NEW_PROCESS_GROUP | CREATE_NO_WINDOW} if WINDOWS else {"start_new_session": True}
     )
     process = await anyio.open_process(
         list(launch.argv),
@@ -225,7 +272,10 @@ async def spawn(launch: Launch, instance: str) -> ChildProcess:
         cwd=launch.cwd,
         **kwargs,
     )
-    return ChildProcess(process.pid, None, process)
+    child = ChildProcess(process.pid, None, process)
+    with suppress(psutil.Error):
+        child._leader = psutil.Process(process.pid)
+    return child
 
 
 def _spawn_fast(launch: Launch, env: dict[str, str]) -> ChildProcess:
@@ -268,42 +318,79 @@ def _spawn_fast(launch: Launch, env: dict[str, str]) -> ChildProcess:
 
 # ---- ending a process tree --------------------------------------------------------------------------------------
 
+# Windows' process creation flags (getattr: the names exist only there).
+CREATE_NEW_PROCESS_GROUP: int = getattr(subprocess, "CREATE_NEW_PROCESS_GROUP", 0x00000200)
+CREATE_NO_WINDOW: int = getattr(subprocess, "CREATE_NO_WINDOW", 0x08000000)
+
+
+class _Family:
+    """A child's descendants as they are found, kept until they end, and signalled with it.
+
+    Linux (fast path): /proc, and the child's process group. POSIX elsewhere: psutil, and the process group.
+    Portable (Windows, HUB_PORTABLE=1): psutil's process tree only, as there are no process groups to signal; a
+    descendant is signalled through its psutil handle, which refuses a pid that was reused meanwhile.
+    """
+
+    def __init__(self, pid: int, leader: Any) -> None:
+        self.pid = pid
+        self.leader = leader  # psutil.Process on the portable path, else None (the pid is signalled)
+        self.proc = LINUX and not portable()
+        self.groups = not WINDOWS and not portable()
+        self.members: dict[int, Any] = {}  # pid -> start time (/proc) or psutil.Process
+
+    def note(self) -> None:
+        """Add the child's descendants now (those that left its process group too)."""
+        if self.proc:
+            from hub.platform import linux
+
+            table = linux.processes()
+            for pid in linux.descendants(self.pid, table):
+                self.members.setdefault(pid, table[pid][1])
+            return
+        import psutil
+
+        with suppress(psutil.Error):
+            for process in psutil.Process(self.pid).children(recursive=True):
+                self.members.setdefault(process.pid, process)
+
+    def alive(self) -> bool:
+        """Whether any known descendant is still running (those that ended are forgotten)."""
+        self.members = {pid: m for pid, m in self.members.items() if _member_alive(pid, m, self.proc)}
+        return bool(self.members)
+
+    def signal(self, kill: bool, leader: bool) -> None:
+        """Terminate (or kill) the child (`leader`: it has not been reaped) and every known descendant."""
+        sig = _KILL if kill else _TERM
+        if self.groups:
+            with suppress(ProcessLookupError, PermissionError):
+                os.killpg(self.pid, sig)  # what stayed in its group, known or not
+        targets = [*([(self.pid, self.leader)] if leader else []), *self.members.items()]
+        for pid, member in targets:
+            if member is None or isinstance(member, int):
+                with suppress(ProcessLookupError, PermissionError, OSError):
+                    os.kill(pid, sig)
+            else:
+                import psutil
+
+                with suppress(psutil.Error):
+                    member.kill() if kill else member.terminate()
+
+
+def _member_alive(pid: int, member: Any, proc: bool) -> bool:
+    if proc:
+        from hub.platform import linux
+
+        return linux.alive(pid, member)
+    import psutil
+
+    try:
+        return bool(member.is_running() and member.status() != psutil.STATUS_ZOMBIE)
+    except psutil.Error:
+        return False
+
+
 _TERM = signal.SIGTERM
 _KILL = getattr(signal, "SIGKILL", signal.SIGTERM)
-
-
-def _descendants(pid: int) -> list[int]:
-    """The child's descendants now, including those that left its process group."""
-    if LINUX and not portable():
-        from hub.platform.linux import descendants
-
-        return descendants(pid)
-    import psutil
-
-    with suppress(psutil.Error):
-        return [p.pid for p in psutil.Process(pid).children(recursive=True)]
-    return []
-
-
-def _alive(pid: int) -> bool:
-    if LINUX and not portable():
-        from hub.platform.linux import alive
-
-        return alive(pid)
-    import psutil
-
-    with suppress(psutil.Error):
-        return bool(psutil.Process(pid).status() != psutil.STATUS_ZOMBIE)
-    return False
-
-
-def _signal_tree(pid: int, descendants: list[int], sig: int) -> None:
-    if not WINDOWS:
-        with suppress(ProcessLookupError, PermissionError):
-            os.killpg(pid, sig)
-    for target in (pid, *descendants):
-        with suppress(ProcessLookupError, PermissionError, OSError):
-            os.kill(target, sig)
 
 
 def describe_exit(returncode: int | None) -> str:

@@ -26,6 +26,10 @@ from contextlib import suppress
 
 from hub.platform import LINUX, WINDOWS, portable
 
+# Windows' process creation flags (getattr: the names exist only there).
+CREATE_NEW_PROCESS_GROUP: int = getattr(subprocess, "CREATE_NEW_PROCESS_GROUP", 0x00000200)
+CREATE_NO_WINDOW: int = getattr(subprocess, "CREATE_NO_WINDOW", 0x08000000)
+
 GRACE = 2.0
 SCAN_INTERVAL = 1.0
 # Children start their helpers as they start: look closely for a while after each registration.
@@ -50,7 +54,7 @@ class Watchdog:
             stderr=subprocess.DEVNULL,
             close_fds=True,
             start_new_session=not WINDOWS,
-            creationflags=getattr(subprocess, "CREATE_NEW_PROCESS_GROUP", 0) if WINDOWS else 0,
+            creationflags=(CREATE_NEW_PROCESS_GROUP | CREATE_NO_WINDOW) if WINDOWS else 0,
         )
 
     def _tell(self, line: str) -> None:
@@ -82,10 +86,16 @@ Known = dict[int, float]  # pid -> start time (to tell a process from a later on
 
 
 class _Table:
-    """The process table, from /proc on Linux and from psutil elsewhere."""
+    """The process table: /proc on Linux; psutil elsewhere and with HUB_PORTABLE=1.
+
+    Signals go to each process and, where there are process groups (POSIX, not forced portable), to the group it
+    leads (a child's helpers that stayed in its group). On the portable path a process is signalled only through a
+    psutil handle whose start time is the one noted (a pid reused meanwhile is left alone).
+    """
 
     def __init__(self) -> None:
         self._proc = LINUX and not portable()
+        self._groups = not WINDOWS and not portable()
 
     def descendants(self, roots: set[int]) -> Known:
         if self._proc:
@@ -107,6 +117,20 @@ class _Table:
                         found[child.pid] = child.create_time()
         return found
 
+    def start(self, pid: int) -> float | None:
+        """The start time of a running process (in the unit `descendants` notes), None if it is not running."""
+        if self._proc:
+            from hub.platform import linux
+
+            ticks = linux.start_time(pid)
+            return None if ticks is None else float(ticks)
+        import psutil
+
+        try:
+            return psutil.Process(pid).create_time()
+        except psutil.Error:
+            return None
+
     def alive(self, pid: int, start: float | None = None) -> bool:
         if self._proc:
             from hub.platform import linux
@@ -120,28 +144,42 @@ class _Table:
         except psutil.Error:
             return False
 
-    def marked(self, mark: str) -> list[int]:
+    def marked(self, mark: str) -> Known:
+        """The processes whose environment carries this hub's mark, with their start times."""
         if self._proc:
             from hub.platform import linux
 
-            return linux.marked(f"HUB_INSTANCE={mark}".encode())
+            return {
+                pid: float(s)
+                for pid in linux.marked(f"HUB_INSTANCE={mark}".encode())
+                if (s := linux.start_time(pid)) is not None
+            }
         import psutil
 
-        found = []
+        found: Known = {}
         for process in psutil.process_iter():
             with suppress(psutil.Error):
                 if process.environ().get("HUB_INSTANCE") == mark:
-                    found.append(process.pid)
+                    found[process.pid] = process.create_time()
         return found
 
+    def signal(self, targets: Known, kill: bool) -> None:
+        sig = getattr(signal, "SIGKILL", signal.SIGTERM) if kill else signal.SIGTERM
+        for pid, start in targets.items():
+            if self._groups:
+                with suppress(ProcessLookupError, PermissionError):
+                    os.killpg(pid, sig)  # a child leads a group of its own: its helpers that stayed in it
+            if self._proc:
+                if self.alive(pid, start):
+                    with suppress(ProcessLookupError, PermissionError, OSError):
+                        os.kill(pid, sig)
+                continue
+            import psutil
 
-def _signal(pids: set[int], sig: int) -> None:
-    for pid in pids:
-        if not WINDOWS:
-            with suppress(ProcessLookupError, PermissionError):
-                os.killpg(pid, sig)  # a child leads a group of its own: its helpers that stayed in it
-        with suppress(ProcessLookupError, PermissionError, OSError):
-            os.kill(pid, sig)
+            with suppress(psutil.Error):
+                process = psutil.Process(pid)
+                if process.create_time() == start:
+                    process.kill() if kill else process.terminate()
 
 
 def _read_lines(lines: queue.Queue[bytes | None]) -> None:
@@ -191,18 +229,19 @@ def main(mark: str) -> int:
             signal.signal(getattr(signal, name), signal.SIG_IGN)
     table = _Table()
     children, known = _watch(table)
-    targets = {p for p in children if table.alive(p)} | {p for p, s in known.items() if table.alive(p, s)}
-    targets |= set(table.marked(mark))
-    targets.discard(os.getpid())
+    targets: Known = {p: s for p in children if (s := table.start(p)) is not None}
+    targets |= {p: s for p, s in known.items() if table.alive(p, s)}
+    targets |= table.marked(mark)
+    targets.pop(os.getpid(), None)
     if not targets:
         return 0
-    _signal(targets, signal.SIGTERM)
+    table.signal(targets, kill=False)
     deadline = time.monotonic() + GRACE
-    while time.monotonic() < deadline and any(table.alive(p) for p in targets):
+    while time.monotonic() < deadline and any(table.alive(p, s) for p, s in targets.items()):
         time.sleep(0.05)
-    _signal(
-        {p for p in targets if table.alive(p)} | set(table.marked(mark)), getattr(signal, "SIGKILL", signal.SIGTERM)
-    )
+    left = {p: s for p, s in targets.items() if table.alive(p, s)} | table.marked(mark)
+    left.pop(os.getpid(), None)
+    table.signal(left, kill=True)
     return 0
 
 
