@@ -9,10 +9,12 @@ protocol. On POSIX the duplicates are read and written without blocking from the
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from contextlib import suppress
 from typing import TYPE_CHECKING
 
 import anyio
+from anyio.abc import TaskGroup
 
 from hub.host.session import HostSession
 from hub.platform import LINUX, portable
@@ -73,11 +75,7 @@ async def serve_stdio(hub: Hub) -> None:
                 lambda line: served.receive(line, stream),
                 lambda head, tail, size: served.oversized(head, size, limit, stream),
             )
-            reader = (
-                ThreadReader(wire_in, lines.feed, gone.set, tg)
-                if portable()
-                else FdReader(wire_in, lines.feed, gone.set)
-            )
+            reader = _reader(wire_in, lines.feed, gone.set, tg)
             try:
                 await gone.wait()
             finally:
@@ -96,3 +94,16 @@ async def serve_stdio(hub: Hub) -> None:
         for fd in (wire_in, wire_out):
             with suppress(OSError):
                 os.close(fd)
+
+
+def _reader(
+    fd: int, feed: Callable[[bytes], None], on_end: Callable[[], None], tg: TaskGroup
+) -> FdReader | ThreadReader:
+    """The event loop watches the wire where it can; a regular file (`hub serve < requests.jsonl`), which an event
+    loop cannot watch, and the portable path read it in a thread."""
+    if not portable():
+        try:
+            return FdReader(fd, feed, on_end)
+        except (PermissionError, ValueError, OSError):
+            pass
+    return ThreadReader(fd, feed, on_end, tg)

@@ -207,8 +207,10 @@ class Child:
                     self._log.info("child_set_level_failed", error=str(exc))
 
     def roots_changed(self, owner: object | None = None) -> None:
-        """A host's roots changed: handshake-era connections are told (a 2026-07-28 child has no roots)."""
-        targets = self.connections() if owner is None else [c for c in [self.session_connection(owner)] if c]
+        """A host's roots changed: the shared connection is told, and that host session's own connection (a 2026-07-28
+        child has no roots). Other sessions' own connections belong to other hosts, whose roots did not change."""
+        own = self.session_connection(owner) if owner is not None else None
+        targets = [c for c in (self.shared, own) if c is not None]
         for connection in targets:
             if not connection.modern:
                 connection.notify("notifications/roots/list_changed")
