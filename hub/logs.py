@@ -9,11 +9,28 @@ import datetime
 import json
 import logging
 import sys
+from collections.abc import MutableMapping
 from typing import Any, Literal, TextIO
 
 import structlog
 
 LogFormat = Literal["json", "console"]
+# A log field longer than this (a string a host or a child sent, an error message quoting one) is cut: one message
+# must not write megabytes of log. Kept whole: tracebacks, and a rejected configuration's problems (the hub's own
+# text, every value in it bounded or not shown: hub.config.loader).
+FIELD_LIMIT = 2000
+_WHOLE_FIELDS = frozenset({"exception", "event"})
+_WHOLE_EVENTS = frozenset({"config_rejected"})
+
+
+def _bound_fields(logger: Any, name: str, event: MutableMapping[str, Any]) -> MutableMapping[str, Any]:
+    """A structlog processor: every string field cut to FIELD_LIMIT characters."""
+    if event.get("event") in _WHOLE_EVENTS:
+        return event
+    for key, value in event.items():
+        if type(value) is str and len(value) > FIELD_LIMIT and key not in _WHOLE_FIELDS:
+            event[key] = f"{value[:FIELD_LIMIT]}... ({len(value)} characters)"
+    return event
 
 
 class CallLog:
@@ -48,6 +65,7 @@ def configure_logging(fmt: LogFormat = "json", level: str = "info", file: str | 
         structlog.contextvars.merge_contextvars,
         structlog.processors.add_log_level,
         structlog.processors.TimeStamper(fmt="iso", utc=True),
+        _bound_fields,
     ]
     renderer: structlog.types.Processor = (
         structlog.processors.JSONRenderer() if fmt == "json" else structlog.dev.ConsoleRenderer(colors=stream.isatty())

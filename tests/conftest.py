@@ -28,7 +28,7 @@ WAIT = 60.0
 
 # Tests under these folders spawn processes (the hub, children): they carry the integration marker, so that
 # `pytest -m "not integration"` is the seconds-long suite.
-SPAWNING = ("integration", "faults", "conformance")
+SPAWNING = ("integration", "faults", "conformance", "fuzz")
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:

@@ -163,8 +163,9 @@ def shown(loc: tuple[int | str, ...], value: Any) -> str:
         text = repr(value)
         if not secret_path and not _SECRET_WORDS.search(text) and not _OPAQUE.match(str(value)) and len(text) <= 80:
             return text
-    kind = {str: "a string", list: "a list", dict: "a mapping", int: "a number", float: "a number", bool: "a boolean"}
-    return f"{kind.get(type(value), type(value).__name__)}, not shown"
+    kind = {bool: "a boolean", str: "a string", list: "a list", dict: "a mapping", int: "a number", float: "a number"}
+    shape = next((name for base, name in kind.items() if isinstance(value, base)), type(value).__name__)
+    return f"{shape}, not shown"
 
 
 def parse_config(text: str, file: Path, environ: Mapping[str, str] | None = None) -> HubConfig:

@@ -156,7 +156,9 @@ class HttpSettings(_Strict):
         default=60.0, gt=0, description="Seconds a session may stay without any request after initialize."
     )
     request_timeout: float = Field(
-        default=30.0, gt=0, description="Seconds a client may take to send a request's body."
+        default=30.0,
+        gt=0,
+        description="Seconds a client may take to send a request's head (line, headers), and its body.",
     )
 
 

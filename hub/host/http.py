@@ -8,14 +8,17 @@
   `subscriptions/listen` is a POST whose response is the stream of change notifications.
 
 Every request is checked before it reaches a session: Host and Origin (DNS-rebinding protection, the SDK's
-`TransportSecurityMiddleware`), `Content-Type`, `Accept`, the body's size (`hub.max_request_bytes`) and the time it
-takes to arrive, and for 2026-07-28 the routing headers against the body. Then the message takes the same path as
-over stdio: `HostSession.handle`. `/healthz` says the hub is up, `/readyz` which children are ready (503 until all
-are), and `POST /reload` (from loopback only) re-reads servers.yaml.
+`TransportSecurityMiddleware`), `Content-Type`, `Accept`, the body's size (`hub.max_request_bytes`), the time the
+request's head and then its body take to arrive (`hub.http.request_timeout`: a connection that sends nothing, or
+half a request, is closed), and for 2026-07-28 the routing headers against the body. Then the message takes the
+same path as over stdio: `HostSession.handle`. An error about a request carries its id; an answer of the host's
+is never answered back (`hub.protocol.jsonrpc.Invalid`). `/healthz` says the hub is up, `/readyz` which children
+are ready (503 until all are), and `POST /reload` (from loopback only) re-reads servers.yaml.
 """
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 from collections import deque
@@ -30,9 +33,11 @@ from mcp.server.transport_security import TransportSecurityMiddleware, Transport
 from mcp.shared.inbound import ERROR_CODE_HTTP_STATUS, validate_mcp_param_headers
 from starlette.requests import Request as HttpRequest
 from starlette.types import Receive, Scope, Send
+from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
 from hub.host.http_sessions import HttpSession, Sessions, StandaloneStream
 from hub.host.session import HostSession
+from hub.platform.pipes import EDGE
 from hub.protocol import revisions
 from hub.protocol.jsonrpc import (
     HEADER_MISMATCH,
@@ -44,6 +49,7 @@ from hub.protocol.jsonrpc import (
     Request,
     Response,
     error_line,
+    leading_id,
     parse,
 )
 from hub.reload import reload_from_disk
@@ -60,6 +66,8 @@ LOOPBACK = ("127.0.0.1", "localhost", "[::1]")
 KEEPALIVE = 15.0
 _SSE = [(b"content-type", b"text/event-stream"), (b"cache-control", b"no-cache, no-transform")]
 _JSON = [(b"content-type", b"application/json")]
+# Messages a POST's stream holds before its answer while the client is slow to read; more are dropped.
+POST_BACKLOG = 1000
 _NAMED = {"tools/call": "name", "prompts/get": "name", "resources/read": "uri"}
 _ROUTING_HEADERS = (b"mcp-protocol-version", b"mcp-method", b"mcp-name")
 
@@ -67,7 +75,12 @@ _log = structlog.get_logger("hub.http")
 
 
 class PostStream:
-    """One POST's response: the messages about its request, then the answer (`hub.host.session.Stream`)."""
+    """One POST's response: the messages about its request, then the answer (`hub.host.session.Stream`).
+
+    What comes before the answer waits here while the client is slow to read; past POST_BACKLOG messages, more are
+    dropped (a child's progress and log messages, counted in the log), so that a child that floods a call cannot
+    grow the hub while its host does not read.
+    """
 
     def __init__(self) -> None:
         self.events: deque[bytes] = deque()
@@ -75,11 +88,18 @@ class PostStream:
         self.ended = False
         self.wake = anyio.Event()
         self.on_end: list[Callable[[], None]] = []
+        self.dropped = 0
 
     def send(self, line: bytes) -> None:
-        if not self.ended:
-            self.events.append(line)
-            self.wake.set()
+        if self.ended:
+            return
+        if len(self.events) >= POST_BACKLOG:
+            self.dropped += 1
+            if self.dropped == 1:
+                _log.warning("http_stream_backlog_full", limit=POST_BACKLOG)
+            return
+        self.events.append(line)
+        self.wake.set()
 
     def end(self, line: bytes | None) -> None:
         if not self.ended:
@@ -88,6 +108,13 @@ class PostStream:
             self.wake.set()
             for callback in self.on_end:
                 callback()
+
+
+def _request_id(message: Message) -> Any:
+    """The id an error about `message` goes under: a request's (or a malformed one's), never an answer's."""
+    if isinstance(message, Request) or (isinstance(message, Invalid) and not message.response):
+        return message.id
+    return None
 
 
 def _sse(line: bytes) -> bytes:
@@ -176,11 +203,13 @@ class HttpFront:
                 chunk = message.get("body", b"")
                 size += len(chunk)
                 if size > limit:
+                    head = (chunks[0] if chunks else chunk)[:EDGE]
                     await _error(
                         send,
                         413,
                         INVALID_REQUEST,
                         f"the request body is over the hub's limit of {limit} bytes (max_request_bytes)",
+                        leading_id(head),
                     )
                     return None
                 chunks.append(chunk)
@@ -196,16 +225,8 @@ class HttpFront:
         if body is None:
             return
         parsed = parse(body)
-        if isinstance(parsed, list):
-            answers = [
-                error_line(m.id, INVALID_REQUEST, "JSON-RPC batches are not supported; send one message per request")
-                for m in parsed
-                if isinstance(m, Request | Invalid) and m.id is not None
-            ]
-            await _reply(send, 400, b"[" + b",".join(a.rstrip(b"\n") for a in answers) + b"]")
-            return
-        if isinstance(parsed, Invalid):
-            await _error(send, 400, parsed.code, parsed.reason, parsed.id)
+        if isinstance(parsed, list | Invalid):
+            await self._unusable(parsed, headers, send)
             return
         version = headers.get("mcp-protocol-version")
         session_id = headers.get("mcp-session-id")
@@ -224,6 +245,7 @@ class HttpFront:
                 406,
                 INVALID_REQUEST,
                 "Not Acceptable: Client must accept both application/json and text/event-stream",
+                _request_id(parsed),
             )
             return
         if session_id is None:
@@ -231,7 +253,7 @@ class HttpFront:
             return
         session = self.sessions.get(session_id)
         if session is None:
-            await _error(send, 404, INVALID_REQUEST, "Session not found", getattr(parsed, "id", None))
+            await _error(send, 404, INVALID_REQUEST, "Session not found", _request_id(parsed))
             return
         if not isinstance(parsed, Request):
             session.touch(used=False)
@@ -248,6 +270,23 @@ class HttpFront:
             session.in_flight -= 1
             session.touch(used=False)
 
+    async def _unusable(self, parsed: list[Message] | Invalid, headers: dict[str, str], send: Send) -> None:
+        """A batch (each request in it told), or what is not a message: 400. A host's unusable answer to a request
+        of the hub's fails that request (it is not answered back: see `hub.protocol.jsonrpc.Invalid`)."""
+        if isinstance(parsed, list):
+            answers = [
+                error_line(i, INVALID_REQUEST, "JSON-RPC batches are not supported; send one message per request")
+                for i in map(_request_id, parsed)
+                if i is not None
+            ]
+            await _reply(send, 400, b"[" + b",".join(a.rstrip(b"\n") for a in answers) + b"]")
+            return
+        if parsed.response:
+            answered = self.sessions.get(headers.get("mcp-session-id", ""))
+            if answered is not None:
+                answered.host.handle(parsed, _NOWHERE)
+        await _error(send, 400, parsed.code, parsed.reason, _request_id(parsed))
+
     async def _initialize(self, scope: Scope, message: Message, send: Send) -> None:
         if not isinstance(message, Request) or message.method != "initialize":
             await _error(
@@ -255,7 +294,7 @@ class HttpFront:
                 400,
                 INVALID_REQUEST,
                 "Bad Request: Missing session ID (send initialize first)",
-                getattr(message, "id", None),
+                _request_id(message),
             )
             return
         client = (scope.get("client") or ("", 0))[0]
@@ -299,7 +338,13 @@ class HttpFront:
             return
         listen = message.method == "subscriptions/listen"
         if not has_json or (listen and not has_sse):
-            await _reply(send, 406, b"")
+            await _error(
+                send,
+                406,
+                INVALID_REQUEST,
+                "Not Acceptable: Client must accept application/json" + (" and text/event-stream" if listen else ""),
+                message.id,
+            )
             return
         mismatch = self._header_mismatch(scope, message, headers)
         if mismatch is not None:
@@ -546,13 +591,69 @@ class _Uvicorn(uvicorn.Server):
         yield
 
 
+class _HeadDeadline(HttpToolsProtocol):
+    """uvicorn's HTTP/1.1 protocol (httptools, a dependency), with a deadline on each request's head.
+
+    uvicorn arms no timer while a request line and headers arrive: a client that connects and sends nothing, or a
+    header a byte a minute, would hold its connection (and a file descriptor of the hub's) for ever. Here the head
+    must be complete within `limit` seconds (hub.http.request_timeout) of the connection, or of the previous
+    response; else the connection is closed. The body has the same bound, in `HttpFront._read_body`.
+    """
+
+    limit = 30.0
+    _head_timer: asyncio.TimerHandle | None = None
+
+    def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
+        super().connection_made(transport)
+        self._arm()
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self._disarm()
+        super().connection_lost(exc)
+
+    def on_headers_complete(self) -> None:
+        self._disarm()
+        super().on_headers_complete()
+
+    def on_response_complete(self) -> None:
+        super().on_response_complete()
+        if self.cycle is None or self.cycle.response_complete:  # not a pipelined request started at once
+            self._arm()
+
+    def _arm(self) -> None:
+        self._disarm()
+        if not self.transport.is_closing():
+            self._head_timer = self.loop.call_later(self.limit, self._late)
+
+    def _disarm(self) -> None:
+        if self._head_timer is not None:
+            self._head_timer.cancel()
+            self._head_timer = None
+
+    def _late(self) -> None:
+        self._head_timer = None
+        if not self.transport.is_closing():
+            self.transport.close()
+
+
+def _protocol(limit: float) -> type[_HeadDeadline]:
+    return type("HeadDeadline", (_HeadDeadline,), {"limit": limit})
+
+
 async def serve_http(hub: Hub, bind: str, allowed: list[str]) -> None:
     host, port = parse_bind(bind)
     front = HttpFront(hub, security_settings(host, port, allowed))
     # http="auto" (uvicorn's default) picks httptools, a dependency: less hub CPU per request than h11.
     # log_config=None: uvicorn's warnings and errors become lines of the hub's own log (JSON, --log-file).
     config = uvicorn.Config(
-        front, host=host, port=port, log_level="warning", lifespan="off", access_log=False, log_config=None
+        front,
+        host=host,
+        port=port,
+        http=_protocol(hub.loaded.config.hub.http.request_timeout),
+        log_level="warning",
+        lifespan="off",
+        access_log=False,
+        log_config=None,
     )
     logging.getLogger("uvicorn.error").addFilter(_StopIsNoError())
     server = _Uvicorn(config)

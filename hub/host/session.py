@@ -1,7 +1,10 @@
 """One host connection, as the MCP server side of the hub: every message a host sends is handled here, once.
 
 A message is decoded and classified (`hub.protocol.jsonrpc`); what cannot be handled gets the JSON-RPC error its
-fault calls for when it has a usable id, and is logged (at most once a second) when it has none. Then:
+fault calls for when it has a usable id, and is logged (at most once a second) when it has none. One meant as an
+answer (no method; a result or an error) is never answered back: the hub's request it answers fails instead. A
+fault of the hub's own in handling a message is logged (`host_message_failed`) and a request answered -32603:
+nothing a host sends ends the connection. Then:
 
 - a request the hub answers itself: `initialize` (handshake era), `server/discover` (2026-07-28), `ping`, the
   four listings (from the current namespace, encoded once per revision), `logging/setLevel`,
@@ -18,6 +21,7 @@ The era of a request: an HTTP transport knows it (a session is handshake-era; a 
 from __future__ import annotations
 
 import time
+from contextlib import suppress
 from typing import TYPE_CHECKING, Any, Protocol
 
 import anyio
@@ -25,11 +29,14 @@ import structlog
 
 from hub.protocol import revisions
 from hub.protocol.jsonrpc import (
+    INTERNAL_ERROR,
     INVALID_PARAMS,
     INVALID_REQUEST,
     METHOD_NOT_FOUND,
+    QUOTE_LIMIT,
     REQUEST_TIMEOUT,
     UNSUPPORTED_PROTOCOL_VERSION,
+    EncodeError,
     Invalid,
     Message,
     Notification,
@@ -38,8 +45,10 @@ from hub.protocol.jsonrpc import (
     Response,
     error_line,
     is_id,
+    leading_id,
     notification_line,
     parse,
+    quote,
     request_line,
     result_line,
 )
@@ -58,6 +67,9 @@ MODERN_METHODS = frozenset({"server/discover", "subscriptions/listen", *LISTS, *
 HANDSHAKE_METHODS = frozenset({"initialize", "ping", "logging/setLevel", *LISTS, *ROUTED})
 # A host that keeps sending what cannot be answered is logged this often at most.
 NOISE_LOG_INTERVAL = 1.0
+# A request to the host outside any of its own (a child's roots/list, say) waits this long at most for a channel to
+# go on: an HTTP host opens its GET stream just after it initializes, when a child told of its roots asks at once.
+CHANNEL_WAIT = 5.0
 LOG_RANK = {level: rank for rank, level in enumerate(revisions.LOG_LEVELS)}
 
 _log = structlog.get_logger("hub.host")
@@ -79,7 +91,8 @@ class HostSession:
     def __init__(self, hub: Hub, label: str, standalone: Stream | None, era: str | None = None) -> None:
         self.hub = hub
         self.label = label
-        self.standalone = standalone  # stdio's wire, an HTTP session's GET stream (None while not open)
+        self._standalone = standalone  # stdio's wire, an HTTP session's GET stream (None while not open)
+        self._channel_opened: anyio.Event | None = None  # created by a request to the host that waits for one
         self.era = era  # "handshake" or "modern"; None until the first request decides (stdio)
         self.version: str | None = None  # the negotiated handshake revision
         self.capabilities: dict[str, Any] = {}
@@ -90,10 +103,29 @@ class HostSession:
         self._listens: dict[RequestId, Listen] = {}
         self._noise = 0
         self._noise_logged = 0.0
+        self._faults = 0
+        self._fault_logged = 0.0
+        self._unwritable = 0
+        self._unwritable_logged = 0.0
         self.closed = False
 
     def __repr__(self) -> str:
         return f"<HostSession {self.label} {self.era} {self.version}>"
+
+    @property
+    def standalone(self) -> Stream | None:
+        """The session's own channel: stdio's wire, an HTTP session's GET stream (None while not open)."""
+        return self._standalone
+
+    @standalone.setter
+    def standalone(self, stream: Stream | None) -> None:
+        self._standalone = stream
+        self._wake_channel_waiters()
+
+    def _wake_channel_waiters(self) -> None:
+        if self._channel_opened is not None:
+            self._channel_opened.set()
+            self._channel_opened = None
 
     @property
     def modern(self) -> bool:
@@ -117,14 +149,14 @@ class HostSession:
                             "invalid request: JSON-RPC batches are not supported; send one message per line",
                         )
                     )
-                elif isinstance(item, Invalid) and item.id is not None:
+                elif isinstance(item, Invalid) and item.id is not None and not item.response:
                     stream.send(error_line(item.id, item.code, item.reason))
             return
         self.handle(message, stream)
 
     def oversized(self, head: bytes, size: int, limit: int, stream: Stream) -> None:
         """A message over `limit` bytes was dropped as it arrived; answered if its id could be found."""
-        request_id = _leading_id(head)
+        request_id = leading_id(head)
         reason = f"invalid request: the message is {size} bytes, over the hub's limit of {limit} (max_request_bytes)"
         if request_id is not None:
             stream.send(error_line(request_id, INVALID_REQUEST, reason))
@@ -132,6 +164,14 @@ class HostSession:
             self._noisy(reason)
 
     def handle(self, message: Message, stream: Stream) -> None:
+        """One decoded message. Never raises: a fault of the hub's own in handling it is logged and, for a
+        request, answered -32603, so that one message cannot end the connection nor drop the lines after it."""
+        try:
+            self._handle(message, stream)
+        except Exception as exc:
+            self._failed(message, exc, stream)
+
+    def _handle(self, message: Message, stream: Stream) -> None:
         if isinstance(message, Request):
             self._request(message, stream)
         elif isinstance(message, Notification):
@@ -140,10 +180,34 @@ class HostSession:
             answer = self._asks.pop(message.id, None)
             if answer is not None:
                 answer.set(message)
+        elif message.response:  # an unusable answer to a request of the hub's: that request fails, nothing is sent
+            answer = self._asks.pop(message.id, None) if message.id is not None else None
+            if answer is not None:
+                answer.set(None, f"the host's answer was invalid ({message.reason})")
+            else:
+                self._noisy(message.reason)
         elif message.id is not None:
             stream.send(error_line(message.id, message.code, message.reason))
         else:
             self._noisy(message.reason)
+
+    def _failed(self, message: Message, exc: Exception, stream: Stream) -> None:
+        self._faults += 1
+        now = time.monotonic()
+        if now - self._fault_logged >= NOISE_LOG_INTERVAL:
+            self._fault_logged = now
+            _log.error(
+                "host_message_failed",
+                host_session=self.label,
+                kind=type(message).__name__,
+                method=quote(getattr(message, "method", None)),
+                error=f"{type(exc).__name__}: {exc}"[:QUOTE_LIMIT],
+                failed=self._faults,
+                exc_info=exc,
+            )
+        if isinstance(message, Request):
+            with suppress(Exception):
+                stream.end(error_line(message.id, INTERNAL_ERROR, f"hub: internal error in {quote(message.method)}"))
 
     def _noisy(self, reason: str) -> None:
         self._noise += 1
@@ -234,7 +298,7 @@ class HostSession:
             self.hub.router.route(received)
         elif method == "logging/setLevel":
             level = received.params.get("level")
-            if level not in LOG_RANK:
+            if type(level) is not str or level not in LOG_RANK:
                 received.fail(
                     {
                         "code": INVALID_PARAMS,
@@ -294,25 +358,51 @@ class HostSession:
                 self.initialized = True
                 self.hub.hosts.add(self)
                 if self.declared("roots"):
-                    self.hub.roots_changed()  # children started before this host ask for its roots again
+                    self.hub.roots_changed(self)  # children started before this host ask for its roots again
         elif method == "notifications/roots/list_changed":
-            self.hub.roots_changed()
+            self.hub.roots_changed(self)
 
     # ---- what the hub sends the host ------------------------------------------------------------------------
 
     def notify(self, method: str, params: dict[str, Any]) -> None:
         """A notification on the session's own channel (`hub.relay.hosts.Session`)."""
         if self.standalone is not None and not self.closed:
-            self.standalone.send(notification_line(method, params))
+            line = self.notification_line(method, params)
+            if line is not None:
+                self.standalone.send(line)
 
     def log(self, params: dict[str, Any]) -> None:
         self.notify("notifications/message", params)
 
+    def notification_line(self, method: str, params: dict[str, Any]) -> bytes | None:
+        """A notification's line; None (logged, at most once a second) when what a child put in it cannot be written
+        as JSON (nested too deeply, a number out of range): the host gets the rest of the call, not a broken line."""
+        try:
+            return notification_line(method, params)
+        except EncodeError as exc:
+            self._unwritable += 1
+            now = time.monotonic()
+            if now - self._unwritable_logged >= NOISE_LOG_INTERVAL:
+                self._unwritable_logged = now
+                _log.warning("host_notification_dropped", method=method, reason=str(exc), dropped=self._unwritable)
+            return None
+
     async def ask(self, method: str, params: dict[str, Any], limit_s: float) -> dict[str, Any]:
-        """A request to the host on its own channel, outside any of its requests."""
-        if self.standalone is None:
+        """A request to the host on its own channel, outside any of its requests.
+
+        An HTTP host that has just initialized may not have opened its GET stream yet: the request waits for it,
+        at most CHANNEL_WAIT (and within `limit_s`).
+        """
+        began = anyio.current_time()
+        with anyio.move_on_after(min(limit_s, CHANNEL_WAIT)):
+            while not self.closed and not _usable(self._standalone):
+                if self._channel_opened is None:
+                    self._channel_opened = anyio.Event()
+                await self._channel_opened.wait()
+        stream = self._standalone
+        if stream is None or not _usable(stream):
             raise AskFailed({"code": INVALID_REQUEST, "message": "hub: the host has no channel open for requests"})
-        return await self.ask_on(self.standalone, method, params, limit_s)
+        return await self.ask_on(stream, method, params, max(0.0, limit_s - (anyio.current_time() - began)))
 
     async def ask_on(self, stream: Stream, method: str, params: dict[str, Any], limit_s: float) -> dict[str, Any]:
         """Send the host a request on `stream` and wait (bounded) for its answer.
@@ -322,15 +412,28 @@ class HostSession:
         """
         if self.modern or self.closed or getattr(stream, "closed", False):
             raise AskFailed({"code": INVALID_REQUEST, "message": "hub: this host cannot be sent requests now"})
+        try:
+            line = request_line(self._ask_ids + 1, method, params)
+        except EncodeError as exc:  # what a child asks for, nested too deeply or with a number out of range
+            message = f"hub: the {method} request cannot be relayed: {exc}"
+            raise AskFailed({"code": INVALID_PARAMS, "message": message}) from None
         self._ask_ids += 1
         ask_id = self._ask_ids
         answer = _Answer()
         self._asks[ask_id] = answer
-        ended = getattr(stream, "on_end", None)  # a stream that ends first (an HTTP call's) fails the ask then
+        # An HTTP call's stream that ends without its answer (the host cancelled the call) fails the ask then. One
+        # that ends with its answer has carried this request already, and the host answers it in a POST of its own:
+        # a child's roots/list sent just as the call it came during was answered still gets the host's roots.
+        ended = getattr(stream, "on_end", None)
         if ended is not None:
-            ended.append(lambda: answer.set(None, f"the host's request ended before it answered {method}"))
+
+            def on_end() -> None:
+                if getattr(stream, "answer", None) is None:
+                    answer.set(None, f"the host's request ended before it answered {method}")
+
+            ended.append(on_end)
         try:
-            stream.send(request_line(ask_id, method, params))
+            stream.send(line)
             with anyio.move_on_after(limit_s):
                 await answer.done.wait()
         finally:
@@ -352,6 +455,7 @@ class HostSession:
     def close(self) -> None:
         """The connection ended: requests to the host fail, listen streams end, the hub forgets the session."""
         self.closed = True
+        self._wake_channel_waiters()
         self.fail_asks("the host's connection ended")
         for listen in list(self._listens.values()):
             listen.stop()
@@ -421,12 +525,15 @@ class Received:
 
     def notify(self, method: str, params: dict[str, Any]) -> None:
         if not self.answered:
-            self.stream.send(notification_line(method, params))
+            line = self.session.notification_line(method, params)
+            if line is not None:
+                self.stream.send(line)
 
     def log(self, params: dict[str, Any]) -> None:
         if self.envelope is not None:  # 2026-07-28: only what the request opted in to
             wanted = self.envelope.log_level
-            if wanted is None or LOG_RANK.get(params.get("level"), 0) < LOG_RANK[wanted]:  # type: ignore[arg-type]
+            level = params.get("level")
+            if wanted is None or (LOG_RANK.get(level, 0) if type(level) is str else 0) < LOG_RANK[wanted]:
                 return
         self.notify("notifications/message", params)
 
@@ -486,19 +593,5 @@ class Listen:
             self.received.drop()
 
 
-def _leading_id(head: bytes) -> RequestId | None:
-    """The id of a message cut short, if it comes before anything else of interest (`{"jsonrpc":"2.0","id":...`)."""
-    import re
-
-    found = re.match(rb'^\s*\{\s*"jsonrpc"\s*:\s*"2\.0"\s*,\s*"id"\s*:\s*(-?\d+|"(?:[^"\\]|\\.){0,200}")', head)
-    if found is None:
-        found = re.match(rb'^\s*\{\s*"id"\s*:\s*(-?\d+|"(?:[^"\\]|\\.){0,200}")', head)
-    if found is None:
-        return None
-    import json
-
-    try:
-        value = json.loads(found.group(1))
-    except ValueError:
-        return None
-    return value if is_id(value) else None
+def _usable(stream: Stream | None) -> bool:
+    return stream is not None and not getattr(stream, "closed", False)

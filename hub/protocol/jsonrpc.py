@@ -8,15 +8,26 @@ Every byte sequence a peer can send ends as one of the kinds below, never as an 
   reason; without a usable id the caller logs it instead (nothing can be answered).
 
 Decoding is bounded: a line is at most the reader's limit (the readers cut longer ones before they get here), and
-JSON nested deeper than the interpreter allows is a parse error, not a crash. Encoding never fails on what decoding
-let through: a lone surrogate (a JavaScript peer that cut an emoji in half) is written as its `\\uXXXX` escape.
+JSON nested deeper than the interpreter allows is an error, not a crash. A message that cannot be decoded still
+keeps its id where one is usable, so that its sender gets an answer rather than waiting for its own timeout:
+
+- bytes that are not UTF-8 (outside the id), or `NaN` / `Infinity` (which Python reads and JSON does not have):
+  -32700, with the id read from the rest of the message;
+- nesting too deep to decode: the message's top level is read member by member; the id is kept when it comes
+  before the member that is too deep, or is the message's last member. Too deep in `params` is -32602, anywhere
+  else -32600.
+
+Encoding never fails on what decoding let through: a lone surrogate (a JavaScript peer that cut an emoji in half)
+is written as its `\\uXXXX` escape. What cannot be written as JSON (nesting too deep, a number out of range such
+as `1e999`, which decodes to infinity) is an `EncodeError`, never `NaN` or `Infinity` on the wire.
 """
 
 from __future__ import annotations
 
 import json
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from json.decoder import scanstring  # type: ignore[attr-defined]
 from typing import Any
 
 RequestId = int | str
@@ -35,32 +46,50 @@ HEADER_MISMATCH = -32020
 MISSING_REQUIRED_CLIENT_CAPABILITY = -32021
 UNSUPPORTED_PROTOCOL_VERSION = -32022
 
-_UTF8 = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False)
-_ASCII = json.JSONEncoder(separators=(",", ":"), ensure_ascii=True)
-_DECODER = json.JSONDecoder()
+_UTF8 = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False, allow_nan=False)
+_ASCII = json.JSONEncoder(separators=(",", ":"), ensure_ascii=True, allow_nan=False)
+
+
+class _Constant(ValueError):
+    """`NaN`, `Infinity` or `-Infinity` in a message: Python's decoder reads them, JSON has no such values."""
+
+
+def _refuse_constant(name: str) -> Any:
+    raise _Constant(f"{name} is not JSON")
+
+
+_DECODER = json.JSONDecoder(parse_constant=_refuse_constant)
+_LENIENT = json.JSONDecoder()
 # How nearly every JSON-RPC library writes a result: these keys, in this order, compact.
 _RESULT_LINE = b'{"jsonrpc":"2.0","id":'
-_RESULT_HEAD = re.compile(r'\{"jsonrpc":"2\.0","id":(0|[1-9][0-9]*),"result":')
+# The id's digits are bounded: the hub's own ids are small, and int() refuses more than 4,300 digits (ValueError).
+_RESULT_HEAD = re.compile(r'\{"jsonrpc":"2\.0","id":(0|[1-9][0-9]{0,18}),"result":')
 # Error messages quote at most this much of what a peer sent.
 QUOTE_LIMIT = 200
+_SPACE = re.compile(r"[ \t\n\r]*")
+# The last member of a message, when it is its id: `"id": 5}` or `"id": "x"}` at the very end.
+_LAST_ID = re.compile(r'"id"[ \t\n\r]*:[ \t\n\r]*(-?\d+|"(?:[^"\\]|\\.){0,200}")[ \t\n\r]*\}[ \t\n\r]*$')
 
 
 class EncodeError(ValueError):
-    """A value that cannot be written as JSON (nested beyond the interpreter's limit)."""
+    """A value that cannot be written as JSON (nested beyond the interpreter's limit, a float out of range)."""
 
 
 def encode(value: Any) -> bytes:
     """Compact UTF-8 JSON; lone surrogates are escaped rather than refused.
 
     Raises:
-        EncodeError: `value` is nested too deeply to encode.
+        EncodeError: `value` is nested too deeply to encode, or holds a float JSON cannot write (infinity).
     """
     try:
-        return _UTF8.encode(value).encode()
-    except UnicodeEncodeError:
-        return _ASCII.encode(value).encode()
+        try:
+            return _UTF8.encode(value).encode()
+        except UnicodeEncodeError:
+            return _ASCII.encode(value).encode()
     except RecursionError:
         raise EncodeError("the message is nested too deeply to encode") from None
+    except ValueError as exc:
+        raise EncodeError(f"the message cannot be written as JSON: {exc}") from None
 
 
 def quote(value: Any) -> str:
@@ -103,11 +132,18 @@ class Response:
 
 @dataclass(frozen=True, slots=True)
 class Invalid:
-    """What cannot be handled, and why. `id` is set when the peer can be answered (`code` says how)."""
+    """What cannot be handled, and why. `id` is set when the peer can be answered (`code` says how).
+
+    What it was meant as, when that shows: `response`, an answer (no method, a result or an error) to a request
+    of ours under `id`: it is not answered back (its sender would take that for the answer to a request of its own
+    with the same id), the request it answers fails instead; `request`, a request (it has a method) of the peer's.
+    """
 
     code: int
     reason: str
     id: RequestId | None = None
+    response: bool = field(default=False, compare=False)
+    request: bool = field(default=False, compare=False)
 
 
 Message = Request | Notification | Response | Invalid
@@ -116,10 +152,16 @@ Message = Request | Notification | Response | Invalid
 def parse(line: bytes) -> Message | list[Message]:
     """Decode one line into what it is; a JSON array (a batch) gives one entry per element."""
     try:
-        data = json.loads(line)
+        text = line.decode("utf-8", "surrogatepass")  # as json.loads reads bytes: escaped or not, a surrogate is one
+    except UnicodeDecodeError as exc:
+        return _not_utf8(line, exc)
+    try:
+        data = _DECODER.decode(text)
     except RecursionError:
-        return Invalid(PARSE_ERROR, "parse error: JSON nested too deeply")
-    except ValueError as exc:  # not JSON, or not UTF-8
+        return _too_deep(text)
+    except _Constant as exc:
+        return _with_id(text, text, f"parse error: {exc}")
+    except ValueError as exc:  # not JSON
         return Invalid(PARSE_ERROR, f"parse error: {_first_line(exc)}")
     if type(data) is list:
         if not data:
@@ -138,13 +180,18 @@ def parse_answer(line: bytes) -> Message | list[Message]:
         try:
             text = line.decode()
         except UnicodeDecodeError:
-            return Invalid(PARSE_ERROR, "parse error: not UTF-8")
+            return parse(line)  # it says what is wrong, with the id if that is usable
         head = _RESULT_HEAD.match(text)
         if head is not None:
             try:
                 result, end = _DECODER.raw_decode(text, head.end())
             except RecursionError:
-                return Invalid(PARSE_ERROR, "parse error: JSON nested too deeply", int(head.group(1)))
+                return Invalid(
+                    INVALID_REQUEST,
+                    "invalid response: the result is nested too deeply to decode",
+                    int(head.group(1)),
+                    response=True,
+                )
             except ValueError:
                 result, end = None, 0
             if type(result) is dict and text[end:].strip() == "}":
@@ -154,6 +201,103 @@ def parse_answer(line: bytes) -> Message | list[Message]:
     return parse(line)
 
 
+_LEADING_ID = re.compile(
+    rb'^\s*\{\s*(?:"jsonrpc"\s*:\s*"2\.0"\s*,\s*)?"id"\s*:\s*(-?\d{1,400}|"(?:[^"\\]|\\.){0,200}")\s*[,}]'
+)
+
+
+def leading_id(head: bytes) -> RequestId | None:
+    """The id of a message cut short (over a size limit), if it comes first: `{"jsonrpc":"2.0","id":...` or
+    `{"id":...`. Only the first bytes of the message are needed."""
+    found = _LEADING_ID.match(head)
+    if found is None:
+        return None
+    try:
+        value = json.loads(found.group(1))
+    except ValueError:
+        return None
+    return value if is_id(value) else None
+
+
+def _not_utf8(line: bytes, exc: UnicodeDecodeError) -> Invalid:
+    """A line with bytes that are not UTF-8: a parse error, answerable if the id is usable and intact."""
+    reason = f"parse error: the message is not UTF-8 (byte 0x{line[exc.start]:02x} at offset {exc.start})"
+    # The invalid bytes set aside two ways: an id they touch reads differently.
+    return _with_id(line.decode("utf-8", "surrogateescape"), line.decode("utf-8", "replace"), reason)
+
+
+def _with_id(kept: str, replaced: str, reason: str) -> Invalid:
+    """A parse error, with the message's id if it reads the same (and usable) in both readings of it."""
+    try:
+        first, second = _LENIENT.decode(kept), _LENIENT.decode(replaced)
+    except (ValueError, RecursionError):
+        return Invalid(PARSE_ERROR, reason)
+    if type(first) is dict and type(second) is dict and is_id(first.get("id")) and first["id"] == second.get("id"):
+        return Invalid(PARSE_ERROR, reason, first["id"], _answer_shaped(first), "method" in first)
+    return Invalid(PARSE_ERROR, reason)
+
+
+def _too_deep(text: str) -> Message:
+    """A line nested beyond what the decoder can take: its top level, member by member, for the id.
+
+    The id is usable if it comes before the member that is too deep, or is the last member (as most writers put
+    it first or last). The error names the member; a top level that is itself too deep has no id to answer.
+    """
+    members, deep = _top_level(text)
+    if deep is None:
+        return Invalid(PARSE_ERROR, "parse error: the message is nested too deeply to decode")
+    request_id = members.get("id")
+    if "id" not in members and deep != "id":
+        last = _LAST_ID.search(text, max(0, len(text) - 512))
+        try:
+            request_id = json.loads(last.group(1)) if last is not None else None
+        except ValueError:
+            request_id = None
+    usable = request_id if is_id(request_id) else None
+    if deep == "params":
+        return Invalid(INVALID_PARAMS, 'invalid params: "params" is nested too deeply to decode', usable, request=True)
+    response = deep in ("result", "error") and "method" not in members
+    kind = "response" if response else "request"
+    request = "method" in members or deep == "method"
+    return Invalid(
+        INVALID_REQUEST, f"invalid {kind}: {quote(deep)} is nested too deeply to decode", usable, response, request
+    )
+
+
+def _top_level(text: str) -> tuple[dict[str, Any], str | None]:
+    """The members of the object `text` up to the first one too deep to decode, and that one's key."""
+    members: dict[str, Any] = {}
+    at = _skip(text, 0)
+    if not text.startswith("{", at):
+        return members, None
+    at += 1
+    while True:
+        at = _skip(text, at)
+        if not text.startswith('"', at):
+            return members, None
+        try:
+            key, at = scanstring(text, at + 1)
+            at = _skip(text, at)
+            if not text.startswith(":", at):
+                return members, None
+            value, at = _DECODER.raw_decode(text, _skip(text, at + 1))
+        except RecursionError:
+            return members, key
+        except ValueError:
+            return members, None
+        members[key] = value
+        at = _skip(text, at)
+        if not text.startswith(",", at):
+            return members, None
+        at += 1
+
+
+def _skip(text: str, at: int) -> int:
+    """The index of the first character at or after `at` that is not JSON whitespace."""
+    space = _SPACE.match(text, at)
+    return space.end() if space is not None else at
+
+
 def classify(data: Any, raw: bytes) -> Message:
     """What a decoded JSON value is as a JSON-RPC message."""
     if type(data) is not dict:
@@ -161,9 +305,10 @@ def classify(data: Any, raw: bytes) -> Message:
     request_id = data.get("id")
     usable = request_id if is_id(request_id) else None
     if data.get("jsonrpc") != VERSION:
-        return Invalid(
-            INVALID_REQUEST, f'invalid request: "jsonrpc" must be "2.0", not {quote(data.get("jsonrpc"))}', usable
-        )
+        response = _answer_shaped(data)
+        kind = "response" if response else "request"
+        reason = f'invalid {kind}: "jsonrpc" must be "2.0", not {quote(data.get("jsonrpc"))}'
+        return Invalid(INVALID_REQUEST, reason, usable, response, "method" in data)
     if "method" in data:
         return _request(data, usable, raw)
     if usable is None:
@@ -173,22 +318,34 @@ def classify(data: Any, raw: bytes) -> Message:
         return Response(usable, result, None)
     if "error" in data and type(error) is dict and "result" not in data:
         return Response(usable, None, error)
-    return Invalid(INVALID_REQUEST, "invalid response: it needs exactly one of an object 'result' or 'error'", usable)
+    return Invalid(
+        INVALID_REQUEST,
+        "invalid response: it needs exactly one of an object 'result' or 'error'",
+        usable,
+        response=_answer_shaped(data),
+    )
 
 
 def _request(data: dict[str, Any], usable: RequestId | None, raw: bytes) -> Message:
     """A request or a notification (the message has a method)."""
     method = data["method"]
     if type(method) is not str:
-        return Invalid(INVALID_REQUEST, f'invalid request: "method" must be a string, not {_kind(method)}', usable)
+        reason = f'invalid request: "method" must be a string, not {_kind(method)}'
+        return Invalid(INVALID_REQUEST, reason, usable, request=True)
     if "id" in data and usable is None:
         return Invalid(INVALID_REQUEST, f"invalid request: id must be a string or an integer, not {_kind(data['id'])}")
     params = data.get("params", {})
     if type(params) is not dict:
-        return Invalid(INVALID_PARAMS, f'invalid params: "params" must be an object, not {_kind(params)}', usable)
+        reason = f'invalid params: "params" must be an object, not {_kind(params)}'
+        return Invalid(INVALID_PARAMS, reason, usable, request=True)
     if usable is not None:
         return Request(usable, method, params, raw)
     return Notification(method, params)
+
+
+def _answer_shaped(data: dict[str, Any]) -> bool:
+    """No method, and a result or an error: meant as an answer, however wrong."""
+    return "method" not in data and ("result" in data or "error" in data)
 
 
 def _kind(value: Any) -> str:

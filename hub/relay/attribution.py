@@ -7,7 +7,9 @@ the host session they belong to:
 - all in flight belong to one session: that session is asked, on the stream of its newest request (a 2026-07-28
   host's request belongs to no session and gets it as an input-required round instead);
 - none in flight: the session that owns the connection (`sessions: per-host`), or the one host session there is
-  (always so over stdio); with several and none in flight nobody can be asked, and the child gets an error;
+  (always so over stdio); with several and none in flight nobody can be asked, and the child gets an error naming
+  the fix, `sessions: per-host`; with none yet, an error too (a host that declares roots when it connects has the
+  children told `notifications/roots/list_changed`, so that they ask again: `hub.host.session`);
 - several sessions: the hub cannot tell which one caused it, so it refuses (the child gets an error naming the
   fix, `sessions: per-host`) rather than ask the wrong person.
 
@@ -22,7 +24,7 @@ from typing import Any
 
 import structlog
 
-from hub.protocol.jsonrpc import INVALID_REQUEST, METHOD_NOT_FOUND, Request
+from hub.protocol.jsonrpc import INVALID_REQUEST, METHOD_NOT_FOUND, Request, quote
 from hub.relay.call import ASKS, Call, refusal
 from hub.relay.hosts import Hosts, Session
 from hub.relay.ports import AskFailed
@@ -30,10 +32,20 @@ from hub.relay.router import Router
 from hub.upstream.child import Child
 from hub.upstream.connection import Connection
 
+# Several host sessions share a child and none of their requests is in flight: the fix to name.
+PER_HOST_HINT = (
+    "; set 'sessions: per-host' for this server in servers.yaml so that each host session has a connection of its own"
+)
 # Methods a 2026-07-28 host can be asked something during (as an input-required round).
 BRIDGED = frozenset({"tools/call", "prompts/get", "resources/read"})
 
 _log = structlog.get_logger("hub.relay")
+
+
+def _level(params: dict[str, Any]) -> str:
+    """A child's log level, for the hub's own log: as it came if a string (long ones are cut there), else quoted."""
+    level = params.get("level")
+    return level if isinstance(level, str) else quote(level)
 
 
 class Ambiguous:
@@ -83,13 +95,14 @@ class Attribution:
         else:
             session: Session | None = connection.owner if connection.owner is not None else self.hosts.only()
             if session is None or session.modern:
+                shared = len(self.hosts.sessions)
                 connection.respond(
                     request.id,
                     error={
                         "code": INVALID_REQUEST,
-                        "message": f"hub: no host request is in flight to server '{child.name}' and "
-                        f"{len(self.hosts.sessions)} host sessions are connected, so its {kind} request has no host "
-                        "to go to",
+                        "message": f"hub: no host request is in flight to server '{child.name}' and {shared} host "
+                        f"sessions are connected, so its {kind} request has no host to go to"
+                        + (PER_HOST_HINT if shared > 1 else ""),
                     },
                 )
             elif not session.declared(kind):
@@ -131,12 +144,12 @@ class Attribution:
         params = {**params, "logger": f"{child.name}/{logger}" if isinstance(logger, str) and logger else child.name}
         owner = owner_of(connection.inflight)
         if isinstance(owner, Ambiguous):
-            _log.info("child_log_unrouted", child=child.name, level=params.get("level"), host_sessions=owner.sessions)
+            _log.info("child_log_unrouted", child=child.name, level=_level(params), host_sessions=owner.sessions)
         elif owner is not None:
             if owner.request is not None:
                 owner.request.log(params)
             else:
-                _log.info("child_log_unrouted", child=child.name, level=params.get("level"), reason="between rounds")
+                _log.info("child_log_unrouted", child=child.name, level=_level(params), reason="between rounds")
         elif connection.owner is not None:
             connection.owner.log(params)
         else:

@@ -254,7 +254,9 @@ class Call:
             self._end(outcome, None, len(body))
 
     def _after_answer(self) -> None:
-        self.deadline = math.inf
+        if self.deadline != math.inf:  # it has an entry in the deadline heap, now of an ended call
+            self.deadline = math.inf
+            self.router.deadlines.ended()
         self._release()
         if self.connection is not None:
             with contextlib.suppress(ValueError):

@@ -2,7 +2,9 @@
 
 A call's deadline moves when its child reports progress (up to a ceiling), so an entry is checked when it comes
 due and pushed back if the call's deadline has moved meanwhile. Entries of calls that ended stay until they come
-due (they are dropped then), so that a new call rarely has to wake the watcher.
+due (they are dropped then), so that a new call rarely has to wake the watcher; but not in numbers: once they are
+most of the heap (calls end far sooner than their timeout), the heap is rebuilt without them, so that it holds
+(and keeps alive) no more than about twice the calls in flight.
 """
 
 from __future__ import annotations
@@ -14,6 +16,9 @@ import time
 from typing import Protocol
 
 import anyio
+
+# Entries of ended calls tolerated before the heap is rebuilt without them (when they are also most of it).
+COMPACT_AFTER = 256
 
 
 class Timed(Protocol):
@@ -29,11 +34,20 @@ class Deadlines:
         self._order = itertools.count()
         self._wake = anyio.Event()
         self._watch_until = math.inf
+        self._ended = 0  # entries of calls that ended, about (a call may have several, or none left)
 
     def add(self, timed: Timed) -> None:
         heapq.heappush(self._heap, (timed.deadline, next(self._order), timed))
         if timed.deadline < self._watch_until:
             self._wake.set()
+
+    def ended(self) -> None:
+        """A call that has an entry ended (its deadline is now math.inf)."""
+        self._ended += 1
+        if self._ended > COMPACT_AFTER and self._ended * 2 > len(self._heap):
+            self._heap = [entry for entry in self._heap if entry[2].deadline != math.inf]
+            heapq.heapify(self._heap)
+            self._ended = 0
 
     async def run(self) -> None:
         """Expire what is due, until cancelled."""
@@ -42,6 +56,7 @@ class Deadlines:
             while self._heap and self._heap[0][0] <= now:
                 _, _, timed = heapq.heappop(self._heap)
                 if timed.deadline == math.inf:
+                    self._ended = max(0, self._ended - 1)
                     continue  # ended
                 if timed.deadline > now:  # moved by progress
                     heapq.heappush(self._heap, (timed.deadline, next(self._order), timed))

@@ -19,7 +19,7 @@ from anyio.abc import TaskGroup
 
 from hub.config.schema import HubSettings
 from hub.protocol import errors, revisions
-from hub.protocol.jsonrpc import RequestId, encode
+from hub.protocol.jsonrpc import QUOTE_LIMIT, RequestId, encode
 from hub.relay.call import BRIDGE_PREFIX, Call, answer_error
 from hub.relay.catalog import HEALTH_TOOL, Catalog
 from hub.relay.deadlines import Deadlines
@@ -70,8 +70,10 @@ class Router:
             await anyio.sleep_forever()
 
     def spawn(self, func: Callable[..., Coroutine[Any, Any, Any]], *args: Any) -> None:
+        """Run `func(*args)` in the router's task group. A fault of the hub's own in it is logged: one request must
+        not end the router's other tasks, and with them the hub."""
         assert self._tg is not None, "the router is not running"
-        self._tg.start_soon(func, *args)
+        self._tg.start_soon(_guarded, func, args)
 
     # ---- routing ------------------------------------------------------------------------------------------------
 
@@ -141,8 +143,8 @@ class Router:
                 return
             down = [c for c in self._possible_owners(exposed) if c.state is not ChildState.READY]
             if down and kind == "tool":  # the host may know the name from before: say why it is gone
-                raise errors.Unavailable(f"tool {exposed!r} is not available: {down[0].unavailable_reason()}")
-            raise errors.UnknownName(f"Unknown {kind}: {exposed!r}")
+                raise errors.Unavailable(f"tool {_named(exposed)} is not available: {down[0].unavailable_reason()}")
+            raise errors.UnknownName(f"Unknown {kind}: {_named(exposed)}")
         child = self.catalog.children[route.child]
         meta = revisions.child_meta(params.get("_meta"))
         child_params = {k: v for k, v in params.items() if k != "_meta"}
@@ -150,7 +152,7 @@ class Router:
             child_params["_meta"] = meta
         if (request.session, request.id) in self._calls:
             raise errors.InvalidRequest(
-                f"invalid request: request id {request.id!r} is already in flight on this connection"
+                f"invalid request: request id {_named(request.id)} is already in flight on this connection"
             )
         call = Call(self, request, child, exposed, route.original, child_params)
         if request.method in ("resources/subscribe", "resources/unsubscribe"):
@@ -241,7 +243,7 @@ class Router:
             or (call.child.name, call.original) != (route.child, route.original)
         ):
             raise errors.BadRequest(
-                f"hub: this input-required round of {name!r} is unknown or expired; call the tool again"
+                f"hub: this input-required round of {_named(name)} is unknown or expired; call the tool again"
             )
         responses = request.params.get("inputResponses")
         self._calls[(request.session, request.id)] = call
@@ -261,7 +263,7 @@ class Router:
         return [c for c in self._possible_owners(name) if not c.settled.is_set()]
 
     async def _after_start(self, request: HostRequest, starting: list[Child]) -> None:
-        _log.info("call_waits_for_start", name=_name(request), servers=[c.name for c in starting])
+        _log.info("call_waits_for_start", name=_cut(_name(request)), servers=[c.name for c in starting])
         await self._wait_for_start(starting)
         self.route(request, waited=True)
 
@@ -308,7 +310,7 @@ class Router:
         fields: dict[str, Any] = {
             "method": request.method,
             "host_session": request.session.label,
-            "request_id": request.id,
+            "request_id": _cut(request.id),
             "child": child,
             "name": _cut(name),
             "original": _cut(original),
@@ -324,8 +326,21 @@ class Router:
         self.call_log(fields)
 
 
+async def _guarded(func: Callable[..., Coroutine[Any, Any, Any]], args: tuple[Any, ...]) -> None:
+    try:
+        await func(*args)
+    except Exception as exc:
+        _log.error("relay_task_failed", task=getattr(func, "__qualname__", "?"), error=repr(exc)[:200], exc_info=exc)
+
+
 # Fields copied from what a host sent are cut to this many characters in the log.
 LOG_FIELD_LIMIT = 1000
+
+
+def _named(value: Any) -> str:
+    """A name (or id) the host sent, as an error message quotes it: its repr, cut to QUOTE_LIMIT characters."""
+    text = repr(value[: QUOTE_LIMIT + 1] if isinstance(value, str) else value)
+    return text if len(text) <= QUOTE_LIMIT else text[: QUOTE_LIMIT - 3] + "..."
 
 
 def _cut(value: Any) -> Any:

@@ -10,9 +10,11 @@ without a task per request and without validating and re-encoding what is forwar
 - What the child sends that answers nothing of the hub's goes to `Events`: notifications (list_changed,
   resources/updated, log messages), and its own requests (sampling, elicitation, roots), which are answered with
   `respond`. A ping is answered here.
-- A line that is not JSON-RPC is logged and skipped; one that answers a request badly, or is over the size limit,
-  fails that request with an error saying what was wrong. The end of the wire fails every request in flight with
-  the reason the wire gives (exit status and stderr of a process, say).
+- A line that is not JSON-RPC is logged (at most NOISE_LOGS_PER_SECOND a second) and skipped; one that answers a
+  request badly (by its id: wrong types, not UTF-8, nested too deeply, cut short), or is over the size limit, fails
+  that request with an error saying what was wrong; a malformed request of the child's with a usable id gets the
+  JSON-RPC error. The end of the wire fails every request in flight with the reason the wire gives (exit status
+  and stderr of a process, say). A fault of the hub's own in handling a line is logged (`child_message_failed`).
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ import structlog
 
 from hub.protocol import errors
 from hub.protocol.jsonrpc import (
+    PARSE_ERROR,
     Invalid,
     Message,
     Notification,
@@ -45,8 +48,11 @@ from hub.protocol.revisions import (
     is_modern,
 )
 
-_ID_AT_START = re.compile(rb'^\s*\{\s*"jsonrpc"\s*:\s*"2\.0"\s*,\s*"id"\s*:\s*(-?\d+)')
-_ID_AT_END = re.compile(rb'"id"\s*:\s*(-?\d+)\s*\}\s*$')
+_ID_AT_START = re.compile(rb'^\s*\{\s*"jsonrpc"\s*:\s*"2\.0"\s*,\s*"id"\s*:\s*(-?\d{1,19})\s*[,}]')
+_ANSWER_AT_START = re.compile(
+    rb'^\s*\{\s*"jsonrpc"\s*:\s*"2\.0"\s*,\s*"id"\s*:\s*(-?\d{1,19})\s*,\s*"(?:result|error)"'
+)
+_ID_AT_END = re.compile(rb'"id"\s*:\s*(-?\d{1,19})\s*\}\s*$')
 # A child that keeps printing what is not JSON-RPC has at most this many of its lines logged a second.
 NOISE_LOGS_PER_SECOND = 20
 
@@ -106,6 +112,8 @@ class Connection:
         self._noise = 0
         self._noise_since = 0.0
         self._noise_logged = 0
+        self._faults = 0
+        self._fault_logged = 0.0
 
     def __repr__(self) -> str:
         return f"<Connection {self.name} {self.protocol_version} pending={len(self._pending)}>"
@@ -197,7 +205,24 @@ class Connection:
             self.handle(message, line)
 
     def handle(self, message: Message, line: bytes = b"") -> None:
-        """One message from the child, already decoded."""
+        """One message from the child, already decoded. Never raises: a fault of the hub's own in handling it is
+        logged, so that one line cannot stop the reader nor drop the lines after it."""
+        try:
+            self._handle(message, line)
+        except Exception as exc:
+            self._faults += 1
+            if self._faults <= 1 or time.monotonic() - self._fault_logged >= 1.0:
+                self._fault_logged = time.monotonic()
+                _log.error(
+                    "child_message_failed",
+                    child=self.name,
+                    kind=type(message).__name__,
+                    error=f"{type(exc).__name__}: {exc}"[:200],
+                    failed=self._faults,
+                    exc_info=exc,
+                )
+
+    def _handle(self, message: Message, line: bytes) -> None:
         if isinstance(message, Response):
             exchange = self._pending.pop(message.id, None) if type(message.id) is int else None
             if exchange is not None:
@@ -219,9 +244,18 @@ class Connection:
             self._invalid(message, line)
 
     def _invalid(self, invalid: Invalid, line: bytes) -> None:
-        exchange = self._pending.pop(invalid.id, None) if type(invalid.id) is int else None
+        """A line that is not a usable message. An answer to a request of the hub's (by its shape) fails that
+        request with the reason; a request of the child's with a usable id gets the error; the rest is noise."""
+        request_id = None if invalid.request else invalid.id
+        if invalid.id is None and invalid.code == PARSE_ERROR:  # cut short, say: an answer if it starts as one
+            found = _ANSWER_AT_START.match(line)
+            request_id = int(found.group(1)) if found is not None else None
+        exchange = self._pending.pop(request_id, None) if type(request_id) is int else None
         if exchange is not None:
             exchange.failed(errors.Unavailable(f"server '{self.name}' sent an invalid answer: {invalid.reason}"))
+            return
+        if invalid.id is not None and invalid.request:
+            self.respond(invalid.id, error={"code": invalid.code, "message": invalid.reason})
             return
         self._noise += 1
         now = time.monotonic()
