@@ -18,23 +18,16 @@ are ready (503 until all are), and `POST /reload` (from loopback only) re-reads 
 
 from __future__ import annotations
 
-import asyncio
 import json
-import logging
 from collections import deque
 from collections.abc import Callable
-from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
 import anyio
 import structlog
-import uvicorn
-from mcp.server.transport_security import TransportSecurityMiddleware, TransportSecuritySettings
-from mcp.shared.inbound import ERROR_CODE_HTTP_STATUS, validate_mcp_param_headers
-from starlette.requests import Request as HttpRequest
 from starlette.types import Receive, Scope, Send
-from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
+from hub.host.http_checks import Checks
 from hub.host.http_sessions import HttpSession, Sessions, StandaloneStream
 from hub.host.session import HostSession
 from hub.platform.pipes import EDGE
@@ -42,6 +35,7 @@ from hub.protocol import revisions
 from hub.protocol.jsonrpc import (
     HEADER_MISMATCH,
     INVALID_REQUEST,
+    REQUEST_CANCELLED,
     UNSUPPORTED_PROTOCOL_VERSION,
     Invalid,
     Message,
@@ -56,11 +50,8 @@ from hub.reload import reload_from_disk
 from hub.upstream.child import ChildState
 
 if TYPE_CHECKING:
-    from collections.abc import Iterator
-
     from hub.app import Hub
 
-LOOPBACK = ("127.0.0.1", "localhost", "[::1]")
 # Once an SSE response has started, a comment line this often keeps proxies from closing a quiet stream; a request
 # still silent after this long commits to SSE for the same reason.
 KEEPALIVE = 15.0
@@ -82,7 +73,8 @@ class PostStream:
     grow the hub while its host does not read.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, request_id: Any = None) -> None:
+        self.request_id = request_id
         self.events: deque[bytes] = deque()
         self.answer: bytes | None = None
         self.ended = False
@@ -150,10 +142,10 @@ def _accepts(value: str) -> tuple[bool, bool]:
 class HttpFront:
     """The ASGI application."""
 
-    def __init__(self, hub: Hub, security: TransportSecuritySettings, path: str = "/mcp") -> None:
+    def __init__(self, hub: Hub, checks: Checks, path: str = "/mcp") -> None:
         self.hub = hub
         self.path = path
-        self.security = TransportSecurityMiddleware(security)
+        self.checks = checks
         self.sessions = Sessions(hub, hub.loaded.config.hub.http)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
@@ -169,7 +161,7 @@ class HttpFront:
 
     async def _mcp(self, scope: Scope, receive: Receive, send: Send) -> None:
         method = scope["method"]
-        refused = await self.security.validate_request(HttpRequest(scope), is_post=method == "POST")
+        refused = await self.checks.refused(scope)
         if refused is not None:
             await refused(scope, receive, send)
             return
@@ -263,7 +255,7 @@ class HttpFront:
         session.touch()
         session.in_flight += 1
         try:
-            stream = PostStream()
+            stream = PostStream(parsed.id)
             session.host.handle(parsed, stream)
             await self._respond(stream, receive, send, session, None)
         finally:
@@ -381,10 +373,8 @@ class HttpFront:
             return "mcp-method header does not match the request body's method"
         key = _NAMED.get(message.method)
         if key is not None:
-            from mcp.shared.inbound import decode_header_value
-
             value = message.params.get(key)
-            if value is not None and decode_header_value(headers.get("mcp-name")) != value:
+            if value is not None and not self.checks.name_matches(headers.get("mcp-name"), value):
                 return f"mcp-name header does not match the request body's {key!r} parameter"
         if message.method == "tools/call":
             return self._param_mismatch(message, headers)
@@ -398,8 +388,7 @@ class HttpFront:
         schema = next((t.get("inputSchema") for t in self.hub.catalog.namespace.tools if t.get("name") == name), None)
         if schema is None:
             return None
-        rejection = validate_mcp_param_headers(schema, arguments, headers)
-        return rejection.message if rejection is not None else None
+        return self.checks.param_mismatch(schema, arguments, headers)
 
     async def _respond(
         self,
@@ -414,44 +403,46 @@ class HttpFront:
         Over 2026-07-28 (`cancel` given) a client that closes the request cancels it.
         """
         extra = [(b"mcp-session-id", session.id.encode())] if session is not None else []
+        await self._wait(stream)
+        if not (stream.ended and not stream.events):
+            await send({"type": "http.response.start", "status": 200, "headers": [*_SSE, *extra]})
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(self._watch_disconnect, receive, tg.cancel_scope, cancel)
+                await self._events(stream, send, session is not None)
+                tg.cancel_scope.cancel()
+        elif stream.answer is not None:
+            status = self._status(stream.answer) if session is None else 200
+            await _reply(send, status, stream.answer.rstrip(b"\n"), [*_JSON, *extra])
+        elif session is not None:  # cancelled: the handshake era's stream ends with an answer, "cancelled" (the SDK's)
+            await _error(send, 200, REQUEST_CANCELLED, "Request cancelled", stream.request_id, extra)
+        else:  # 2026-07-28: the host closed the request; nothing is read any more
+            await _reply(send, 204, b"", extra)
+
+    @staticmethod
+    async def _wait(stream: PostStream) -> None:
+        """Until the stream has something to send, or KEEPALIVE has passed."""
         with anyio.move_on_after(KEEPALIVE):
             while not stream.ended and not stream.events:
                 stream.wake = anyio.Event()
                 await stream.wake.wait()
-        if stream.ended and not stream.events:
-            answer = stream.answer
-            if answer is None:  # cancelled: no answer, an empty response
-                await _reply(send, 204, b"", extra)
+
+    async def _events(self, stream: PostStream, send: Send, cancelled_answer: bool) -> None:
+        """A committed SSE response: each message as it comes, a keep-alive comment when there is none for long."""
+        while True:
+            events = [_sse(line) for line in stream.events]
+            stream.events.clear()
+            if stream.ended and stream.answer is not None:
+                events.append(_sse(stream.answer))
+            elif stream.ended and cancelled_answer:
+                events.append(_sse(error_line(stream.request_id, REQUEST_CANCELLED, "Request cancelled")))
+            body = b"".join(events) or b": keepalive\r\n\r\n"
+            try:
+                await send({"type": "http.response.body", "body": body, "more_body": not stream.ended})
+            except OSError:
                 return
-            status = self._status(answer) if session is None else 200
-            await _reply(send, status, answer.rstrip(b"\n"), [*_JSON, *extra])
-            return
-        await send({"type": "http.response.start", "status": 200, "headers": [*_SSE, *extra]})
-        async with anyio.create_task_group() as tg:
-            tg.start_soon(self._watch_disconnect, receive, tg.cancel_scope, cancel)
-            while True:
-                events = [_sse(line) for line in stream.events]
-                stream.events.clear()
-                if stream.ended and stream.answer is not None:
-                    events.append(_sse(stream.answer))
-                last = stream.ended
-                try:
-                    await send(
-                        {
-                            "type": "http.response.body",
-                            "body": b"".join(events) or b": keepalive\r\n\r\n",
-                            "more_body": not last,
-                        }
-                    )
-                except OSError:
-                    break
-                if last:
-                    break
-                with anyio.move_on_after(KEEPALIVE):
-                    while not stream.ended and not stream.events:
-                        stream.wake = anyio.Event()
-                        await stream.wake.wait()
-            tg.cancel_scope.cancel()
+            if stream.ended:
+                return
+            await self._wait(stream)
 
     @staticmethod
     async def _watch_disconnect(receive: Receive, scope: anyio.CancelScope, cancel: Callable[[], None] | None) -> None:
@@ -461,14 +452,13 @@ class HttpFront:
             cancel()
         scope.cancel()
 
-    @staticmethod
-    def _status(answer: bytes) -> int:
+    def _status(self, answer: bytes) -> int:
         """A 2026-07-28 error's HTTP status (the SDK's table); 200 for a result."""
         if b'"error"' not in answer[:200]:
             return 200
         message = parse(answer)
         if isinstance(message, Response) and message.error is not None:
-            return ERROR_CODE_HTTP_STATUS.get(message.error.get("code"), 200)  # type: ignore[arg-type]
+            return self.checks.status(message.error.get("code"))
         return 200
 
     # ---- GET: a session's own stream ------------------------------------------------------------------------
@@ -553,115 +543,3 @@ class _Nowhere:
 
 
 _NOWHERE = _Nowhere()
-
-
-def parse_bind(value: str) -> tuple[str, int]:
-    host, _, port = value.rpartition(":")
-    return (host or "127.0.0.1").strip("[]"), int(port)
-
-
-def security_settings(host: str, port: int, allowed: list[str]) -> TransportSecuritySettings:
-    """Loopback names, the bound name and each --allow-host value, at the served port unless one is given."""
-    names = [*LOOPBACK, *allowed]
-    if host not in ("127.0.0.1", "localhost", "::1", "0.0.0.0", "::"):
-        names.append(host)
-    hosts = [
-        name if name.rpartition(":")[2].isdigit() and not name.endswith("]") else f"{name}:{port}" for name in names
-    ]
-    origins = [f"{scheme}://{h}" for h in hosts for scheme in ("http", "https")]
-    return TransportSecuritySettings(enable_dns_rebinding_protection=True, allowed_hosts=hosts, allowed_origins=origins)
-
-
-class _StopIsNoError(logging.Filter):
-    """uvicorn logs requests still open as failed when the hub's stop cancels them."""
-
-    def filter(self, record: logging.LogRecord) -> bool:
-        kind = record.exc_info[0] if record.exc_info else None
-        if kind is not None:
-            return not issubclass(kind, anyio.get_cancelled_exc_class())
-        text = record.getMessage()
-        return not (text.startswith("Traceback") and text.rstrip().endswith("CancelledError"))
-
-
-class _Uvicorn(uvicorn.Server):
-    """uvicorn without its signal handlers: the hub handles SIGTERM, SIGINT and SIGHUP itself."""
-
-    @contextmanager
-    def capture_signals(self) -> Iterator[None]:
-        yield
-
-
-class _HeadDeadline(HttpToolsProtocol):
-    """uvicorn's HTTP/1.1 protocol (httptools, a dependency), with a deadline on each request's head.
-
-    uvicorn arms no timer while a request line and headers arrive: a client that connects and sends nothing, or a
-    header a byte a minute, would hold its connection (and a file descriptor of the hub's) for ever. Here the head
-    must be complete within `limit` seconds (hub.http.request_timeout) of the connection, or of the previous
-    response; else the connection is closed. The body has the same bound, in `HttpFront._read_body`.
-    """
-
-    limit = 30.0
-    _head_timer: asyncio.TimerHandle | None = None
-
-    def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
-        super().connection_made(transport)
-        self._arm()
-
-    def connection_lost(self, exc: Exception | None) -> None:
-        self._disarm()
-        super().connection_lost(exc)
-
-    def on_headers_complete(self) -> None:
-        self._disarm()
-        super().on_headers_complete()
-
-    def on_response_complete(self) -> None:
-        super().on_response_complete()
-        if self.cycle is None or self.cycle.response_complete:  # not a pipelined request started at once
-            self._arm()
-
-    def _arm(self) -> None:
-        self._disarm()
-        if not self.transport.is_closing():
-            self._head_timer = self.loop.call_later(self.limit, self._late)
-
-    def _disarm(self) -> None:
-        if self._head_timer is not None:
-            self._head_timer.cancel()
-            self._head_timer = None
-
-    def _late(self) -> None:
-        self._head_timer = None
-        if not self.transport.is_closing():
-            self.transport.close()
-
-
-def _protocol(limit: float) -> type[_HeadDeadline]:
-    return type("HeadDeadline", (_HeadDeadline,), {"limit": limit})
-
-
-async def serve_http(hub: Hub, bind: str, allowed: list[str]) -> None:
-    host, port = parse_bind(bind)
-    front = HttpFront(hub, security_settings(host, port, allowed))
-    # http="auto" (uvicorn's default) picks httptools, a dependency: less hub CPU per request than h11.
-    # log_config=None: uvicorn's warnings and errors become lines of the hub's own log (JSON, --log-file).
-    config = uvicorn.Config(
-        front,
-        host=host,
-        port=port,
-        http=_protocol(hub.loaded.config.hub.http.request_timeout),
-        log_level="warning",
-        lifespan="off",
-        access_log=False,
-        log_config=None,
-    )
-    logging.getLogger("uvicorn.error").addFilter(_StopIsNoError())
-    server = _Uvicorn(config)
-    _log.info("hub_http_listening", url=f"http://{host}:{port}/mcp")
-    try:
-        async with anyio.create_task_group() as tg:
-            tg.start_soon(front.sessions.expire)
-            await server.serve()
-            tg.cancel_scope.cancel()
-    finally:
-        front.sessions.close_all()

@@ -28,7 +28,7 @@ async def serve(hub: Hub, http: str | None, allowed_hosts: list[str]) -> None:
 
                 await serve_stdio(hub)
             else:
-                from hub.host.http import serve_http
+                from hub.host.http_server import serve_http
 
                 await serve_http(hub, http, allowed_hosts)
         tg.cancel_scope.cancel()
