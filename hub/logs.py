@@ -9,6 +9,7 @@ import datetime
 import json
 import logging
 import sys
+import time
 from collections.abc import MutableMapping
 from typing import Any, Literal, TextIO
 
@@ -31,6 +32,26 @@ def _bound_fields(logger: Any, name: str, event: MutableMapping[str, Any]) -> Mu
         if type(value) is str and len(value) > FIELD_LIMIT and key not in _WHOLE_FIELDS:
             event[key] = f"{value[:FIELD_LIMIT]}... ({len(value)} characters)"
     return event
+
+
+class Throttle:
+    """Counts how often something happens and says when to log it: at most `per_second` times in any second, so that
+    a peer that keeps sending what cannot be handled cannot flood the log."""
+
+    def __init__(self, per_second: int = 1) -> None:
+        self.per_second = per_second
+        self.count = 0
+        self._window = -1.0
+        self._in_window = 0
+
+    def tick(self) -> bool:
+        """One more occurrence; True if this one should be logged."""
+        self.count += 1
+        now = time.monotonic()
+        if now - self._window >= 1.0:
+            self._window, self._in_window = now, 0
+        self._in_window += 1
+        return self._in_window <= self.per_second
 
 
 class CallLog:

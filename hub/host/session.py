@@ -20,13 +20,13 @@ The era of a request: an HTTP transport knows it (a session is handshake-era; a 
 
 from __future__ import annotations
 
-import time
 from contextlib import suppress
 from typing import TYPE_CHECKING, Any, Protocol
 
 import anyio
 import structlog
 
+from hub.logs import Throttle
 from hub.protocol import revisions
 from hub.protocol.jsonrpc import (
     INTERNAL_ERROR,
@@ -65,8 +65,6 @@ MODERN_METHODS = frozenset({"server/discover", "subscriptions/listen", *LISTS, *
     "resources/unsubscribe",
 }
 HANDSHAKE_METHODS = frozenset({"initialize", "ping", "logging/setLevel", *LISTS, *ROUTED})
-# A host that keeps sending what cannot be answered is logged this often at most.
-NOISE_LOG_INTERVAL = 1.0
 # A request to the host outside any of its own (a child's roots/list, say) waits this long at most for a channel to
 # go on: an HTTP host opens its GET stream just after it initializes, when a child told of its roots asks at once.
 CHANNEL_WAIT = 5.0
@@ -101,12 +99,9 @@ class HostSession:
         self._ask_ids = 0
         self._asks: dict[RequestId, _Answer] = {}
         self._listens: dict[RequestId, Listen] = {}
-        self._noise = 0
-        self._noise_logged = 0.0
-        self._faults = 0
-        self._fault_logged = 0.0
-        self._unwritable = 0
-        self._unwritable_logged = 0.0
+        self._dropped = Throttle()  # messages that cannot be answered
+        self._faults = Throttle()  # faults of the hub's own
+        self._unwritable = Throttle()  # notifications that cannot be written
         self.closed = False
 
     def __repr__(self) -> str:
@@ -192,17 +187,14 @@ class HostSession:
             self._noisy(message.reason)
 
     def _failed(self, message: Message, exc: Exception, stream: Stream) -> None:
-        self._faults += 1
-        now = time.monotonic()
-        if now - self._fault_logged >= NOISE_LOG_INTERVAL:
-            self._fault_logged = now
+        if self._faults.tick():
             _log.error(
                 "host_message_failed",
                 host_session=self.label,
                 kind=type(message).__name__,
                 method=quote(getattr(message, "method", None)),
                 error=f"{type(exc).__name__}: {exc}"[:QUOTE_LIMIT],
-                failed=self._faults,
+                failed=self._faults.count,
                 exc_info=exc,
             )
         if isinstance(message, Request):
@@ -210,11 +202,8 @@ class HostSession:
                 stream.end(error_line(message.id, INTERNAL_ERROR, f"hub: internal error in {quote(message.method)}"))
 
     def _noisy(self, reason: str) -> None:
-        self._noise += 1
-        now = time.monotonic()
-        if now - self._noise_logged >= NOISE_LOG_INTERVAL:
-            self._noise_logged = now
-            _log.warning("host_message_dropped", host_session=self.label, reason=reason, dropped=self._noise)
+        if self._dropped.tick():
+            _log.warning("host_message_dropped", host_session=self.label, reason=reason, dropped=self._dropped.count)
 
     # ---- requests ----------------------------------------------------------------------------------------------
 
@@ -380,11 +369,10 @@ class HostSession:
         try:
             return notification_line(method, params)
         except EncodeError as exc:
-            self._unwritable += 1
-            now = time.monotonic()
-            if now - self._unwritable_logged >= NOISE_LOG_INTERVAL:
-                self._unwritable_logged = now
-                _log.warning("host_notification_dropped", method=method, reason=str(exc), dropped=self._unwritable)
+            if self._unwritable.tick():
+                _log.warning(
+                    "host_notification_dropped", method=method, reason=str(exc), dropped=self._unwritable.count
+                )
             return None
 
     async def ask(self, method: str, params: dict[str, Any], limit_s: float) -> dict[str, Any]:
@@ -478,19 +466,26 @@ class _Answer:
 class Received:
     """One request of a host's, until its one answer (`hub.relay.ports.HostRequest`)."""
 
-    __slots__ = ("answered", "envelope", "id", "method", "params", "session", "stream", "version")
+    __slots__ = ("answered", "envelope", "request", "session", "stream", "version")
 
     def __init__(
         self, session: HostSession, request: Request, version: str, stream: Stream, envelope: revisions.Envelope | None
     ) -> None:
-        self.session = session
-        self.id = request.id
-        self.method = request.method
-        self.params = request.params
-        self.version = version
-        self.stream = stream
-        self.envelope = envelope
+        self.session, self.request, self.version = session, request, version
+        self.stream, self.envelope = stream, envelope
         self.answered = False
+
+    @property
+    def id(self) -> RequestId:
+        return self.request.id
+
+    @property
+    def method(self) -> str:
+        return self.request.method
+
+    @property
+    def params(self) -> dict[str, Any]:
+        return self.request.params
 
     @property
     def progress_token(self) -> RequestId | None:

@@ -236,49 +236,76 @@ class StreamReader:
         self._scope.cancel()
 
 
+class Backlog:
+    """What a writer holds for a peer that is slow to read: bounded, in order; past the bound the pipe is broken."""
+
+    def __init__(self) -> None:
+        self.chunks: deque[bytes] = deque()
+        self.size = 0  # bytes added and not yet taken by the pipe
+        self.broken = False
+
+    def add(self, data: bytes) -> None:
+        """Raises `Broken` if the pipe is, or becomes so by this much more unread."""
+        if self.broken:
+            raise Broken("the pipe is closed")
+        if self.size + len(data) > MAX_BUFFERED:
+            self.close()
+            raise Broken(f"the reader left more than {MAX_BUFFERED >> 20} MiB unread")
+        self.chunks.append(data)
+        self.size += len(data)
+
+    def take(self) -> bytes:
+        """Everything added so far, in one piece (it still counts in `size` until `sent`)."""
+        data = b"".join(self.chunks)
+        self.chunks.clear()
+        return data
+
+    def sent(self, count: int) -> None:
+        self.size = max(0, self.size - count)
+
+    def close(self) -> None:
+        self.broken = True
+        self.chunks.clear()
+        self.size = 0
+
+
 class StreamWriter:
     """Queues writes for a task of `tg` that sends them to an anyio byte stream."""
 
     def __init__(self, stream: ByteSendStream, tg: TaskGroup) -> None:
         self._stream = stream
-        self._buffer: deque[bytes] = deque()
-        self._buffered = 0
+        self._backlog = Backlog()
         self._wake = anyio.Event()
-        self._broken = False
         self._scope = anyio.CancelScope()
         tg.start_soon(self._run)
 
     def write(self, data: bytes) -> None:
-        if self._broken:
-            raise Broken("the pipe is closed")
-        if self._buffered + len(data) > MAX_BUFFERED:
-            self.close()
-            raise Broken(f"the reader left more than {MAX_BUFFERED >> 20} MiB unread")
-        self._buffer.append(data)
-        self._buffered += len(data)
+        try:
+            self._backlog.add(data)
+        except Broken:
+            self._scope.cancel()
+            raise
         self._wake.set()
 
     async def _run(self) -> None:
         with self._scope:
             try:
                 while True:
-                    while not self._buffer:
+                    while not self._backlog.chunks:
                         self._wake = anyio.Event()
                         await self._wake.wait()
-                    data = b"".join(self._buffer)
-                    self._buffer.clear()
-                    self._buffered = 0
+                    data = self._backlog.take()
                     await self._stream.send(data)
+                    self._backlog.sent(len(data))
             except (anyio.ClosedResourceError, anyio.BrokenResourceError, OSError):
-                self._broken = True
+                self._backlog.close()
 
     @property
     def pending(self) -> int:
-        return self._buffered
+        return self._backlog.size
 
     def close(self) -> None:
-        self._broken = True
-        self._buffer.clear()
+        self._backlog.close()
         self._scope.cancel()
 
 
@@ -336,53 +363,41 @@ class ThreadWriter:
 
     def __init__(self, fd: int, tg: TaskGroup | None = None) -> None:
         self._fd = fd
-        self._buffer: deque[bytes] = deque()
-        self._buffered = 0  # written by `write` and not yet taken by the pipe
-        self._broken = False
+        self._backlog = Backlog()
         self._ready = threading.Condition()
         threading.Thread(target=self._run, name="hub-pipe-writer", daemon=True).start()
 
     def write(self, data: bytes) -> None:
         with self._ready:
-            if self._broken:
-                raise Broken("the pipe is closed")
-            if self._buffered + len(data) > MAX_BUFFERED:
-                self._break()
-                raise Broken(f"the reader left more than {MAX_BUFFERED >> 20} MiB unread")
-            self._buffer.append(data)
-            self._buffered += len(data)
-            self._ready.notify()
+            try:
+                self._backlog.add(data)
+            finally:
+                self._ready.notify()
 
     def _run(self) -> None:
         while True:
             with self._ready:
-                while not self._buffer and not self._broken:
+                while not self._backlog.chunks and not self._backlog.broken:
                     self._ready.wait()
-                if self._broken:
+                if self._backlog.broken:
                     return
-                data = b"".join(self._buffer)
-                self._buffer.clear()
+                data = self._backlog.take()
             view = memoryview(data)
             try:
                 while view:
                     view = view[os.write(self._fd, view) :]
             except OSError:
                 with self._ready:
-                    self._break()
+                    self._backlog.close()
                 return
             with self._ready:
-                self._buffered = max(0, self._buffered - len(data))
-
-    def _break(self) -> None:
-        self._broken = True
-        self._buffer.clear()
-        self._buffered = 0
-        self._ready.notify()
+                self._backlog.sent(len(data))
 
     @property
     def pending(self) -> int:
-        return self._buffered
+        return self._backlog.size
 
     def close(self) -> None:
         with self._ready:
-            self._break()
+            self._backlog.close()
+            self._ready.notify()

@@ -121,14 +121,21 @@ def _has_directory(command: str, windows: bool) -> bool:
 class ChildProcess:
     """One running child: its pid, its pipes (attached by `attach`), its exit, and a bounded `stop`."""
 
-    def __init__(self, pid: int, popen: subprocess.Popen[bytes] | None, process: Any) -> None:
+    def __init__(
+        self,
+        pid: int,
+        popen: subprocess.Popen[bytes] | None = None,
+        fds: list[int] | None = None,
+        process: Any = None,
+        leader: Any = None,
+    ) -> None:
         self.pid = pid
         self.returncode: int | None = None
         self.exited = anyio.Event()
-        self._popen = popen  # the fast path's
+        self._popen = popen  # the fast path's, with its pipes' descriptors (stdin, stdout, stderr)
+        self._fds = fds or []
         self._process = process  # the portable path's anyio Process
-        self._leader: Any = None  # the portable path's psutil.Process of it (signalled safely after pid reuse)
-        self._fds: list[int] = []
+        self._leader = leader  # and its psutil.Process (signalled safely after pid reuse)
         self._readers: list[FdReader | StreamReader] = []
         self._stdin: Writer | None = None
 
@@ -272,10 +279,10 @@ async def spawn(launch: Launch, instance: str) -> ChildProcess:
         cwd=launch.cwd,
         **kwargs,
     )
-    child = ChildProcess(process.pid, None, process)
+    leader = None
     with suppress(psutil.Error):
-        child._leader = psutil.Process(process.pid)
-    return child
+        leader = psutil.Process(process.pid)
+    return ChildProcess(process.pid, process=process, leader=leader)
 
 
 def _spawn_fast(launch: Launch, env: dict[str, str]) -> ChildProcess:
@@ -311,9 +318,7 @@ def _spawn_fast(launch: Launch, env: dict[str, str]) -> ChildProcess:
         from hub.platform.linux import widen_pipe
 
         widen_pipe(out_read)
-    child = ChildProcess(popen.pid, popen, None)
-    child._fds = [in_write, out_read, err_read]
-    return child
+    return ChildProcess(popen.pid, popen=popen, fds=[in_write, out_read, err_read])
 
 
 # ---- ending a process tree --------------------------------------------------------------------------------------

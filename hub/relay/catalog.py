@@ -19,7 +19,7 @@ import structlog
 from hub.protocol import revisions
 from hub.protocol.jsonrpc import encode
 from hub.relay.naming import expose_name, expose_tool_name, expose_uri, split_uri
-from hub.upstream.child import Child
+from hub.upstream.child import Child, Listing
 
 HEALTH_TOOL = "hub_health"
 HEALTH_TOOL_DEF: dict[str, Any] = {
@@ -64,11 +64,9 @@ class Renamed:
 
 
 @dataclass(frozen=True)
-class Namespace:
-    tools: tuple[dict[str, Any], ...] = ()
-    prompts: tuple[dict[str, Any], ...] = ()
-    resources: tuple[dict[str, Any], ...] = ()
-    templates: tuple[dict[str, Any], ...] = ()
+class Namespace(Listing):
+    """What the host sees: the merged listing of every child (exposed names), and where each name leads."""
+
     tool_routes: dict[str, Route] = field(default_factory=dict)
     prompt_routes: dict[str, Route] = field(default_factory=dict)
     resource_routes: dict[str, Route] = field(default_factory=dict)

@@ -48,10 +48,16 @@ class HostSession(Protocol):
 class HostRequest(Protocol):
     """One request of a host's, from its arrival to its one answer."""
 
-    id: RequestId
-    method: str
-    params: dict[str, Any]
     version: str  # the protocol revision of this request
+
+    @property
+    def id(self) -> RequestId: ...
+
+    @property
+    def method(self) -> str: ...
+
+    @property
+    def params(self) -> dict[str, Any]: ...
 
     @property
     def session(self) -> HostSession: ...

@@ -115,7 +115,7 @@ class Child:
         self._dirty_event = anyio.Event()
         self._timeouts: dict[str, float] = {}
         self._tg: TaskGroup | None = None
-        self._log = structlog.get_logger("hub.child").bind(child=name)
+        self.log = structlog.get_logger("hub.child").bind(child=name)
 
     def __repr__(self) -> str:
         return f"<Child {self.name} prefix={self.prefix!r} state={self.state} restarts={self.restarts}>"
@@ -165,6 +165,15 @@ class Child:
             raise errors.Unavailable(f"server '{self.name}': this session's connection failed: {session.error}")
         return session.connection
 
+    @property
+    def sessions_open(self) -> int:
+        return len(self._sessions)
+
+    def forget_session(self, owner: object, session: _SessionConnection) -> None:
+        """`session`'s connection has ended: the next request of that host session opens a new one."""
+        if self._sessions.get(owner) is session:
+            del self._sessions[owner]
+
     def close_session(self, owner: object) -> None:
         """The host session has ended: its own connection closes."""
         session = self._sessions.pop(owner, None)
@@ -204,7 +213,7 @@ class Child:
                 try:
                     await connection.request("logging/setLevel", {"level": level}, LIST_TIMEOUT)
                 except (errors.HubError, TimeoutError) as exc:
-                    self._log.info("child_set_level_failed", error=str(exc))
+                    self.log.info("child_set_level_failed", error=str(exc))
 
     def roots_changed(self, owner: object | None = None) -> None:
         """A host's roots changed: the shared connection is told, and that host session's own connection (a 2026-07-28
@@ -231,13 +240,13 @@ class Child:
                     failures += 1
                     if failures > self.config.max_restarts:
                         self.state = ChildState.FAILED
-                        self._log.error("child_failed", error=self.last_error, attempts=failures)
+                        self.log.error("child_failed", error=self.last_error, attempts=failures)
                         self._clear_listing()
                         await anyio.sleep_forever()  # a reload replaces a failed child with a new one
                     delay = min(BACKOFF_CAP, BACKOFF_BASE * 2 ** (failures - 1)) * random.uniform(0.5, 1.5)
                     self.restarts += 1
                     self.state = ChildState.RESTARTING
-                    self._log.warning(
+                    self.log.warning(
                         "child_restarting",
                         attempt=failures,
                         backoff_s=round(delay, 2),
@@ -256,7 +265,7 @@ class Child:
         self.last_error = None
         opened: Connection | None = None
         try:
-            async with anyio.create_task_group() as tg, self._open(tg) as connection:
+            async with anyio.create_task_group() as tg, self.open_connection(tg) as connection:
                 opened = connection
                 with anyio.fail_after(self.config.connect_timeout):
                     await connection.handshake(self.config.protocol, self.config.connect_timeout)
@@ -265,7 +274,7 @@ class Child:
                 self.start_ms = round((time.monotonic() - began) * 1000, 1)
                 self.started_at = time.monotonic()
                 self.state = ChildState.READY
-                self._log.info(
+                self.log.info(
                     "child_ready",
                     start_ms=self.start_ms,
                     protocol=connection.protocol_version,
@@ -292,7 +301,7 @@ class Child:
         except TimeoutError:
             self.last_error = f"did not connect and list within {self.config.connect_timeout:g}s"
         except Exception as exc:  # the child's failure is reported, never the hub's
-            self.last_error = self._describe(exc)
+            self.last_error = self.describe_failure(exc)
         finally:
             self.shared = None
             self.settled.set()
@@ -302,10 +311,10 @@ class Child:
             self.last_error = (
                 opened.closed if opened is not None else None
             ) or f"server '{self.name}' closed the connection"
-        self._log.warning("child_exited", error=self.last_error)
+        self.log.warning("child_exited", error=self.last_error)
 
     @asynccontextmanager
-    async def _open(self, tg: TaskGroup) -> AsyncIterator[Connection]:
+    async def open_connection(self, tg: TaskGroup) -> AsyncIterator[Connection]:
         """A new connection to the child (a new process, for a stdio child); closed (bounded) on leaving."""
         if self.config.kind == "stdio":
             async with open_stdio(self.name, self.config, self, self.watchdog, tg) as (connection, _, _):
@@ -314,9 +323,9 @@ class Child:
             async with open_url(self.name, self.config, self, tg) as connection:
                 yield connection
 
-    def _describe(self, exc: BaseException) -> str:
+    def describe_failure(self, exc: BaseException) -> str:
         if isinstance(exc, BaseExceptionGroup):
-            return "; ".join(self._describe(e) for e in exc.exceptions[:3])
+            return "; ".join(self.describe_failure(e) for e in exc.exceptions[:3])
         if isinstance(exc, FileNotFoundError):
             if self.config.cwd is not None and exc.filename == self.config.cwd:
                 return f"working directory not found: {self.config.cwd!r} (check 'cwd:')"
@@ -377,9 +386,9 @@ class Child:
             try:
                 self.listing = await self._read_lists(connection, kinds, self.listing)
             except (errors.HubError, TimeoutError) as exc:
-                self._log.warning("child_relist_failed", kinds=kinds, error=str(exc))
+                self.log.warning("child_relist_failed", kinds=kinds, error=str(exc))
                 continue
-            self._log.info("child_list_changed", kinds=kinds)
+            self.log.info("child_list_changed", kinds=kinds)
             self.observer.listing_changed(self)
 
     async def _listen(self, connection: Connection) -> None:
@@ -400,9 +409,9 @@ class Child:
             )
             await stream.done.wait()
             if stream.code == METHOD_NOT_FOUND:
-                self._log.warning("child_listen_unsupported")
+                self.log.warning("child_listen_unsupported")
                 return
-            self._log.warning("child_listen_lost", error=stream.reason)
+            self.log.warning("child_listen_lost", error=stream.reason)
             await anyio.sleep(delay)
             delay = min(RELISTEN_CAP, delay * 2)
 
@@ -471,22 +480,21 @@ class _SessionConnection:
         child = self.child
         try:
             with self._scope:
-                async with anyio.create_task_group() as tg, child._open(tg) as connection:
+                async with anyio.create_task_group() as tg, child.open_connection(tg) as connection:
                     with anyio.fail_after(child.config.connect_timeout):
                         await connection.handshake(child.config.protocol, child.config.connect_timeout)
                     connection.owner = self.owner
                     self.connection = connection
                     self.ready.set()
-                    child._log.info("session_connection_opened", host_session=self.label, sessions=len(child._sessions))
+                    child.log.info("session_connection_opened", host_session=self.label, sessions=child.sessions_open)
                     await connection.done.wait()
                     tg.cancel_scope.cancel()
         except TimeoutError:
             self.error = f"did not connect within {child.config.connect_timeout:g}s"
         except Exception as exc:
-            self.error = child._describe(exc)
+            self.error = child.describe_failure(exc)
         finally:
             self.connection = None
             self.ready.set()
-            if child._sessions.get(self.owner) is self:
-                del child._sessions[self.owner]
-            child._log.info("session_connection_closed", host_session=self.label, error=self.error)
+            child.forget_session(self.owner, self)
+            child.log.info("session_connection_closed", host_session=self.label, error=self.error)

@@ -20,24 +20,14 @@ without a task per request and without validating and re-encoding what is forwar
 from __future__ import annotations
 
 import re
-import time
 from typing import Any, Protocol
 
 import anyio
 import structlog
 
-from hub.protocol import errors
-from hub.protocol.jsonrpc import (
-    PARSE_ERROR,
-    Invalid,
-    Message,
-    Notification,
-    Request,
-    RequestId,
-    Response,
-    parse_answer,
-    quote,
-)
+from hub.logs import Throttle
+from hub.protocol import errors, jsonrpc
+from hub.protocol.jsonrpc import Message, Notification, Request, Response
 from hub.protocol.revisions import (
     CLIENT_CAPABILITIES,
     CLIENT_INFO,
@@ -109,11 +99,8 @@ class Connection:
         self.done = anyio.Event()  # set when it has
         self._ids = 0
         self._pending: dict[int, Exchange] = {}
-        self._noise = 0
-        self._noise_since = 0.0
-        self._noise_logged = 0
-        self._faults = 0
-        self._fault_logged = 0.0
+        self._noise = Throttle(NOISE_LOGS_PER_SECOND)  # lines that are not JSON-RPC
+        self._faults = Throttle()  # faults of the hub's own
 
     def __repr__(self) -> str:
         return f"<Connection {self.name} {self.protocol_version} pending={len(self._pending)}>"
@@ -170,7 +157,7 @@ class Connection:
                 _log.info("child_notification_lost", child=self.name, method=method, error=str(exc))
 
     def respond(
-        self, request_id: RequestId, result: dict[str, Any] | None = None, error: dict[str, Any] | None = None
+        self, request_id: jsonrpc.RequestId, result: dict[str, Any] | None = None, error: dict[str, Any] | None = None
     ) -> None:
         """Answer one of the child's own requests."""
         message: dict[str, Any] = {"jsonrpc": "2.0", "id": request_id}
@@ -197,7 +184,7 @@ class Connection:
 
     def receive(self, line: bytes) -> None:
         """One line the child wrote."""
-        message = parse_answer(line)
+        message = jsonrpc.parse_answer(line)
         if isinstance(message, list):
             for item in message:
                 self.handle(item, line)
@@ -210,15 +197,13 @@ class Connection:
         try:
             self._handle(message, line)
         except Exception as exc:
-            self._faults += 1
-            if self._faults <= 1 or time.monotonic() - self._fault_logged >= 1.0:
-                self._fault_logged = time.monotonic()
+            if self._faults.tick():
                 _log.error(
                     "child_message_failed",
                     child=self.name,
                     kind=type(message).__name__,
                     error=f"{type(exc).__name__}: {exc}"[:200],
-                    failed=self._faults,
+                    failed=self._faults.count,
                     exc_info=exc,
                 )
 
@@ -243,11 +228,11 @@ class Connection:
         else:
             self._invalid(message, line)
 
-    def _invalid(self, invalid: Invalid, line: bytes) -> None:
+    def _invalid(self, invalid: jsonrpc.Invalid, line: bytes) -> None:
         """A line that is not a usable message. An answer to a request of the hub's (by its shape) fails that
         request with the reason; a request of the child's with a usable id gets the error; the rest is noise."""
         request_id = None if invalid.request else invalid.id
-        if invalid.id is None and invalid.code == PARSE_ERROR:  # cut short, say: an answer if it starts as one
+        if invalid.id is None and invalid.code == jsonrpc.PARSE_ERROR:  # cut short, say: an answer if it starts as one
             found = _ANSWER_AT_START.match(line)
             request_id = int(found.group(1)) if found is not None else None
         exchange = self._pending.pop(request_id, None) if type(request_id) is int else None
@@ -257,18 +242,13 @@ class Connection:
         if invalid.id is not None and invalid.request:
             self.respond(invalid.id, error={"code": invalid.code, "message": invalid.reason})
             return
-        self._noise += 1
-        now = time.monotonic()
-        if now - self._noise_since >= 1.0:
-            self._noise_since, self._noise_logged = now, 0
-        self._noise_logged += 1
-        if self._noise_logged <= NOISE_LOGS_PER_SECOND:
+        if self._noise.tick():
             _log.warning(
                 "child_stdout_not_jsonrpc",
                 child=self.name,
                 reason=invalid.reason,
                 line=line[:200].decode("utf-8", "replace"),
-                seen=self._noise,
+                seen=self._noise.count,
             )
 
     def oversized(self, head: bytes, tail: bytes, size: int, limit: int) -> None:
@@ -334,7 +314,8 @@ class Connection:
         version = result.get("protocolVersion")
         if version not in HANDSHAKE_VERSIONS:
             raise RuntimeError(
-                f"the server answered initialize with protocol version {quote(version)}, which the hub does not speak"
+                f"the server answered initialize with protocol version {jsonrpc.quote(version)}, "
+                "which the hub does not speak"
             )
         self._opened(version, result)
         self.notify("notifications/initialized")
@@ -354,7 +335,7 @@ class Connection:
         if not isinstance(supported, list) or MODERN_VERSIONS[-1] not in supported:
             self.protocol_version = None
             if required:
-                raise RuntimeError(f"the server supports {quote(supported)}, not {MODERN_VERSIONS[-1]}")
+                raise RuntimeError(f"the server supports {jsonrpc.quote(supported)}, not {MODERN_VERSIONS[-1]}")
             return False
         self._opened(MODERN_VERSIONS[-1], result)
         return True
