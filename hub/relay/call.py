@@ -268,6 +268,9 @@ class Call:
         self._answer_asks_with_error("the call ended")
         self.router.ended(self)
         self.router.log_call(self, outcome, error, size)
+        # An ended call may wait in the deadline heap until its deadline: it keeps nothing large meanwhile (a
+        # request's arguments; over HTTP its stream, which holds the answer).
+        self.request, self.params = None, {}
 
     def _release(self) -> None:
         if self.holds_slot:
