@@ -8,6 +8,7 @@ on top of a running hub; nothing here knows how a host is connected.
 
 from __future__ import annotations
 
+import gc
 import time
 from collections.abc import AsyncIterator, Iterable
 from contextlib import asynccontextmanager
@@ -67,7 +68,7 @@ class Hub:
                 tg.start_soon(self.router.run)
                 self.catalog.children = {name: self._start(name, server) for name, server in self._enabled(self.loaded)}
                 self._log.info("hub_started", config=str(self.loaded.path), children=list(self.children))
-                tg.start_soon(anyio.to_thread.run_sync, load_models)  # while the children start
+                tg.start_soon(_load_models)  # while the children start
                 try:
                     yield self
                 finally:
@@ -259,3 +260,11 @@ class Hub:
             await connection.request("resources/unsubscribe", {"uri": uri}, NOTIFY_TIMEOUT)
         except Exception as exc:  # the child may be gone too; nothing is left to undo then
             self._log.info("child_unsubscribe_failed", child=connection.name, uri=uri, error=str(exc))
+
+
+async def _load_models() -> None:
+    await anyio.to_thread.run_sync(load_models)
+    # What start-up built (modules, the per-revision models: most of the hub's objects) lives as long as the hub.
+    # Out of the collector's sight, a full collection walks only what calls allocate: without this, each one walks
+    # every model, a pause in the middle of some call.
+    gc.freeze()

@@ -14,6 +14,8 @@ polled everywhere). The consumer's code is the same on both.
 from __future__ import annotations
 
 import asyncio
+import io
+import mmap
 import os
 import threading
 from collections import deque
@@ -95,6 +97,24 @@ class Lines:
             self._pending = bytearray()
 
 
+class ReadBuffer:
+    """One reader's buffer, reused for every read: reading with os.read(fd, READ_CHUNK) would map and unmap a
+    READ_CHUNK-sized block each time, however little it returns (three system calls a message). An anonymous
+    mapping: its pages are backed only as far as the longest read so far."""
+
+    def __init__(self) -> None:
+        self.memory = mmap.mmap(-1, READ_CHUNK)
+        self._view = memoryview(self.memory)
+
+    def chunk(self, size: int) -> bytes:
+        """The first `size` bytes, as read into `memory`."""
+        return self._view[:size].tobytes()
+
+    def release(self) -> None:
+        self._view.release()
+        self.memory.close()
+
+
 class Writer(Protocol):
     def write(self, data: bytes) -> None:
         """Send whole messages, or buffer them; never waits.
@@ -118,18 +138,19 @@ class FdReader:
         self._on_end = on_end
         self._loop = asyncio.get_running_loop()
         os.set_blocking(fd, False)
+        self._buffer = ReadBuffer()
         self._loop.add_reader(fd, self._readable)
         self._open = True
 
     def _readable(self) -> None:
         try:
-            chunk = os.read(self._fd, READ_CHUNK)
+            size = os.readv(self._fd, (self._buffer.memory,))
         except BlockingIOError:
             return
         except OSError:
-            chunk = b""
-        if chunk:
-            self._feed(chunk)
+            size = 0
+        if size:
+            self._feed(self._buffer.chunk(size))
         else:
             self.close()
             self._on_end()
@@ -138,6 +159,7 @@ class FdReader:
         if self._open:
             self._open = False
             self._loop.remove_reader(self._fd)
+            self._buffer.release()
 
 
 class FdWriter:
@@ -327,20 +349,24 @@ class ThreadReader:
         tg.start_soon(self._run, receive, feed, on_end)
 
     def _read(self, send: MemoryObjectSendStream[bytes], token: anyio.lowlevel.EventLoopToken) -> None:
+        buffer = ReadBuffer()
+        file = io.FileIO(self._fd, "rb", closefd=False)  # readinto where os.readv does not exist (Windows)
         try:
             while self._open:
                 try:
-                    chunk = os.read(self._fd, READ_CHUNK)
+                    size = file.readinto(buffer.memory) or 0
                 except OSError:
-                    chunk = b""
-                if not chunk or not self._open:
+                    size = 0
+                if not size or not self._open:
                     break
-                anyio.from_thread.run(send.send, chunk, token=token)
+                anyio.from_thread.run(send.send, buffer.chunk(size), token=token)
         except (anyio.BrokenResourceError, anyio.ClosedResourceError):
             pass  # closed by the hub
         except (anyio.RunFinishedError, RuntimeError):
             send.close()  # the event loop is gone: nothing else touches the stream any more
             return
+        finally:
+            buffer.release()
         with suppress(anyio.RunFinishedError, RuntimeError):
             anyio.from_thread.run_sync(send.close, token=token)  # the end of the pipe
 

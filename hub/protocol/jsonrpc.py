@@ -381,7 +381,7 @@ def notification_line(method: str, params: dict[str, Any] | None) -> bytes:
 def result_line(request_id: RequestId, result: dict[str, Any] | bytes) -> bytes:
     """An answer; `result` as a value or as its encoded bytes (the child's own, say)."""
     body = result if isinstance(result, bytes) else encode(result)
-    return b'{"jsonrpc":"2.0","id":%b,"result":%b}\n' % (encode(request_id), body)
+    return b'{"jsonrpc":"2.0","id":%b,"result":%b}\n' % (_id(request_id), body)
 
 
 def error_line(request_id: RequestId | None, code: int, message: str, data: Any = None) -> bytes:
@@ -392,4 +392,8 @@ def error_line(request_id: RequestId | None, code: int, message: str, data: Any 
         body = encode(error)
     except EncodeError:
         body = encode({"code": code, "message": message})
-    return b'{"jsonrpc":"2.0","id":%b,"error":%b}\n' % (encode(request_id), body)
+    return b'{"jsonrpc":"2.0","id":%b,"error":%b}\n' % (_id(request_id), body)
+
+
+def _id(request_id: RequestId | None) -> bytes:
+    return b"%d" % request_id if type(request_id) is int else encode(request_id)

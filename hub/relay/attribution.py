@@ -55,14 +55,14 @@ class Ambiguous:
         self.sessions = sessions
 
 
-def owner_of(inflight: list[Call]) -> Call | Ambiguous | None:
-    """The newest call in flight, if one host session owns them all."""
+def owner_of(inflight: dict[Call, None]) -> Call | Ambiguous | None:
+    """The newest call in flight (`inflight` is oldest first), if one host session owns them all."""
     if not inflight:
         return None
     sessions = {call.attribution for call in inflight}
     if len(sessions) > 1:
         return Ambiguous(len(sessions))
-    return inflight[-1]
+    return next(reversed(inflight))
 
 
 class Attribution:

@@ -21,7 +21,6 @@ connection's reader; nothing here waits, except the tasks that ask the host some
 
 from __future__ import annotations
 
-import contextlib
 import math
 import secrets
 import time
@@ -124,8 +123,7 @@ class Call:
         except errors.HubError as error:
             self.finish(error)
             return
-        if self not in self.connection.inflight:
-            self.connection.inflight.append(self)
+        self.connection.inflight[self] = None  # sent again (an input round): it keeps its place
         now = time.monotonic()
         if self.ceiling == math.inf:
             self.ceiling = now + self.max_timeout
@@ -259,8 +257,7 @@ class Call:
             self.router.deadlines.ended()
         self._release()
         if self.connection is not None:
-            with contextlib.suppress(ValueError):
-                self.connection.inflight.remove(self)
+            self.connection.inflight.pop(self, None)
 
     def _end(self, outcome: str, error: errors.HubError | None = None, size: int = 0) -> None:
         self.done = True

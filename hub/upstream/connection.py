@@ -90,9 +90,9 @@ class Connection:
         self.capabilities: dict[str, Any] = {}
         self.server_info: dict[str, Any] = {}
         self.instructions: str | None = None
-        # The host requests now in flight on this connection, oldest first: a child's own request is attributed by
-        # them (hub/relay/attribution.py).
-        self.inflight: list[Any] = []
+        # The host requests now in flight on this connection, oldest first (a dict for its order and its O(1)
+        # removal): a child's own request is attributed by them (hub/relay/attribution.py).
+        self.inflight: dict[Any, None] = {}
         # The host session this connection belongs to (`sessions: per-host`), or None (the shared connection).
         self.owner: Any = None
         self.closed: str | None = None  # why, once the wire has ended

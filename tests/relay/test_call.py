@@ -42,7 +42,7 @@ def only_call(relay: Relay, child: str) -> Call:
     """The one call in flight to `child` (a connection lists its calls in flight)."""
     inflight = relay.catalog.children[child].shared.inflight  # type: ignore[union-attr]
     assert len(inflight) == 1, inflight
-    call: Call = inflight[0]
+    call: Call = next(iter(inflight))
     return call
 
 
@@ -224,7 +224,7 @@ async def test_a_call_past_its_deadline_is_cancelled_at_the_child_and_answered_a
         assert (line["outcome"], line["error_code"]) == ("timeout", REQUEST_TIMEOUT)
         assert line["error_message"] == text
         assert server.child.slots.in_flight == 0
-        assert server.connection.inflight == []
+        assert server.connection.inflight == {}
 
 
 async def test_a_request_other_than_a_tool_call_past_its_deadline_gets_a_timeout_error() -> None:
@@ -367,7 +367,7 @@ async def test_a_connection_that_ends_answers_every_call_in_flight_with_its_reas
         for request in (tool, prompt):
             (line,) = relay.lines(request)
             assert (line["outcome"], line["error_message"]) == ("unavailable", reason)
-        assert server.connection.inflight == []
+        assert server.connection.inflight == {}
         assert server.child.slots.in_flight == 0
 
 
