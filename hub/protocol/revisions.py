@@ -199,8 +199,8 @@ def unstamp(result: dict[str, Any]) -> dict[str, Any]:
 
 
 def load_models() -> None:
-    """Import the per-revision models (`mcp_types`, a quarter of a second of CPU). Called in a worker thread while
-    the children start, so that the host's first listing does not wait for it."""
+    """Import the per-revision models (`mcp_types`: most of the hub's start-up CPU). Called in a worker thread as the
+    children start, so that the two overlap: a host's first listing needs both."""
     from mcp_types import methods  # noqa: F401
 
 

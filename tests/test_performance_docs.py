@@ -1,0 +1,62 @@
+"""The figures the docs print are those of the benchmark's latest results, as `python -m bench.report` renders them.
+
+- bench/README.md, "Latest figures": the table is exactly `python -m bench.report bench/results/latest.json`.
+- docs/performance.md, "What the hub costs": each cell is the hub's ratio to direct (and the baseline's, in
+  parentheses) of the report's row of that figure and front, and the run named above the table is the results' run.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+from bench.report import render_table
+from tests.conftest import REPO
+
+RESULTS = REPO / "bench" / "results" / "latest.json"
+FRONTS = {"stdio, SDK child": "stdio/sdk", "stdio, raw child": "stdio/raw", "HTTP, SDK child": "http/sdk"}
+
+
+def report_rows() -> dict[tuple[str, str], list[str]]:
+    """(figure, front/child) -> the report's cells."""
+    rows = {}
+    for line in render_table(json.loads(RESULTS.read_text())).splitlines():
+        cells = [c.strip() for c in line.strip("|").split("|")]
+        if len(cells) > 2:
+            rows[(cells[0], cells[1])] = cells
+    return rows
+
+
+def section(page: Path, title: str) -> list[str]:
+    lines = page.read_text().splitlines()
+    start = lines.index(title)
+    end = next((i for i in range(start + 1, len(lines)) if lines[i].startswith("## ")), len(lines))
+    return lines[start + 1 : end]
+
+
+def test_the_bench_readme_table_is_the_latest_report() -> None:
+    text = "\n".join(section(REPO / "bench" / "README.md", "## Latest figures"))
+    assert render_table(json.loads(RESULTS.read_text())) in text
+
+
+def test_the_performance_page_quotes_the_latest_report() -> None:
+    rows = report_rows()
+    lines = section(REPO / "docs" / "performance.md", "## What the hub costs")
+    machine = json.loads(RESULTS.read_text())["machine"]
+    intro = " ".join(line for line in lines if not line.startswith("|"))
+    assert machine["date"] in intro
+    assert f"hub `{machine['hubs']['hub']['git_commit']}`" in intro
+    table = [
+        [c.strip() for c in line.strip("|").split("|")] for line in lines if line.startswith("| ") and "---" not in line
+    ]
+    header, body = table[0], table[1:]
+    assert len(body) >= 7
+    for cells in body:
+        figure = re.sub(r" \([^)]*\)$", "", cells[0])
+        for column, cell in zip(header[1:], cells[1:], strict=True):
+            report = rows.get((figure, FRONTS[column]))
+            if report is None:  # a start-up figure's report name goes on after the count ("; direct: ...")
+                report = next(v for (f, k), v in rows.items() if k == FRONTS[column] and f.startswith(figure + ";"))
+            hub_ratio, baseline_ratio = report[5], report[6]
+            assert cell == f"{hub_ratio} ({baseline_ratio})", (figure, column)
