@@ -2,7 +2,7 @@
 rebinding protection), the 2026-07-28 rules for routing headers (`mcp.shared.inbound`), and the table of HTTP statuses
 for JSON-RPC errors.
 
-Importing the SDK costs over half a second of CPU, and the children are starting at the same time: so the front
+Importing the SDK is most of the HTTP front's start-up CPU, and the children are starting at the same time: so the front
 listens first, and `Checks.load` imports the SDK in a worker thread meanwhile. A request that comes before it is
 loaded waits for it (no request is served unchecked).
 """
