@@ -17,6 +17,7 @@ import anyio
 import mcp_types as types
 import pytest
 import yaml
+from anyio.abc import Process
 from mcp import Client, StdioServerParameters
 from mcp.client.context import ClientRequestContext
 
@@ -190,11 +191,9 @@ def free_port() -> int:
         return port
 
 
-@asynccontextmanager
-async def serve_hub_http(config: Path, log_file: Path) -> AsyncIterator[str]:
-    """`hub serve --http` as a real subprocess; yields its /mcp URL once it accepts connections (bounded)."""
-    port = free_port()
-    args = [
+def serve_http_command(config: Path, port: int, log_file: Path, *extra: str) -> list[str]:
+    """The command line of `hub serve --http` on 127.0.0.1:`port`."""
+    return [
         sys.executable,
         "-m",
         "hub",
@@ -205,20 +204,34 @@ async def serve_hub_http(config: Path, log_file: Path) -> AsyncIterator[str]:
         f"127.0.0.1:{port}",
         "--log-file",
         str(log_file),
+        *extra,
     ]
+
+
+async def wait_listening(process: Process, port: int, limit: float = WAIT) -> None:
+    """Until something accepts connections on 127.0.0.1:`port`; fails if `process` exits first, or after `limit`."""
+    with anyio.fail_after(limit):
+        while True:
+            assert process.returncode is None, f"the hub exited with {process.returncode} before listening"
+            try:
+                stream = await anyio.connect_tcp("127.0.0.1", port)
+            except OSError:
+                await anyio.sleep(0.05)  # another process binds it; no event exists
+                continue
+            await stream.aclose()
+            return
+
+
+@asynccontextmanager
+async def serve_hub_http(config: Path, log_file: Path) -> AsyncIterator[str]:
+    """`hub serve --http` as a real subprocess; yields its /mcp URL once it accepts connections (bounded)."""
+    port = free_port()
     with log_file.with_suffix(".err").open("wb") as err:
-        process = await anyio.open_process(args, cwd=REPO, stdout=subprocess.DEVNULL, stderr=err)
+        process = await anyio.open_process(
+            serve_http_command(config, port, log_file), cwd=REPO, stdout=subprocess.DEVNULL, stderr=err
+        )
         try:
-            with anyio.fail_after(WAIT):
-                while True:
-                    assert process.returncode is None, f"hub exited with {process.returncode} before listening"
-                    try:
-                        stream = await anyio.connect_tcp("127.0.0.1", port)
-                    except OSError:
-                        await anyio.sleep(0.05)  # another process binds it; no event exists
-                        continue
-                    await stream.aclose()
-                    break
+            await wait_listening(process, port)
             yield f"http://127.0.0.1:{port}/mcp"
         finally:
             process.terminate()

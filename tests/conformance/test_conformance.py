@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import REPO, write_config
+from tests.conftest import REPO, free_port, serve_http_command, write_config
 
 pytestmark = pytest.mark.integration
 
@@ -24,13 +24,6 @@ RUN = REPO / "tests" / "conformance" / "run.sh"
 # Installing the suite and node 22 from npm on a fresh machine, then 30 scenarios of a few seconds each.
 SUITE_TIMEOUT = 1200
 PORT_WAIT = 60.0
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
 
 
 def wait_for_port(port: int, process: subprocess.Popen[bytes]) -> None:
@@ -71,21 +64,6 @@ def run_suite(url: str, out: Path) -> str:
     return result.stdout
 
 
-def hub_command(config: Path, port: int, log: Path) -> list[str]:
-    return [
-        sys.executable,
-        "-m",
-        "hub",
-        "serve",
-        "--config",
-        str(config),
-        "--http",
-        f"127.0.0.1:{port}",
-        "--log-file",
-        str(log),
-    ]
-
-
 def test_every_active_scenario_passes_through_the_hub_with_a_stdio_child(tmp_path: Path) -> None:
     child = {
         "command": sys.executable,
@@ -95,7 +73,7 @@ def test_every_active_scenario_passes_through_the_hub_with_a_stdio_child(tmp_pat
     }
     config = write_config(tmp_path, {"conformance": child}, hub={"health_tool": False})
     port = free_port()
-    with running(hub_command(config, port, tmp_path / "hub.log"), port, tmp_path / "hub.err"):
+    with running(serve_http_command(config, port, tmp_path / "hub.log"), port, tmp_path / "hub.err"):
         output = run_suite(f"http://127.0.0.1:{port}/mcp", tmp_path / "out")
     assert " 0 failed" in output.splitlines()[-1]
 
@@ -110,7 +88,7 @@ def test_every_active_scenario_passes_through_the_hub_with_an_http_child(tmp_pat
     )
     with (
         running(child_cmd, child_port, tmp_path / "child.err"),
-        running(hub_command(config, port, tmp_path / "hub.log"), port, tmp_path / "hub.err"),
+        running(serve_http_command(config, port, tmp_path / "hub.log"), port, tmp_path / "hub.err"),
     ):
         output = run_suite(f"http://127.0.0.1:{port}/mcp", tmp_path / "out")
     assert " 0 failed" in output.splitlines()[-1]
@@ -135,6 +113,6 @@ def test_every_active_scenario_passes_through_the_stdio_front_of_a_second_hub(tm
     }
     config = write_config(tmp_path, {"inner": inner_hub}, hub={"health_tool": False})
     port = free_port()
-    with running(hub_command(config, port, tmp_path / "hub.log"), port, tmp_path / "hub.err"):
+    with running(serve_http_command(config, port, tmp_path / "hub.log"), port, tmp_path / "hub.err"):
         output = run_suite(f"http://127.0.0.1:{port}/mcp", tmp_path / "out")
     assert " 0 failed" in output.splitlines()[-1]

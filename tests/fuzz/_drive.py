@@ -25,7 +25,7 @@ import httpx2
 import psutil
 from anyio.abc import Process
 
-from tests.conftest import REPO, free_port, python_child, write_config
+from tests.conftest import REPO, free_port, python_child, serve_http_command, wait_listening, write_config
 from tests.fuzz._cases import CHILD_MAX_RESULT, HOST_CAPABILITIES, PREFIX, norm
 
 # Log events that mean the hub itself failed on a message: the fuzz suite fails on any of them.
@@ -323,22 +323,13 @@ class HttpHub:
 async def http_hub(config: Path, log_file: Path) -> AsyncIterator[HttpHub]:
     """`hub serve --http` on 127.0.0.1 (a free port), once it accepts connections (bounded); stopped in the end."""
     port = free_port()
-    args = [*hub_command(config, log_file), "--http", f"127.0.0.1:{port}"]
+    args = serve_http_command(config, port, log_file)
     with log_file.with_suffix(".err").open("wb") as err:
         process = await anyio.open_process(
             args, cwd=REPO, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=err
         )
         try:
-            with anyio.fail_after(30):
-                while True:
-                    assert process.returncode is None, f"the hub exited with {process.returncode} before listening"
-                    try:
-                        stream = await anyio.connect_tcp("127.0.0.1", port)
-                    except OSError:
-                        await anyio.sleep(0.05)  # another process binds it; no event exists
-                        continue
-                    await stream.aclose()
-                    break
+            await wait_listening(process, port, 30)
             yield HttpHub(f"http://127.0.0.1:{port}/mcp", port, process, LogWatch(log_file))
         finally:
             await stop(process)
