@@ -147,12 +147,16 @@ async def test_each_session_gets_its_own_connection_closed_when_it_ends(hub: Hub
 async def test_a_shared_child_refuses_a_request_it_cannot_attribute(hub: Hub) -> None:
     busy, asker = Host(), Host()
     marker = hub.tmp / "busy"
-    async with connect_host(hub.url, busy) as b, connect_host(hub.url, asker) as a, anyio.create_task_group() as tg:
-        tg.start_soon(call, b, "shared_wait_for_cancel", {"marker": str(marker), "seconds": WAIT})
-        await wait_for_file(Path(f"{marker}.started"))
-        with pytest.raises(MCPError) as raised:
-            await call(a, "shared_sample", {"prompt": "whose?"})
-        tg.cancel_scope.cancel()
+    async with connect_host(hub.url, busy) as b, connect_host(hub.url, asker) as a:
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(call, b, "shared_wait_for_cancel", {"marker": str(marker), "seconds": WAIT})
+            await wait_for_file(Path(f"{marker}.started"))
+            with pytest.raises(MCPError) as raised:
+                await call(a, "shared_sample", {"prompt": "whose?"})
+            tg.cancel_scope.cancel()
+        # The hub answers the cancelled POST; the SDK's client fails if it is closed before that answer arrives.
+        await wait_for_log(hub.log_file, "call", lambda e: e["name"] == "shared_wait_for_cancel")
+        await b.send_ping()
     assert "2 host sessions" in raised.value.error.message and "per-host" in raised.value.error.message
     assert not busy.sampled and not asker.sampled, "nobody was asked on a guess"
     assert log_events(hub.log_file, "child_request_ambiguous")
