@@ -1,0 +1,379 @@
+"""JWT access tokens of the organisation's OpenID provider, checked against the keys it publishes (its JWKS).
+
+`JwtVerifier.verify(token)` returns who the token speaks for (`Verified`: subject, groups, scopes, expiry, claims)
+or raises `JwtRejected` with a short reason ("expired", "wrong audience", "unknown key id", "JWKS unavailable: ...").
+A reason never quotes the token: it goes to logs and metrics. `verify_token` is the same check shaped as the MCP
+SDK's `TokenVerifier`: an `AccessToken`, or None when the token is refused.
+
+A token is accepted only when all of these hold:
+- its header's `alg` is on the allow-list, checked before any key is looked up. The list holds asymmetric
+  algorithms only: `none` would accept an unsigned token, and with an HMAC algorithm a verifier that holds only the
+  provider's *public* keys can be talked into using one as the shared secret (algorithm confusion), and anyone can
+  sign with a public key. Both are refused at construction too;
+- its signature verifies with the JWKS key whose `kid` is the header's `kid` (a token without `kid` only when the
+  JWKS holds exactly one key). Keys come only from the configured JWKS URL, never from the token (`jku`, `jwk`,
+  `x5u` headers are ignored); symmetric (`oct`) and encryption-only keys of a JWKS are never used;
+- `iss` equals the issuer; `aud` (a string or a list) contains the audience: the hub's own URL (RFC 8707), so a
+  token the provider issued for another service is not accepted here;
+- `exp` is present and not past, `nbf` and `iat` not in the future, each with `leeway_s` of clock skew;
+- `sub` is a non-empty string.
+
+The JWKS is fetched on first use and kept in memory. A token with an unknown `kid` means the provider may have
+rotated its keys, so the JWKS is fetched again, but at most once per `refetch_interval_s` (a minute by default):
+anyone can send tokens with made-up key ids, and without the bound each one would cost the hub a request to the
+provider (the hub would relay a flood to it); providers publish a new key well before signing with it, so a minute
+of delay hardly ever matters. Verifications that need a fetch at the same time wait for one shared fetch. A fetch
+that fails (unreachable, not a JWK set, no usable key) keeps the keys of the last good one; each fetch is bounded by
+`fetch_timeout_s`.
+
+Groups come from `groups_claim`: a list of strings or one string of names separated by spaces or commas; a claim of
+that exact name is taken first, else a dotted path into nested objects (Keycloak's `realm_access.roles`). Scopes
+come from `scope` (space separated, RFC 9068) or `scp` (a list, or a string as some providers send it).
+
+`failures` counts rejections by kind (the reason up to its first colon, so "JWKS unavailable: HTTP 503" and
+"JWKS unavailable: ConnectError" are one kind); `fetches` counts JWKS fetch attempts, failed ones included.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import anyio
+import httpx2
+import jwt
+import structlog
+from jwt.algorithms import get_default_algorithms
+from jwt.types import Options
+from mcp.server.auth.provider import AccessToken
+
+DEFAULT_ALGORITHMS = ("RS256", "RS384", "RS512", "ES256", "ES384", "PS256", "PS384", "PS512", "EdDSA")
+# A JWK set is a few kilobytes; a larger answer is not one (and is not read into memory whole).
+JWKS_LIMIT = 1 << 20
+# An error's text in a rejection reason and the log is cut here.
+ERROR_LIMIT = 200
+# Groups are separated by spaces or commas when the claim is one string; scopes by spaces only (RFC 6749 §3.3).
+_GROUP_SEPARATORS = re.compile(r"[\s,]+")
+_SCOPE_SEPARATORS = re.compile(r"\s+")
+
+# Signature and claims are checked separately: PyJWT checks the signature (and decodes the payload), this module
+# every claim, against the injected clock and with reasons of its own.
+_SIGNATURE_ONLY: Options = {
+    "verify_signature": True,
+    "verify_exp": False,
+    "verify_nbf": False,
+    "verify_iat": False,
+    "verify_aud": False,
+    "verify_iss": False,
+    "verify_sub": False,
+    "verify_jti": False,
+    "enforce_minimum_key_length": True,
+}
+
+
+class JwtRejected(Exception):
+    """A token is not accepted; `reason` says why in a few words and never contains the token."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
+
+    @property
+    def kind(self) -> str:
+        """The reason without its detail: "JWKS unavailable: HTTP 503" -> "JWKS unavailable" (a bounded label)."""
+        return self.reason.split(":", 1)[0]
+
+
+@dataclass(frozen=True)
+class Verified:
+    """Who an accepted token speaks for."""
+
+    subject: str
+    groups: tuple[str, ...]
+    scopes: tuple[str, ...]
+    expires_at: int | None
+    claims: dict[str, Any] = field(hash=False)
+
+
+class _Unavailable(Exception):
+    """A JWKS fetch failed; the message is the short detail of "JWKS unavailable: ..."."""
+
+
+@dataclass(frozen=True)
+class _Key:
+    jwk: jwt.PyJWK
+    kid: str | None
+    alg: str | None  # the JWK's own `alg`, when it names one: a token must then use exactly that algorithm
+
+
+@dataclass(frozen=True)
+class _KeySet:
+    keys: tuple[_Key, ...]
+
+    def find(self, kid: str | None) -> _Key | None:
+        if kid is None:
+            return self.keys[0] if len(self.keys) == 1 else None
+        return next((key for key in self.keys if key.kid == kid), None)
+
+
+def _checked_algorithms(algorithms: tuple[str, ...]) -> frozenset[str]:
+    if not algorithms:
+        raise ValueError("at least one JWT algorithm is needed")
+    supported = get_default_algorithms()
+    for alg in algorithms:
+        if alg.lower() == "none" or alg.upper().startswith("HS"):
+            raise ValueError(f"JWT algorithm {alg!r} is refused: only asymmetric signatures are accepted")
+        if alg not in supported:
+            raise ValueError(f"JWT algorithm {alg!r} is not supported (known: {', '.join(sorted(supported))})")
+    return frozenset(algorithms)
+
+
+def _parse_jwks(body: bytes) -> _KeySet:
+    """The usable signing keys of a JWK set; `_Unavailable` when it is not one or holds none."""
+    try:
+        document = json.loads(body)
+    except (ValueError, RecursionError):
+        raise _Unavailable("not JSON") from None
+    entries = document.get("keys") if isinstance(document, dict) else None
+    if not isinstance(entries, list):
+        raise _Unavailable("not a JWK set (no 'keys' list)")
+    keys: list[_Key] = []
+    for entry in entries:
+        if not isinstance(entry, dict) or entry.get("kty") == "oct" or "d" in entry:
+            continue  # not a key; a shared secret; a private key (a JWKS is public: skip it rather than use it)
+        if entry.get("use", "sig") != "sig":
+            continue  # an encryption key
+        try:
+            jwk = jwt.PyJWK(entry)
+        except (jwt.PyJWTError, ValueError, TypeError, KeyError):
+            continue  # an unsupported key type, curve or algorithm, or broken key material
+        kid, alg = entry.get("kid"), entry.get("alg")
+        keys.append(_Key(jwk, kid if isinstance(kid, str) else None, alg if isinstance(alg, str) else None))
+    if not keys:
+        raise _Unavailable("no usable signing key in the JWK set")
+    return _KeySet(tuple(keys))
+
+
+def _strings(value: Any, name: str, separators: re.Pattern[str]) -> tuple[str, ...]:
+    """A claim of names: absent, a list of strings, or one string of separated names."""
+    if value is None:
+        return ()
+    if isinstance(value, str):
+        names = [part for part in separators.split(value) if part]
+    elif isinstance(value, list) and all(isinstance(item, str) for item in value):
+        names = value
+    else:
+        raise JwtRejected(f"malformed {name} claim")
+    return tuple(dict.fromkeys(names))
+
+
+def _lookup(claims: dict[str, Any], path: str) -> Any:
+    """A claim by its exact name, else by a dotted path into nested objects; None if absent."""
+    if path in claims:
+        return claims[path]
+    node: Any = claims
+    for part in path.split("."):
+        if not isinstance(node, dict) or part not in node:
+            return None
+        node = node[part]
+    return node
+
+
+def _number(claims: dict[str, Any], name: str) -> float | None:
+    value = claims.get(name)
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise JwtRejected(f"malformed {name} claim")
+    return float(value)
+
+
+class JwtVerifier:
+    """Verifies the provider's JWT access tokens (see the module's docstring); an MCP SDK `TokenVerifier`."""
+
+    def __init__(
+        self,
+        issuer: str,
+        audience: str,
+        jwks_url: str,
+        groups_claim: str = "groups",
+        algorithms: tuple[str, ...] = DEFAULT_ALGORITHMS,
+        leeway_s: float = 30.0,
+        fetch_timeout_s: float = 5.0,
+        refetch_interval_s: float = 60.0,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        if not issuer or not audience or not groups_claim:
+            raise ValueError("issuer, audience and groups_claim must not be empty")
+        if not jwks_url.startswith(("https://", "http://")):
+            raise ValueError("jwks_url must be an http:// or https:// URL")
+        if leeway_s < 0 or fetch_timeout_s <= 0 or refetch_interval_s < 0:
+            raise ValueError("leeway_s and refetch_interval_s must be >= 0, fetch_timeout_s > 0")
+        self.issuer = issuer
+        self.audience = audience
+        self.jwks_url = jwks_url
+        self.groups_claim = groups_claim
+        self.algorithms = tuple(algorithms)
+        self.leeway_s = leeway_s
+        self.fetch_timeout_s = fetch_timeout_s
+        self.refetch_interval_s = refetch_interval_s
+        self.failures: dict[str, int] = {}
+        self.fetches = 0
+        self._allowed = _checked_algorithms(self.algorithms)
+        self._clock = clock
+        self._lock = anyio.Lock()
+        self._keys: _KeySet | None = None
+        self._fetched_at: float | None = None
+        self._attempts_done = 0  # fetches finished (well or not): a waiter that sees it move does not fetch again
+        self._fetch_error = "not fetched yet"
+        self._log = structlog.get_logger("hub.access")
+
+    async def verify_token(self, token: str) -> AccessToken | None:
+        """The SDK's `TokenVerifier`: the token's access, or None if it is refused (`failures` counts why)."""
+        try:
+            verified = await self.verify(token)
+        except JwtRejected:
+            return None
+        claims = verified.claims
+        client_id = next(
+            (value for value in (claims.get("client_id"), claims.get("azp")) if isinstance(value, str) and value),
+            verified.subject,
+        )
+        return AccessToken(
+            token=token,
+            client_id=client_id,
+            scopes=list(verified.scopes),
+            expires_at=verified.expires_at,
+            resource=self.audience,
+            subject=verified.subject,
+            claims=claims,
+        )
+
+    async def verify(self, token: str) -> Verified:
+        """Who the token speaks for; `JwtRejected` if it is not accepted."""
+        try:
+            return await self._verify(token)
+        except JwtRejected as rejected:
+            self.failures[rejected.kind] = self.failures.get(rejected.kind, 0) + 1
+            raise
+
+    async def _verify(self, token: str) -> Verified:
+        alg, kid = self._header(token)
+        key = await self._key_for(kid)
+        claims = self._decode(token, key, alg)
+        self._check_claims(claims)
+        subject = claims.get("sub")
+        if not isinstance(subject, str) or not subject:
+            raise JwtRejected("missing subject")
+        groups = _strings(_lookup(claims, self.groups_claim), "groups", _GROUP_SEPARATORS)
+        scope = claims.get("scope")
+        scopes = _strings(claims.get("scp") if scope is None else scope, "scope", _SCOPE_SEPARATORS)
+        expires = _number(claims, "exp")
+        return Verified(subject, groups, scopes, None if expires is None else int(expires), claims)
+
+    def _header(self, token: str) -> tuple[str, str | None]:
+        """The header's algorithm, allowed, and key id; nothing is looked up before the algorithm passes."""
+        try:
+            header = jwt.get_unverified_header(token)
+        except jwt.PyJWTError:
+            raise JwtRejected("malformed token") from None
+        alg = header.get("alg")
+        if not isinstance(alg, str) or alg not in self._allowed:
+            raise JwtRejected("algorithm not allowed")
+        kid = header.get("kid")
+        if kid is not None and not isinstance(kid, str):
+            raise JwtRejected("malformed token")
+        return alg, kid
+
+    def _decode(self, token: str, key: _Key, alg: str) -> dict[str, Any]:
+        """The payload, once the signature verifies with `key` under `alg`."""
+        if key.alg is not None and key.alg != alg:
+            raise JwtRejected("key does not fit algorithm")
+        try:
+            return jwt.decode(token, key.jwk.key, algorithms=[alg], options=_SIGNATURE_ONLY)
+        except jwt.InvalidSignatureError:
+            raise JwtRejected("bad signature") from None
+        except jwt.InvalidAlgorithmError:
+            raise JwtRejected("algorithm not allowed") from None
+        except (jwt.InvalidKeyError, TypeError):  # an RSA key for ES256, a P-256 key for ES384, a too short key
+            raise JwtRejected("key does not fit algorithm") from None
+        except jwt.PyJWTError:
+            raise JwtRejected("malformed token") from None
+
+    def _check_claims(self, claims: dict[str, Any]) -> None:
+        if claims.get("iss") != self.issuer:
+            raise JwtRejected("wrong issuer")
+        audience = claims.get("aud")
+        audiences = [audience] if isinstance(audience, str) else audience
+        if not isinstance(audiences, list) or self.audience not in audiences:
+            raise JwtRejected("wrong audience")
+        now = self._clock()
+        expires, not_before, issued = _number(claims, "exp"), _number(claims, "nbf"), _number(claims, "iat")
+        if expires is None:
+            raise JwtRejected("missing expiry")
+        if expires <= now - self.leeway_s:
+            raise JwtRejected("expired")
+        if not_before is not None and not_before > now + self.leeway_s:
+            raise JwtRejected("not yet valid")
+        if issued is not None and issued > now + self.leeway_s:
+            raise JwtRejected("issued in the future")
+
+    async def _key_for(self, kid: str | None) -> _Key:
+        """The JWKS key for `kid`, fetching the JWKS first if it never was, or again if `kid` is new to it."""
+        attempts = self._attempts_done
+        keys = self._keys
+        key = None if keys is None else keys.find(kid)
+        if key is None and (keys is None or kid is not None):
+            await self._refresh(attempts)
+            keys = self._keys
+            if keys is None:
+                raise JwtRejected(f"JWKS unavailable: {self._fetch_error}")
+            key = keys.find(kid)
+        if key is None:
+            raise JwtRejected("unknown key id" if kid is not None else "no key id and more than one key")
+        return key
+
+    async def _refresh(self, attempts: int) -> None:
+        """Fetch the JWKS, unless a fetch finished since the caller looked (`attempts`) or one began too recently."""
+        async with self._lock:
+            if self._attempts_done != attempts:
+                return
+            now = self._clock()
+            if self._fetched_at is not None and 0 <= now - self._fetched_at < self.refetch_interval_s:
+                return
+            self._fetched_at = now
+            self.fetches += 1
+            try:
+                self._keys = _parse_jwks(await self._download())
+                self._fetch_error = ""
+            except _Unavailable as exc:
+                self._fetch_error = str(exc)
+                self._log.warning("jwks_fetch_failed", url=self.jwks_url, error=self._fetch_error)
+            finally:
+                self._attempts_done += 1
+
+    async def _download(self) -> bytes:
+        """The JWKS document's bytes, within `fetch_timeout_s` in all; `_Unavailable` with the reason otherwise."""
+        try:
+            with anyio.fail_after(self.fetch_timeout_s):
+                async with (
+                    httpx2.AsyncClient(timeout=self.fetch_timeout_s) as http,
+                    http.stream("GET", self.jwks_url, headers={"Accept": "application/json"}) as response,
+                ):
+                    if response.status_code != 200:
+                        raise _Unavailable(f"HTTP {response.status_code}")
+                    body = bytearray()
+                    async for chunk in response.aiter_bytes():
+                        body += chunk
+                        if len(body) > JWKS_LIMIT:
+                            raise _Unavailable(f"answer larger than {JWKS_LIMIT} bytes")
+                    return bytes(body)
+        except TimeoutError:
+            raise _Unavailable(f"no answer within {self.fetch_timeout_s:g}s") from None
+        except (httpx2.HTTPError, httpx2.InvalidURL, OSError) as exc:
+            detail = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
+            raise _Unavailable(detail[:ERROR_LIMIT]) from None

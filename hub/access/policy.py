@@ -1,0 +1,122 @@
+"""Policy per identity: which exposed names (tools, prompts, resource URIs) an identity may see and use.
+
+One predicate, `Policy.decide`, answers both "is it listed" and "may it be called, read, got or completed", so what
+a host is shown is exactly what it may use; a name it may not use answers like a name that does not exist.
+
+Rules match an identity by `subjects` (names; "*" for everyone) and/or `groups`. Among the rules that match, a
+`deny` glob wins over every `allow` glob; a name that no matching rule mentions falls to `default`.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+from dataclasses import dataclass
+from typing import Literal
+
+from hub.access.identity import Identity
+
+Default = Literal["allow", "deny"]
+
+
+@dataclass(frozen=True)
+class Limits:
+    """How much one identity may ask at once and per minute; None: no limit."""
+
+    max_concurrency: int | None = None
+    requests_per_minute: int | None = None
+    source: str = "hub.per_identity"  # what set them, for the error message
+
+    @property
+    def unlimited(self) -> bool:
+        return self.max_concurrency is None and self.requests_per_minute is None
+
+
+@dataclass(frozen=True)
+class Rule:
+    name: str
+    subjects: frozenset[str] = frozenset()
+    groups: frozenset[str] = frozenset()
+    allow: tuple[str, ...] = ()
+    deny: tuple[str, ...] = ()
+    max_concurrency: int | None = None
+    requests_per_minute: int | None = None
+
+    def applies_to(self, identity: Identity) -> bool:
+        return "*" in self.subjects or identity.name in self.subjects or identity.in_any(self.groups)
+
+
+@dataclass(frozen=True)
+class Decision:
+    allowed: bool
+    rule: str | None  # the rule that decided; None: the default (or no policy at all)
+
+
+ALLOWED = Decision(True, None)
+
+
+@dataclass(frozen=True)
+class Policy:
+    rules: tuple[Rule, ...] = ()
+    default: Default = "allow"
+    limits: Limits = Limits()  # for every identity, before the rules that match it lower them
+
+    @property
+    def open(self) -> bool:
+        """Everything allowed to everyone: no rule, default allow (a hub without `policies:`)."""
+        return not self.rules and self.default == "allow"
+
+    def decide(self, identity: Identity, exposed: str) -> Decision:
+        if self.open:
+            return ALLOWED
+        matching = [r for r in self.rules if r.applies_to(identity)]
+        for rule in matching:
+            if any(fnmatch.fnmatchcase(exposed, p) for p in rule.deny):
+                return Decision(False, rule.name)
+        for rule in matching:
+            if any(fnmatch.fnmatchcase(exposed, p) for p in rule.allow):
+                return Decision(True, rule.name)
+        return Decision(self.default == "allow", None)
+
+    def limits_for(self, identity: Identity) -> Limits:
+        """The hub-wide limits, each lowered by the matching rules that set a lower one."""
+        concurrency, per_minute, source = self.limits.max_concurrency, self.limits.requests_per_minute, []
+        for rule in self.rules:
+            if (rule.max_concurrency is None and rule.requests_per_minute is None) or not rule.applies_to(identity):
+                continue
+            if rule.max_concurrency is not None and (concurrency is None or rule.max_concurrency < concurrency):
+                concurrency = rule.max_concurrency
+                source.append(rule.name)
+            if rule.requests_per_minute is not None and (per_minute is None or rule.requests_per_minute < per_minute):
+                per_minute = rule.requests_per_minute
+                source.append(rule.name)
+        named = f"policy {', '.join(dict.fromkeys(source))}" if source else self.limits.source
+        return Limits(concurrency, per_minute, named)
+
+    def view(self, identity: Identity) -> View:
+        """What decides `identity`'s listings: equal views list the same names, so a listing is encoded once per
+        view, and a reload that leaves a session's view as it was changes nothing for it."""
+        if self.open:
+            return OPEN
+        return View(tuple(r for r in self.rules if r.applies_to(identity)), self.default)
+
+
+@dataclass(frozen=True)
+class View:
+    """A policy as it applies to one identity: the rules that match it, in order, and the default. `decide` gives
+    the same answer for every identity with the same view."""
+
+    rules: tuple[Rule, ...]
+    default: Default
+    open: bool = False  # everything allowed: no policy at all
+
+    def allows(self, exposed: str) -> bool:
+        if self.open:
+            return True
+        if any(fnmatch.fnmatchcase(exposed, p) for r in self.rules for p in r.deny):
+            return False
+        if any(fnmatch.fnmatchcase(exposed, p) for r in self.rules for p in r.allow):
+            return True
+        return self.default == "allow"
+
+
+OPEN = View((), "allow", open=True)
