@@ -1,0 +1,1 @@
+"""What the hub reports about itself: metrics."""

@@ -1,0 +1,211 @@
+"""Prometheus metrics for the hub: what it routed, what it refused, and how its children are doing.
+
+One `Metrics` per hub, each with its own `CollectorRegistry` (never prometheus_client's global one): two hubs in one
+process (tests, an embedding application) do not see or clash with each other's series, and nothing here is module
+state. `render()` is the scrape: the text exposition format and its content type, for whatever serves /metrics.
+
+Counted as they happen (the hub's code calls these):
+
+- `request(child, method, outcome, seconds)`: every routed request and every listing, `child` None for what the hub
+  answers itself (label "hub"). Feeds `hub_requests_total{child,method,outcome}` and
+  `hub_request_duration_seconds{child,method}`, a histogram on the OpenTelemetry MCP semantic conventions' bucket
+  boundaries for `mcp.server.operation.duration`, so that the hub's latencies line up with other MCP servers'.
+- `tool_call(exposed, outcome)`: `hub_tool_calls_total{tool,outcome}` by the tool's exposed (namespaced) name.
+- `rejection(reason)`: `hub_rejections_total{reason}`: busy, denied, unauthenticated, rate_limited, invalid,
+  too_large, unavailable.
+- `reload(outcome)`: `hub_reloads_total{outcome}`, applied or rejected.
+- `auth_failure(kind)`: `hub_auth_failures_total{kind}`: token_unknown, token_expired, jwt_invalid, jwks_fetch...
+
+Read at scrape time, through the two callables given to the constructor (the numbers live where the work is done;
+copying them here on every change would be a second, drifting record):
+
+- `hub_child_up{child}` (1 or 0), `hub_child_restarts_total{child}`, `hub_child_in_flight{child}`,
+  `hub_child_queued{child}`, one series per `ChildStats` the `children` callable yields;
+- `hub_sessions`, the `sessions` callable's count of open host sessions.
+
+Label values are bounded, because every distinct value is a series kept in memory for the life of the process and
+scraped every time: a tool name or a method comes from a host or a child, and a hostile or broken one must not grow
+the registry without limit. So a method outside the MCP method set is labelled "other"; a tool name is cut to
+`LABEL_LIMIT` characters, and past `TOOL_LIMIT` distinct names the further ones are counted under "other"; every
+other label value is cut to `LABEL_LIMIT` characters too (those are the hub's own words, a child's configured name).
+No label names a person, a token or a session: identities are unbounded (a series per user, kept for the life of the
+process) and they are not the metrics' to publish to whoever can scrape the endpoint.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+
+from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Counter, Histogram, generate_latest
+from prometheus_client.metrics_core import CounterMetricFamily, GaugeMetricFamily, Metric
+from prometheus_client.registry import Collector
+
+# mcp.server.operation.duration's ExplicitBucketBoundaries, in seconds (OpenTelemetry semantic conventions, MCP).
+DURATION_BUCKETS: tuple[float, ...] = (0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1, 2, 5, 10, 30, 60, 120, 300)
+LABEL_LIMIT = 200
+TOOL_LIMIT = 1000
+OTHER = "other"
+HUB = "hub"
+MCP_METHODS = frozenset(
+    {
+        "tools/call",
+        "tools/list",
+        "resources/read",
+        "resources/list",
+        "resources/templates/list",
+        "resources/subscribe",
+        "resources/unsubscribe",
+        "prompts/get",
+        "prompts/list",
+        "completion/complete",
+        "initialize",
+        "ping",
+        "logging/setLevel",
+        "subscriptions/listen",
+    }
+)
+
+
+@dataclass(frozen=True)
+class ChildStats:
+    """One child as the scrape sees it: whether it is up, how often it was restarted, its calls in flight and queued."""
+
+    name: str
+    up: bool
+    restarts: int
+    in_flight: int
+    queued: int
+
+
+def _cut(value: str) -> str:
+    return value[:LABEL_LIMIT]
+
+
+def _method(method: str) -> str:
+    return method if method in MCP_METHODS else OTHER
+
+
+class _Capped:
+    """Label values admitted as they are first seen, up to a limit; past it, new ones map to "other"."""
+
+    def __init__(self, limit: int) -> None:
+        self._limit = limit
+        self._seen: set[str] = set()
+        self._lock = threading.Lock()  # exact cap even if a reader thread records alongside the event loop
+
+    def __call__(self, value: str) -> str:
+        value = _cut(value)
+        with self._lock:
+            if value in self._seen:
+                return value
+            if len(self._seen) < self._limit:
+                self._seen.add(value)
+                return value
+        return OTHER
+
+
+class _ChildCollector(Collector):
+    """The children's gauges and the session count, read from the hub's callables at each scrape."""
+
+    def __init__(self, children: Callable[[], Iterable[ChildStats]], sessions: Callable[[], int]) -> None:
+        self._children = children
+        self._sessions = sessions
+
+    def describe(self) -> Iterable[Metric]:
+        # The names alone, so that the registry refuses a clash when this is registered (no callable is called).
+        return list(self._families())
+
+    def collect(self) -> Iterable[Metric]:
+        up, restarts, in_flight, queued, sessions = self._families()
+        for child in self._children():
+            name = [_cut(child.name)]
+            up.add_metric(name, 1 if child.up else 0)
+            restarts.add_metric(name, child.restarts)
+            in_flight.add_metric(name, child.in_flight)
+            queued.add_metric(name, child.queued)
+        sessions.add_metric([], self._sessions())
+        return [up, restarts, in_flight, queued, sessions]
+
+    @staticmethod
+    def _families() -> tuple[
+        GaugeMetricFamily, CounterMetricFamily, GaugeMetricFamily, GaugeMetricFamily, GaugeMetricFamily
+    ]:
+        child = ["child"]
+        return (
+            GaugeMetricFamily(
+                "hub_child_up", "Whether the child is connected and answering (1) or not (0).", labels=child
+            ),
+            CounterMetricFamily("hub_child_restarts_total", "Times the hub restarted the child.", labels=child),
+            GaugeMetricFamily("hub_child_in_flight", "Requests the child is working on now.", labels=child),
+            GaugeMetricFamily("hub_child_queued", "Requests waiting for one of the child's slots.", labels=child),
+            GaugeMetricFamily("hub_sessions", "Host sessions open now.", labels=[]),
+        )
+
+
+class Metrics:
+    """The hub's metrics in a registry of their own; the contract is in the module's docstring."""
+
+    def __init__(self, children: Callable[[], Iterable[ChildStats]], sessions: Callable[[], int]) -> None:
+        self.registry = CollectorRegistry()
+        self._tool = _Capped(TOOL_LIMIT)
+        self._requests = Counter(
+            "hub_requests_total",
+            "Requests and listings the hub routed or answered, by child (hub: answered by the hub), method, outcome.",
+            ["child", "method", "outcome"],
+            registry=self.registry,
+        )
+        self._durations = Histogram(
+            "hub_request_duration_seconds",
+            "Time from a request's arrival to its answer, by child and method.",
+            ["child", "method"],
+            buckets=DURATION_BUCKETS,
+            registry=self.registry,
+        )
+        self._tool_calls = Counter(
+            "hub_tool_calls_total",
+            "tools/call by exposed tool name and outcome.",
+            ["tool", "outcome"],
+            registry=self.registry,
+        )
+        self._rejections = Counter(
+            "hub_rejections_total",
+            "Requests the hub refused before routing, by reason.",
+            ["reason"],
+            registry=self.registry,
+        )
+        self._reloads = Counter(
+            "hub_reloads_total", "Configuration reloads, applied or rejected.", ["outcome"], registry=self.registry
+        )
+        self._auth_failures = Counter(
+            "hub_auth_failures_total", "Token and JWKS failures, by kind.", ["kind"], registry=self.registry
+        )
+        self.registry.register(_ChildCollector(children, sessions))
+
+    def request(self, child: str | None, method: str, outcome: str, seconds: float) -> None:
+        """A routed request or listing ended; `child` None for one the hub answered itself."""
+        child_label = HUB if child is None else _cut(child)
+        method_label = _method(method)
+        self._requests.labels(child_label, method_label, _cut(outcome)).inc()
+        self._durations.labels(child_label, method_label).observe(max(seconds, 0.0))
+
+    def tool_call(self, exposed: str, outcome: str) -> None:
+        """A tools/call ended, by the tool's exposed name."""
+        self._tool_calls.labels(self._tool(exposed), _cut(outcome)).inc()
+
+    def rejection(self, reason: str) -> None:
+        """The hub refused a request: busy, denied, unauthenticated, rate_limited, invalid, too_large, unavailable."""
+        self._rejections.labels(_cut(reason)).inc()
+
+    def reload(self, outcome: str) -> None:
+        """A configuration reload was applied or rejected."""
+        self._reloads.labels(_cut(outcome)).inc()
+
+    def auth_failure(self, kind: str) -> None:
+        """A token or JWKS failure: token_unknown, token_expired, jwt_invalid, jwks_fetch..."""
+        self._auth_failures.labels(_cut(kind)).inc()
+
+    def render(self) -> tuple[bytes, str]:
+        """The scrape: the registry in the text exposition format, and its content type."""
+        return generate_latest(self.registry), CONTENT_TYPE_LATEST

@@ -1,0 +1,313 @@
+"""OpenTelemetry traces for the hub, an optional extra (`pip install 'mcp-hub-aggregator[otel]'`).
+
+`Tracing.from_environment()` is None unless the OpenTelemetry SDK is installed and the standard variables ask for
+traces: `OTEL_SDK_DISABLED` is not "true", `OTEL_TRACES_EXPORTER` (default "otlp") is not "none", and either an OTLP
+endpoint is set (`OTEL_EXPORTER_OTLP_TRACES_ENDPOINT`, or `OTEL_EXPORTER_OTLP_ENDPOINT` plus "/v1/traces") or the
+exporter list names "console". OTLP goes over HTTP with protobuf bodies; another `OTEL_EXPORTER_OTLP_PROTOCOL`
+(grpc, http/json) turns OTLP off with a warning rather than sending protobuf to a port that does not speak it. The
+console exporter writes to stderr, never stdout (stdout carries the protocol in stdio mode). Read from the mapping
+given (default `os.environ`): that decision, the endpoint, `OTEL_EXPORTER_OTLP_[TRACES_]HEADERS` and
+`OTEL_SERVICE_NAME` (default "hub"). Read by the SDK itself from the process environment: `OTEL_RESOURCE_ATTRIBUTES`
+(through `Resource.create`), the exporter's timeout, compression and certificates, `OTEL_BSP_*`, `OTEL_TRACES_SAMPLER`
+(default: follow the parent's sampled flag, else sample everything).
+
+Its own `TracerProvider`, never the global one: the hub may be embedded in an application (or run twice in one test
+process) that has, or will set, a global provider of its own; setting it is once-only and process-wide, and taking
+it over would send that application's spans to our exporter or ours to theirs. Owning the provider also means owning
+its end: the provider is built without the SDK's exit hook (which waits unbounded on an unreachable collector), and
+`shutdown()` flushes and stops it within a bounded time. Spans are never made "current" either: the hub's requests
+are interleaved asyncio tasks, and the context they run in is not the request's.
+
+One `RequestSpan` per routed request (`start`), following the OpenTelemetry semantic conventions for MCP server
+spans (kind SERVER):
+
+- name `"{mcp.method.name} {target}"` where the target is a tool name (tools/call) or a prompt name (prompts/get),
+  else `"{mcp.method.name}"`. A resource URI is not put in the name (the conventions: not by default, it is high
+  cardinality); it is the attribute `mcp.resource.uri` (resources/read, resources/subscribe, resources/unsubscribe).
+- `mcp.method.name`; `mcp.session.id` when there is a session; `gen_ai.tool.name` and
+  `gen_ai.operation.name="execute_tool"` for tools/call; `gen_ai.prompt.name` for prompts/get.
+  `jsonrpc.protocol.version` is not set: the conventions recommend it only when it is not "2.0", and MCP is 2.0.
+- at `end(outcome, error_type, message=...)`: `error.type` and status ERROR (described by the JSON-RPC error's
+  message, when given) if there was an error; `rpc.response.status_code` too when `error_type` is a JSON-RPC error
+  code (the conventions: `error.type` is the code as a string, or "tool_error" for a CallToolResult with isError).
+- the hub's own words, under the hub's own prefix (the conventions advise against inventing names in their `mcp.*`
+  namespace): `hub.child`, the configured server the request went to (`set_child`), and `hub.outcome`.
+
+The parent is the W3C trace context in the request's `params._meta` (`traceparent`, `tracestate`): the conventions'
+propagation for MCP, because MCP runs over stdio as well as HTTP and one HTTP request can carry several MCP messages,
+so transport headers do not identify one request's caller. An absent or invalid traceparent starts a new trace (not
+the ambient context's). `child_meta()` is what goes into the child's `params._meta` in its place, with this span as
+the parent, so the child's server span joins the same trace.
+
+Strings from a host (method, tool and prompt names, URIs, session ids, error messages) are cut to `VALUE_LIMIT`
+characters. This module imports no OpenTelemetry package until it is used: the SDK is imported by
+`from_environment` (and by whoever builds a provider for `Tracing(provider)`), so a hub without the extra, or
+without the variables, pays nothing at start-up.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import threading
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+import structlog
+
+if TYPE_CHECKING:
+    from opentelemetry.context import Context
+    from opentelemetry.sdk.resources import Resource
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export import SpanExporter
+    from opentelemetry.trace import Span
+    from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapPropagator
+
+_log = structlog.get_logger("hub")
+
+SERVICE_NAME = "hub"
+SHUTDOWN_SECONDS = 5.0
+VALUE_LIMIT = 1024
+TRACEPARENT_LIMIT = 512  # the W3C propagator's own limit; longer ones are dropped here, before it logs about them
+TRACESTATE_LIMIT = 8192
+DEFAULT_TRACES_PATH = "v1/traces"
+SUPPORTED_PROTOCOL = "http/protobuf"
+RESOURCE_METHODS = frozenset({"resources/read", "resources/subscribe", "resources/unsubscribe"})
+
+ATTR_METHOD = "mcp.method.name"
+ATTR_SESSION = "mcp.session.id"
+ATTR_RESOURCE_URI = "mcp.resource.uri"
+ATTR_TOOL = "gen_ai.tool.name"
+ATTR_PROMPT = "gen_ai.prompt.name"
+ATTR_OPERATION = "gen_ai.operation.name"
+ATTR_ERROR_TYPE = "error.type"
+ATTR_STATUS_CODE = "rpc.response.status_code"
+ATTR_CHILD = "hub.child"
+ATTR_OUTCOME = "hub.outcome"
+
+
+class Tracing:
+    """Starts the hub's request spans on one provider and ends that provider's life (`shutdown`)."""
+
+    def __init__(self, provider: TracerProvider) -> None:
+        from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapPropagator
+
+        from hub import __version__
+
+        self._provider = provider
+        self._tracer = provider.get_tracer("hub", __version__)
+        self._propagator = TraceContextTextMapPropagator()
+        self._lock = threading.Lock()
+        self._closed = False
+
+    @classmethod
+    def from_environment(cls, environ: Mapping[str, str] | None = None) -> Tracing | None:
+        """A `Tracing` exporting where the standard OTEL_* variables say, or None if they do not ask for traces or
+        the SDK is not installed (see the module's docstring for which variables and how)."""
+        env: Mapping[str, str] = os.environ if environ is None else environ
+        exporters = _wanted_exporters(env)
+        if not exporters:
+            return None
+        try:
+            from opentelemetry.sdk.trace import TracerProvider
+            from opentelemetry.sdk.trace.export import BatchSpanProcessor
+        except ImportError as exc:
+            _log.warning("tracing_unavailable", error=str(exc), hint="install the hub's 'otel' extra")
+            return None
+        built = [exporter for name in sorted(exporters) if (exporter := _exporter(name, env)) is not None]
+        if not built:
+            return None
+        provider = TracerProvider(resource=_resource(env), shutdown_on_exit=False)
+        for exporter in built:
+            provider.add_span_processor(BatchSpanProcessor(exporter))
+        return cls(provider)
+
+    def start(
+        self, method: str, target: str | None, session_id: str | None, host_meta: Mapping[str, Any] | None
+    ) -> RequestSpan:
+        """The span of one routed request, begun now; the caller ends it."""
+        from opentelemetry.trace import SpanKind
+
+        attributes, named = _request_attributes(_cut(method), _cut(target) if target else None, session_id)
+        name = f"{attributes[ATTR_METHOD]} {named}" if named else attributes[ATTR_METHOD]
+        span = self._tracer.start_span(
+            name, context=self._parent(host_meta), kind=SpanKind.SERVER, attributes=attributes
+        )
+        return RequestSpan(span, self._propagator)
+
+    def shutdown(self, timeout: float = SHUTDOWN_SECONDS) -> None:
+        """Exports what is pending and stops, waiting at most `timeout` seconds; a second call does nothing.
+
+        The work runs in a helper thread joined with the timeout: the batch processor's flush does not itself honour
+        a timeout (it exports everything, each export bounded only by the exporter's own timeout and retries)."""
+        with self._lock:
+            if self._closed:
+                return
+            self._closed = True
+        worker = threading.Thread(
+            target=self._flush_and_stop, args=(timeout,), name="hub-tracing-shutdown", daemon=True
+        )
+        worker.start()
+        worker.join(timeout)
+        if worker.is_alive():
+            _log.warning("tracing_shutdown_timeout", seconds=timeout)
+
+    def _flush_and_stop(self, timeout: float) -> None:
+        try:
+            self._provider.force_flush(int(timeout * 1000))
+            self._provider.shutdown()
+        except Exception as exc:  # a broken exporter must not break the hub's own shutdown
+            _log.warning("tracing_shutdown_failed", error=repr(exc)[:200])
+
+    def _parent(self, host_meta: Mapping[str, Any] | None) -> Context:
+        """The remote parent from the host's W3C trace context, or an empty context (a new trace) if there is none or
+        it is invalid. Never the ambient context: the hub's current context is not the request's caller."""
+        from opentelemetry.context import Context
+
+        if not host_meta:
+            return Context()
+        traceparent = host_meta.get("traceparent")
+        if not isinstance(traceparent, str) or len(traceparent) > TRACEPARENT_LIMIT:
+            return Context()
+        carrier = {"traceparent": traceparent}
+        tracestate = host_meta.get("tracestate")
+        if isinstance(tracestate, str) and len(tracestate) <= TRACESTATE_LIMIT:
+            carrier["tracestate"] = tracestate
+        try:
+            return self._propagator.extract(carrier, context=Context())
+        except Exception:  # a malformed header from a host starts a new trace, it does not fail the request
+            return Context()
+
+
+class RequestSpan:
+    """One routed request's span: its ids for the call log and the child's `_meta`, its end."""
+
+    __slots__ = ("_ended", "_lock", "_propagator", "_span", "trace_id")
+
+    def __init__(self, span: Span, propagator: TraceContextTextMapPropagator) -> None:
+        self._span = span
+        self._propagator = propagator
+        self._lock = threading.Lock()
+        self._ended = False
+        self.trace_id: str = format(span.get_span_context().trace_id, "032x")
+
+    def child_meta(self) -> dict[str, str]:
+        """`traceparent` (and `tracestate` if any) naming this span as the parent, for the child's `params._meta`."""
+        from opentelemetry.trace import set_span_in_context
+
+        carrier: dict[str, str] = {}
+        self._propagator.inject(carrier, context=set_span_in_context(self._span))
+        return carrier
+
+    def set_child(self, child: str) -> None:
+        """The configured server the request went to (`hub.child`)."""
+        if not self._ended:
+            self._span.set_attribute(ATTR_CHILD, _cut(child))
+
+    def end(self, outcome: str, error_type: str | None, *, message: str | None = None) -> None:
+        """Ends the span with the hub's outcome; with `error_type`, `error.type` and status ERROR (described by
+        `message`, the JSON-RPC error's message, when given). Only the first call counts."""
+        from opentelemetry.trace import Status, StatusCode
+
+        with self._lock:
+            if self._ended:
+                return
+            self._ended = True
+        self._span.set_attribute(ATTR_OUTCOME, _cut(outcome))
+        if error_type:
+            error_type = _cut(error_type)
+            self._span.set_attribute(ATTR_ERROR_TYPE, error_type)
+            if _is_jsonrpc_code(error_type):
+                self._span.set_attribute(ATTR_STATUS_CODE, error_type)
+            self._span.set_status(Status(StatusCode.ERROR, _cut(message) if message else None))
+        self._span.end()
+
+
+def _request_attributes(method: str, target: str | None, session_id: str | None) -> tuple[dict[str, str], str | None]:
+    """A request span's attributes at its start, and the target that goes into its name (None: the method alone)."""
+    attributes = {ATTR_METHOD: method}
+    if session_id:
+        attributes[ATTR_SESSION] = _cut(session_id)
+    if method == "tools/call":
+        attributes[ATTR_OPERATION] = "execute_tool"
+        if target:
+            attributes[ATTR_TOOL] = target
+            return attributes, target
+    elif method == "prompts/get" and target:
+        attributes[ATTR_PROMPT] = target
+        return attributes, target
+    elif method in RESOURCE_METHODS and target:
+        attributes[ATTR_RESOURCE_URI] = target
+    return attributes, None
+
+
+def _wanted_exporters(env: Mapping[str, str]) -> frozenset[str]:
+    """The exporters the variables ask for and the hub can build: "otlp" and/or "console"; empty for none."""
+    if env.get("OTEL_SDK_DISABLED", "").strip().lower() == "true":
+        return frozenset()
+    names = {name.strip().lower() for name in (env.get("OTEL_TRACES_EXPORTER") or "otlp").split(",")} - {""}
+    if not names or "none" in names:
+        return frozenset()
+    wanted = set(names & {"console"})
+    if "otlp" in names and _otlp_endpoint(env) is not None:
+        protocol = (
+            env.get("OTEL_EXPORTER_OTLP_TRACES_PROTOCOL")
+            or env.get("OTEL_EXPORTER_OTLP_PROTOCOL")
+            or SUPPORTED_PROTOCOL
+        )
+        if protocol.strip().lower() == SUPPORTED_PROTOCOL:
+            wanted.add("otlp")
+        else:
+            _log.warning("tracing_protocol_unsupported", protocol=protocol[:100], supported=SUPPORTED_PROTOCOL)
+    if unknown := names - {"otlp", "console"}:
+        _log.warning("tracing_exporter_unsupported", exporters=sorted(name[:100] for name in unknown))
+    return frozenset(wanted)
+
+
+def _otlp_endpoint(env: Mapping[str, str]) -> str | None:
+    """The traces endpoint as the OTLP exporter's specification resolves it: the signal's variable as given, else the
+    base endpoint with "v1/traces" appended."""
+    if endpoint := env.get("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "").strip():
+        return endpoint
+    if base := env.get("OTEL_EXPORTER_OTLP_ENDPOINT", "").strip():
+        return f"{base.removesuffix('/')}/{DEFAULT_TRACES_PATH}"
+    return None
+
+
+def _exporter(name: str, env: Mapping[str, str]) -> SpanExporter | None:
+    if name == "console":
+        from opentelemetry.sdk.trace.export import ConsoleSpanExporter
+
+        return ConsoleSpanExporter(out=sys.stderr)
+    try:
+        from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
+    except ImportError as exc:
+        _log.warning("tracing_exporter_unavailable", exporter=name, error=str(exc), hint="install the 'otel' extra")
+        return None
+    from opentelemetry.util.re import parse_env_headers
+
+    raw = env.get("OTEL_EXPORTER_OTLP_TRACES_HEADERS") or env.get("OTEL_EXPORTER_OTLP_HEADERS") or ""
+    return OTLPSpanExporter(endpoint=_otlp_endpoint(env), headers=dict(parse_env_headers(raw, liberal=True)))
+
+
+def _resource(env: Mapping[str, str]) -> Resource:
+    """`Resource.create` (which reads OTEL_RESOURCE_ATTRIBUTES and OTEL_SERVICE_NAME from the process environment),
+    with the mapping's OTEL_SERVICE_NAME over it, and "hub" where neither names the service."""
+    from opentelemetry.sdk.resources import SERVICE_NAME as SERVICE_NAME_KEY
+    from opentelemetry.sdk.resources import OTELResourceDetector, Resource
+
+    attributes: dict[str, str] = {}
+    if name := env.get("OTEL_SERVICE_NAME", "").strip():
+        attributes[SERVICE_NAME_KEY] = name
+    elif SERVICE_NAME_KEY not in OTELResourceDetector().detect().attributes:
+        attributes[SERVICE_NAME_KEY] = SERVICE_NAME
+    return Resource.create(attributes)
+
+
+def _is_jsonrpc_code(error_type: str) -> bool:
+    digits = error_type.removeprefix("-")
+    return digits.isascii() and digits.isdigit()
+
+
+def _cut(value: str) -> str:
+    return value if len(value) <= VALUE_LIMIT else value[:VALUE_LIMIT]
