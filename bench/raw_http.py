@@ -33,10 +33,11 @@ PROTOCOL = "2025-11-25"
 class RawHttpHost:
     """One Streamable HTTP session at `port`, driven over plain HTTP/1.1."""
 
-    def __init__(self, port: int) -> None:
+    def __init__(self, port: int, token: str | None = None) -> None:
         self.port = port
         self.session: str | None = None
         self.ids = 0
+        self.auth = f"Authorization: Bearer {token}\r\n" if token else ""
 
     async def connect(self) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
         return await asyncio.open_connection("127.0.0.1", self.port)
@@ -48,7 +49,7 @@ class RawHttpHost:
         head = (
             f"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1:{self.port}\r\nContent-Type: application/json\r\n"
             f"Accept: application/json, text/event-stream\r\nContent-Length: {len(body)}\r\n"
-            f"MCP-Protocol-Version: {PROTOCOL}\r\n"
+            f"MCP-Protocol-Version: {PROTOCOL}\r\n{self.auth}"
             + (f"Mcp-Session-Id: {self.session}\r\n" if self.session else "")
             + "\r\n"
         )
