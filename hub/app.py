@@ -19,6 +19,7 @@ import structlog
 from anyio.abc import TaskGroup
 
 from hub import __version__
+from hub.access.identity import Identity, local_user
 from hub.config.schema import LoadedConfig, ServerConfig
 from hub.logs import CallLog
 from hub.platform.processes import EXIT_GRACE, KILL_GRACE
@@ -38,15 +39,30 @@ NOTIFY_TIMEOUT = 5.0
 
 
 class Hub:
-    def __init__(self, loaded: LoadedConfig, call_log: CallLog | None = None, started: float | None = None) -> None:
+    def __init__(
+        self,
+        loaded: LoadedConfig,
+        call_log: CallLog | None = None,
+        started: float | None = None,
+        local: Identity | None = None,
+    ) -> None:
         self.loaded = loaded
+        self.local = local or local_user()  # who a stdio host and the one-shot commands act for
+        self.auth_required = False  # serving HTTP beyond loopback with auth: a reload may not drop `auth:`
+        self.draining = False  # stopping: no new sessions, /readyz 503, calls in flight finish (`drain`)
         self.call_log = call_log or CallLog()
         self.started = time.monotonic() if started is None else started  # the process's start, from hub.cli
         self.watchdog = Watchdog()
         self.hosts = Hosts()
         self.catalog = Catalog(self._reserved)
         self.router = Router(
-            self.catalog, self.hosts, self.call_log, lambda: self.loaded.config.hub, self.health, self._wait_settled
+            self.catalog,
+            self.hosts,
+            self.call_log,
+            lambda: self.loaded.config.hub,
+            self.health,
+            self._wait_settled,
+            lambda: self.loaded.policy,
         )
         self.attribution = Attribution(self.router, self.hosts)
         self._start_over = False  # every child started with the hub settled, or the listing wait ran out
@@ -117,13 +133,36 @@ class Hub:
         added = [n for n in new if n not in old]
         for name in (*removed, *changed):
             self._scopes.pop(name).cancel()
+        before = self.loaded.policy
         self.loaded = loaded
+        if loaded.policy != before:
+            self.hosts.views_changed(lambda identity: before.view(identity) != loaded.policy.view(identity))
         kept = {n: c for n, c in self.children.items() if n in new and n not in changed}
         self.catalog.children = {n: kept[n] if n in kept else self._start(n, new[n]) for n in new}
         summary = {"added": added, "removed": removed, "changed": changed, "unchanged": [n for n in new if n in kept]}
         self._log.info("config_reloaded", config=str(loaded.path), **summary)
         self.listing_changed(None)
         return summary
+
+    def readiness(self) -> tuple[bool, dict[str, str]]:
+        """Whether a load balancer may send this hub new sessions, and each child's state.
+
+        Ready when the children marked `required: true` are (every child, when none is marked): one flaky child
+        that nobody marked must not take a replica out of rotation. Never while draining.
+        """
+        children = list(self.children.values())
+        required = [c for c in children if c.config.required] or children
+        ready = not self.draining and all(c.state is ChildState.READY for c in required)
+        return ready, {c.name: str(c.state) for c in children}
+
+    async def drain(self) -> None:
+        """Stop taking new sessions and wait, at most `hub.drain_timeout`, for the calls in flight to finish."""
+        self.draining = True
+        limit = self.loaded.config.hub.drain_timeout
+        self._log.info("hub_draining", in_flight=self.router.in_flight, limit_s=limit)
+        with anyio.move_on_after(limit) as waited:
+            await self.router.wait_idle()
+        self._log.info("hub_drained", in_flight=self.router.in_flight, timed_out=waited.cancelled_caught)
 
     # ---- start-up ------------------------------------------------------------------------------------------------
 

@@ -1,4 +1,4 @@
-"""Command line: `hub serve`, `hub check`, `hub list`, `hub call`, `hub reload`.
+"""Command line: `hub serve`, `hub check`, `hub list`, `hub call`, `hub reload`, `hub token`.
 
 `serve` speaks MCP to the host on stdio (or Streamable HTTP with --http). The other commands start the hub in this
 process, wait (bounded) for the children, and talk to it as a host would (`hub.host.inprocess`).
@@ -58,6 +58,11 @@ def _parser() -> argparse.ArgumentParser:
         metavar="HOST[:PORT]",
         help="extra Host/Origin allowed over HTTP (DNS-rebinding protection); repeatable",
     )
+    serve.add_argument(
+        "--insecure-no-auth",
+        action="store_true",
+        help="serve HTTP on a non-loopback address without auth: (anyone who can reach it uses every tool)",
+    )
 
     commands.add_parser("check", parents=[common], help="start every server and report its state")
     listing = commands.add_parser("list", parents=[common], help="print the merged catalog as the host sees it")
@@ -65,6 +70,23 @@ def _parser() -> argparse.ArgumentParser:
     call = commands.add_parser("call", parents=[common], help="call one tool and print the result")
     call.add_argument("name", help="exposed tool name, e.g. time_get_current_time")
     call.add_argument("arguments", nargs="?", default="{}", help="JSON object of arguments")
+    for sub in (serve, listing, call):
+        sub.add_argument(
+            "--as",
+            dest="identity",
+            metavar="NAME",
+            help="the identity policies decide on for stdio and this command (default: the local user)",
+        )
+        sub.add_argument("--group", action="append", default=[], help="a group of that identity; repeatable")
+    token = commands.add_parser("token", help="manage the static bearer tokens of auth.tokens")
+    actions = token.add_subparsers(dest="action", required=True)
+    create = actions.add_parser("create", parents=[common], help="add a token; prints it once (its last line)")
+    create.add_argument("name", help="the identity the token stands for (the call log and policies name it)")
+    create.add_argument("--group", action="append", default=[], help="a group of the identity; repeatable")
+    create.add_argument("--expires", type=float, metavar="DAYS", help="days until the token expires (default: never)")
+    actions.add_parser("list", parents=[common], help="the tokens: name, groups, created, expires (never secrets)")
+    revoke = actions.add_parser("revoke", parents=[common], help="remove a token; a running hub refuses it at once")
+    revoke.add_argument("name")
     reload = commands.add_parser("reload", help="make a running hub re-read its servers.yaml")
     target = reload.add_mutually_exclusive_group(required=True)
     target.add_argument("--pid", type=int, help="process id of a hub (sends it SIGHUP)")
@@ -108,6 +130,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     if args.command == "reload":
         return _reload(args.pid, args.url)
+    if args.command == "token":
+        from hub.cli_token import run_token_command
+
+        return run_token_command(args, config_path(args.config))
     import anyio
 
     try:
@@ -163,15 +189,47 @@ async def _run(args: argparse.Namespace, started: float) -> int:
     except ConfigError as exc:
         print(f"hub: {exc}", file=sys.stderr)
         return EXIT_CONFIG
+    from hub.access.identity import local_user
     from hub.app import Hub
 
-    hub = Hub(loaded, call_log, started)
+    hub = Hub(loaded, call_log, started, local_user(getattr(args, "identity", None), tuple(getattr(args, "group", ()))))
     if not serving:
         return await _one_shot(hub, args)
+    if args.http is not None:
+        refusal = _unprotected(args.http, loaded.config.auth is not None, args.insecure_no_auth)
+        if refusal:
+            print(f"hub: {refusal}", file=sys.stderr)
+            return EXIT_CONFIG
+        hub.auth_required = loaded.config.auth is not None and not _loopback(args.http)
     from hub.host.serve import serve
 
     await serve(hub, args.http, args.allow_host)
     return 0
+
+
+def _loopback(bind: str) -> bool:
+    import ipaddress
+
+    from hub.host.http_server import parse_bind
+
+    host = parse_bind(bind)[0]
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def _unprotected(bind: str, has_auth: bool, insecure: bool) -> str | None:
+    """Why `hub serve --http BIND` must not start: a team hub on a reachable address without authentication."""
+    if has_auth or insecure or _loopback(bind):
+        return None
+    return (
+        f"--http {bind} is reachable from other machines, and servers.yaml has no 'auth:': anyone who can reach "
+        "it would call every tool with the hub's credentials. Add 'auth:' (docs/team.md), bind to 127.0.0.1, or "
+        "pass --insecure-no-auth if another layer authenticates every request"
+    )
 
 
 async def _one_shot(hub: Hub, args: argparse.Namespace) -> int:

@@ -28,9 +28,21 @@ async def reload_from_disk(hub: Hub, reason: str) -> dict[str, list[str]] | None
         loaded = await anyio.to_thread.run_sync(load_config, hub.loaded.path)
     except ConfigError as exc:
         log.error("config_rejected", reason=reason, error=str(exc), kept=str(hub.loaded.path))
+        _count(hub, "rejected")
+        return None
+    if hub.auth_required and loaded.config.auth is None:
+        why = "the hub serves HTTP beyond loopback with auth: and the new file has no 'auth:'; restart it to drop auth"
+        log.error("config_rejected", reason=reason, error=why, kept=str(hub.loaded.path))
+        _count(hub, "rejected")
         return None
     log.info("config_reload", reason=reason)
+    _count(hub, "applied")
     return await hub.reload(loaded)
+
+
+def _count(hub: Hub, outcome: str) -> None:
+    if hub.router.metrics is not None:
+        hub.router.metrics.reload(outcome)
 
 
 def _stamp(path: Path) -> tuple[int, int] | None:
@@ -56,12 +68,23 @@ async def watch_config(hub: Hub) -> None:
 
 
 async def handle_signals(hub: Hub, stop: anyio.CancelScope, signals: Iterable[signal.Signals]) -> None:
-    """SIGHUP reloads; SIGTERM and SIGINT stop the hub gracefully (children are ended, each in bounded time)."""
-    with anyio.open_signal_receiver(*signals) as received:
-        async for signum in received:
-            if signum == signal.SIGHUP:
-                await reload_from_disk(hub, "SIGHUP")
-            else:
+    """SIGHUP reloads. SIGTERM and SIGINT stop the hub gracefully: /readyz turns 503 and no new session is taken,
+    the calls in flight get `hub.drain_timeout` to finish, then the children are ended (each in bounded time). A
+    second SIGTERM or SIGINT stops at once."""
+    async with anyio.create_task_group() as tg:
+        with anyio.open_signal_receiver(*signals) as received:
+            async for signum in received:
+                if signum == signal.SIGHUP:
+                    await reload_from_disk(hub, "SIGHUP")
+                    continue
                 structlog.get_logger("hub").info("hub_stopping", signal=signal.Signals(signum).name)
-                stop.cancel()
-                return
+                if hub.draining:
+                    break
+                tg.start_soon(_drain_then_stop, hub, stop)
+        stop.cancel()
+        tg.cancel_scope.cancel()
+
+
+async def _drain_then_stop(hub: Hub, stop: anyio.CancelScope) -> None:
+    await hub.drain()
+    stop.cancel()

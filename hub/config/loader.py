@@ -11,6 +11,7 @@ from __future__ import annotations
 import difflib
 import os
 import re
+import typing
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -21,12 +22,8 @@ from pydantic import BaseModel, ValidationError
 from hub.config.expansion import expand_env
 from hub.config.schema import (
     PREFIX_PATTERN,
-    HttpSettings,
     HubConfig,
-    HubSettings,
     LoadedConfig,
-    ServerConfig,
-    ToolFilter,
 )
 
 
@@ -108,23 +105,32 @@ def _format_where(file: Path, line: int | None, loc: tuple[int | str, ...]) -> s
 
 
 def _allowed_keys(loc: tuple[int | str, ...]) -> list[str]:
+    """The keys allowed where `loc` points: the model at that place, found by walking the schema's annotations."""
     model: type[BaseModel] = HubConfig
     parts = list(loc[:-1])
     while parts:
-        part = parts.pop(0)
-        field = model.model_fields.get(str(part))
+        field = model.model_fields.get(str(parts.pop(0)))
         if field is None:
             return []
-        annotation = field.annotation
-        if annotation in (HubSettings, ToolFilter, HttpSettings):
-            model = annotation
-        elif str(part) == "servers":
-            model = ServerConfig
-            if parts:
-                parts.pop(0)  # the server's name
-        else:
+        inner = _model_in(field.annotation)
+        if inner is None:
             return []
+        model, keyed = inner
+        if keyed and parts:
+            parts.pop(0)  # a server's name, a rule's index
     return list(model.model_fields)
+
+
+def _model_in(annotation: Any) -> tuple[type[BaseModel], bool] | None:
+    """The model an annotation holds, and whether it is behind a key or index (dict[str, M], tuple[M, ...])."""
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        return annotation, False
+    args = [a for a in typing.get_args(annotation) if a is not type(None) and a is not Ellipsis]
+    keyed = typing.get_origin(annotation) in (dict, tuple, list)
+    for arg in args:
+        if isinstance(arg, type) and issubclass(arg, BaseModel):
+            return arg, keyed
+    return None
 
 
 def _describe(error: Any, file: Path, tree: Any) -> str:

@@ -9,10 +9,13 @@ from __future__ import annotations
 import fnmatch
 import re
 from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, PositiveFloat, field_validator, model_validator
+
+from hub.access.policy import Limits, Policy, Rule
 
 # A prefix: a letter, then letters, digits or '-'. No '_' or '+': they separate the prefix from names and URIs.
 PREFIX_PATTERN = r"[a-z][a-z0-9-]{0,31}"
@@ -96,6 +99,9 @@ class ServerConfig(_Strict):
     connect_timeout: float = Field(default=DEFAULT_CONNECT_TIMEOUT, gt=0, description="Seconds to connect and list.")
     max_restarts: int = Field(default=5, ge=0, description="Restarts in a row before the child is left failed.")
     log_arguments: bool | None = Field(default=None, description="Overrides hub.log_arguments for this child.")
+    required: bool = Field(
+        default=False, description="/readyz waits for this child; when no child is required, it waits for all."
+    )
 
     @field_validator("prefix")
     @classmethod
@@ -162,10 +168,18 @@ class HttpSettings(_Strict):
     )
 
 
+class IdentityLimits(_Strict):
+    """What each identity may ask of a shared hub, unless a policy rule that matches it sets less."""
+
+    max_concurrency: int | None = Field(default=None, ge=1, description="Requests in flight at once; unset: no limit.")
+    requests_per_minute: int | None = Field(default=None, ge=1, description="Requests per minute; unset: no limit.")
+
+
 class HubSettings(_Strict):
     """Settings of the hub itself."""
 
     http: HttpSettings = HttpSettings()
+    per_identity: IdentityLimits = IdentityLimits()
 
     log_arguments: bool = Field(default=False, description="Put tool argument values in the call log.")
     health_tool: bool = Field(default=True, description="Expose the built-in hub_health tool.")
@@ -174,6 +188,11 @@ class HubSettings(_Strict):
         default=DEFAULT_MAX_REQUEST_BYTES,
         ge=1024,
         description="The largest message a host may send; a larger one is refused with an error naming this limit.",
+    )
+    drain_timeout: float = Field(
+        default=30.0,
+        ge=0,
+        description="On SIGTERM, seconds the calls in flight may take to finish before the children are stopped.",
     )
     startup_listing_wait: float = Field(
         default=5.0,
@@ -185,15 +204,122 @@ class HubSettings(_Strict):
     )
 
 
+# JWT signature algorithms a hub accepts unless told otherwise: asymmetric only. "none" and the HMAC family are
+# never accepted: a verifier that holds only public keys must not be talked into using one as a shared secret.
+JWT_ALGORITHMS = ("RS256", "RS384", "RS512", "PS256", "PS384", "PS512", "ES256", "ES384", "ES512", "EdDSA")
+
+
+class JwtConfig(_Strict):
+    """Access tokens issued by the organisation's OpenID provider, checked against its published keys."""
+
+    issuer: str = Field(description="The provider's issuer URL: a token's `iss` must equal it.")
+    audience: str = Field(description="The hub's own URL (RFC 8707): a token's `aud` must contain it.")
+    jwks_url: str = Field(description="Where the provider publishes its signing keys (JWKS).")
+    groups_claim: str = Field(default="groups", description="The claim holding the groups (a dotted path allowed).")
+    algorithms: tuple[str, ...] = Field(default=JWT_ALGORITHMS, description="Signature algorithms accepted.")
+    leeway: float = Field(default=30.0, ge=0, le=300, description="Seconds of clock skew allowed on exp and nbf.")
+
+    @field_validator("algorithms")
+    @classmethod
+    def _asymmetric_only(cls, value: tuple[str, ...]) -> tuple[str, ...]:
+        refused = [a for a in value if a not in JWT_ALGORITHMS]
+        if refused or not value:
+            raise ValueError(f"algorithms may only be among {', '.join(JWT_ALGORITHMS)} (never none or HS*)")
+        return value
+
+    @field_validator("issuer", "jwks_url", "audience")
+    @classmethod
+    def _url(cls, value: str) -> str:
+        if not re.match(r"https?://", value):
+            raise ValueError("must be an http:// or https:// URL")
+        return value
+
+
+class AuthConfig(_Strict):
+    """Who may use the HTTP front: static tokens, the organisation's JWTs, or both."""
+
+    tokens: str | None = Field(default=None, description="The token file of `hub token` (relative: to servers.yaml).")
+    jwt: JwtConfig | None = None
+    admin_group: str = Field(default="admin", description="Members may POST /reload and read /metrics.")
+    metrics_group: str = Field(default="metrics", description="Members may read /metrics.")
+
+    @model_validator(mode="after")
+    def _some_method(self) -> AuthConfig:
+        if self.tokens is None and self.jwt is None:
+            raise ValueError("auth needs 'tokens' (a token file) and/or 'jwt' (an OpenID provider)")
+        return self
+
+
+class PolicyRule(_Strict):
+    """Which exposed names (tools, prompts, resource URIs) the identities a rule matches may see and use."""
+
+    name: str = Field(description="Named in the call log as the rule that decided.")
+    subjects: tuple[str, ...] = Field(default=(), description="Identity names (token name, JWT sub); '*' = all.")
+    groups: tuple[str, ...] = Field(default=(), description="Groups whose members the rule matches.")
+    allow: tuple[str, ...] = Field(default=(), description="Globs over exposed names this rule allows.")
+    deny: tuple[str, ...] = Field(default=(), description="Globs over exposed names this rule denies; deny wins.")
+    max_concurrency: int | None = Field(default=None, ge=1, description="Requests in flight at once, per identity.")
+    requests_per_minute: int | None = Field(
+        default=None, ge=1, description="Requests started per minute, per identity."
+    )
+
+    @model_validator(mode="after")
+    def _matches_someone(self) -> PolicyRule:
+        if not self.subjects and not self.groups:
+            raise ValueError("a policy rule needs 'subjects' and/or 'groups' (use subjects: ['*'] for everyone)")
+        return self
+
+
 class HubConfig(_Strict):
     hub: HubSettings = HubSettings()
+    auth: AuthConfig | None = None
+    policies: tuple[PolicyRule, ...] = ()
+    default_policy: Literal["allow", "deny"] | None = Field(
+        default=None, description="For names no matching rule mentions: 'deny' when policies are given, else 'allow'."
+    )
     servers: dict[str, ServerConfig]
+
+    @model_validator(mode="after")
+    def _unique_rules(self) -> HubConfig:
+        names = [r.name for r in self.policies]
+        twice = sorted({n for n in names if names.count(n) > 1})
+        if twice:
+            raise ValueError(f"policy rule names must be unique; given more than once: {', '.join(twice)}")
+        return self
 
 
 @dataclass(frozen=True)
 class LoadedConfig:
     path: Path
     config: HubConfig
+
+    @cached_property
+    def policy(self) -> Policy:
+        """The policy per identity of this configuration (`hub.access.policy`)."""
+        config = self.config
+        rules = tuple(
+            Rule(
+                r.name,
+                frozenset(r.subjects),
+                frozenset(r.groups),
+                r.allow,
+                r.deny,
+                r.max_concurrency,
+                r.requests_per_minute,
+            )
+            for r in config.policies
+        )
+        default = config.default_policy or ("deny" if rules else "allow")
+        per_identity = config.hub.per_identity
+        return Policy(rules, default, Limits(per_identity.max_concurrency, per_identity.requests_per_minute))
+
+    @property
+    def token_path(self) -> Path | None:
+        """The token file, relative paths taken from the directory of servers.yaml."""
+        auth = self.config.auth
+        if auth is None or auth.tokens is None:
+            return None
+        return self.path.parent / Path(auth.tokens).expanduser()
 
     def prefix_of(self, name: str) -> str:
         server = self.config.servers[name]

@@ -27,9 +27,12 @@ import anyio
 import structlog
 from starlette.types import Receive, Scope, Send
 
+from hub.access.identity import Identity
+from hub.host.http_auth import WELL_KNOWN, Authenticator, Refusal
 from hub.host.http_checks import Checks
 from hub.host.http_sessions import HttpSession, Sessions, StandaloneStream
 from hub.host.session import HostSession
+from hub.observe.metrics import ChildStats, Metrics
 from hub.platform.pipes import EDGE
 from hub.protocol import revisions
 from hub.protocol.jsonrpc import (
@@ -147,6 +150,15 @@ class HttpFront:
         self.path = path
         self.checks = checks
         self.sessions = Sessions(hub, hub.loaded.config.hub.http)
+        self.auth = Authenticator(hub)
+        # Counted from here on (the front starts with the hub); not in stdio mode, which has no /metrics.
+        hub.router.metrics = Metrics(self._child_stats, lambda: len(self.sessions))
+
+    def _child_stats(self) -> list[ChildStats]:
+        return [
+            ChildStats(c.name, c.state is ChildState.READY, c.restarts, c.slots.in_flight, c.slots.waiting)
+            for c in self.hub.children.values()
+        ]
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -154,10 +166,46 @@ class HttpFront:
         path = scope["path"]
         if path == self.path:
             await self._mcp(scope, receive, send)
-        elif path in ("/healthz", "/readyz", "/reload"):
-            await self._health(path, scope, send)
+        elif path in ("/healthz", "/readyz"):
+            await self._health(path, send)
+        elif path == "/reload":
+            await self._reload(scope, send)
+        elif path == "/metrics":
+            await self._metrics(scope, send)
+        elif path in (WELL_KNOWN, WELL_KNOWN + self.path):
+            await self._metadata(scope, send)
         else:
             await _reply(send, 404, b'{"error":"not found"}')
+
+    async def _metadata(self, scope: Scope, send: Send) -> None:
+        """RFC 9728 protected-resource metadata: public, and readable by browser-based clients of any origin (the
+        SDK's own metadata route does the same)."""
+        cors = [(b"access-control-allow-origin", b"*"), (b"access-control-allow-methods", b"GET, OPTIONS")]
+        if scope["method"] == "OPTIONS":
+            await _reply(send, 204, b"", [*cors, (b"access-control-allow-headers", b"*")])
+        elif scope["method"] not in ("GET", "HEAD"):
+            await _reply(send, 405, b'{"error":"GET only"}', [*_JSON, (b"allow", b"GET, OPTIONS")])
+        else:
+            metadata = self.auth.metadata(self._resource(scope))
+            await _reply(send, 200, metadata, [*_JSON, *cors, (b"cache-control", b"max-age=300")])
+
+    def _resource(self, scope: Scope) -> str:
+        host = next((v.decode("latin-1") for k, v in scope["headers"] if k == b"host"), "localhost")
+        return self.auth.resource(scope.get("scheme", "http"), host, self.path)
+
+    async def _caller(self, scope: Scope, headers: dict[str, str], send: Send) -> Identity | None:
+        """Who sent the request; None if it was refused (and answered)."""
+        found = await self.auth.identify(headers, scope.get("query_string", b""))
+        if isinstance(found, Identity):
+            return found
+        await self._refuse(scope, send, found)
+        return None
+
+    async def _refuse(self, scope: Scope, send: Send, refusal: Refusal) -> None:
+        extra = [(b"www-authenticate", self.auth.challenge(self._resource(scope), refusal))]
+        if refusal.status != 401:
+            extra = []
+        await _error(send, refusal.status, INVALID_REQUEST, f"Unauthorized: {refusal.description}", extra=extra)
 
     async def _mcp(self, scope: Scope, receive: Receive, send: Send) -> None:
         method = scope["method"]
@@ -166,12 +214,15 @@ class HttpFront:
             await refused(scope, receive, send)
             return
         headers = {k.decode("latin-1"): v.decode("latin-1") for k, v in scope["headers"]}
+        identity = await self._caller(scope, headers, send)
+        if identity is None:
+            return
         if method == "POST":
-            await self._post(scope, headers, receive, send)
+            await self._post(scope, headers, identity, receive, send)
         elif method == "GET":
-            await self._get(headers, receive, send)
+            await self._get(headers, identity, receive, send)
         elif method == "DELETE":
-            session = self.sessions.get(headers.get("mcp-session-id", ""))
+            session = self._session(headers, identity)
             if session is None:
                 await _error(send, 404, INVALID_REQUEST, "Session not found")
                 return
@@ -211,14 +262,24 @@ class HttpFront:
             await _error(send, 408, INVALID_REQUEST, "the request body did not arrive in time")
         return None
 
-    async def _post(self, scope: Scope, headers: dict[str, str], receive: Receive, send: Send) -> None:
+    def _session(self, headers: dict[str, str], identity: Identity) -> HttpSession | None:
+        """The request's session, if it is one of this caller's: another identity's session id is not found
+        (a session id that leaks does not let anyone else act in that session)."""
+        session = self.sessions.get(headers.get("mcp-session-id", ""))
+        if session is None or session.host.identity != identity:
+            return None
+        return session
+
+    async def _post(
+        self, scope: Scope, headers: dict[str, str], identity: Identity, receive: Receive, send: Send
+    ) -> None:
         has_json, has_sse = _accepts(headers.get("accept", ""))
         body = await self._read_body(receive, send)
         if body is None:
             return
         parsed = parse(body)
         if isinstance(parsed, list | Invalid):
-            await self._unusable(parsed, headers, send)
+            await self._unusable(parsed, headers, identity, send)
             return
         version = headers.get("mcp-protocol-version")
         session_id = headers.get("mcp-session-id")
@@ -229,7 +290,7 @@ class HttpFront:
             and revisions.has_envelope(parsed.params)
         )
         if modern:
-            await self._modern(scope, parsed, headers, has_json, has_sse, receive, send)
+            await self._modern(scope, parsed, headers, identity, has_json, has_sse, receive, send)
             return
         if not (has_json and has_sse):
             await _error(
@@ -241,9 +302,9 @@ class HttpFront:
             )
             return
         if session_id is None:
-            await self._initialize(scope, parsed, send)
+            await self._initialize(scope, parsed, identity, send)
             return
-        session = self.sessions.get(session_id)
+        session = self._session(headers, identity)
         if session is None:
             await _error(send, 404, INVALID_REQUEST, "Session not found", _request_id(parsed))
             return
@@ -262,7 +323,9 @@ class HttpFront:
             session.in_flight -= 1
             session.touch(used=False)
 
-    async def _unusable(self, parsed: list[Message] | Invalid, headers: dict[str, str], send: Send) -> None:
+    async def _unusable(
+        self, parsed: list[Message] | Invalid, headers: dict[str, str], identity: Identity, send: Send
+    ) -> None:
         """A batch (each request in it told), or what is not a message: 400. A host's unusable answer to a request
         of the hub's fails that request (it is not answered back: see `hub.protocol.jsonrpc.Invalid`)."""
         if isinstance(parsed, list):
@@ -275,11 +338,11 @@ class HttpFront:
             return
         if parsed.response:
             answered = self.sessions.get(headers.get("mcp-session-id", ""))
-            if answered is not None:
+            if answered is not None and answered.host.identity == identity:
                 answered.host.handle(parsed, _NOWHERE)
         await _error(send, 400, parsed.code, parsed.reason, _request_id(parsed))
 
-    async def _initialize(self, scope: Scope, message: Message, send: Send) -> None:
+    async def _initialize(self, scope: Scope, message: Message, identity: Identity, send: Send) -> None:
         if not isinstance(message, Request) or message.method != "initialize":
             await _error(
                 send,
@@ -289,8 +352,13 @@ class HttpFront:
                 _request_id(message),
             )
             return
+        if self.hub.draining:
+            await _error(
+                send, 503, INVALID_REQUEST, "The hub is shutting down; connect again (to another replica)", message.id
+            )
+            return
         client = (scope.get("client") or ("", 0))[0]
-        session = self.sessions.open(client)
+        session = self.sessions.open(client, identity)
         if session is None:
             await _error(
                 send,
@@ -314,6 +382,7 @@ class HttpFront:
         scope: Scope,
         message: Message,
         headers: dict[str, str],
+        identity: Identity,
         has_json: bool,
         has_sse: bool,
         receive: Receive,
@@ -342,7 +411,7 @@ class HttpFront:
         if mismatch is not None:
             await _error(send, 400, HEADER_MISMATCH, mismatch, message.id)
             return
-        host = HostSession(self.hub, f"http-{id(message):x}", None, era="modern")
+        host = HostSession(self.hub, f"http-{id(message):x}", None, era="modern", identity=identity)
         stream = PostStream()
         host.handle(message, stream)
         await self._respond(stream, receive, send, None, lambda: self._cancelled(host, message))
@@ -463,7 +532,7 @@ class HttpFront:
 
     # ---- GET: a session's own stream ------------------------------------------------------------------------
 
-    async def _get(self, headers: dict[str, str], receive: Receive, send: Send) -> None:
+    async def _get(self, headers: dict[str, str], identity: Identity, receive: Receive, send: Send) -> None:
         if not _accepts(headers.get("accept", ""))[1]:
             await _error(send, 406, INVALID_REQUEST, "Not Acceptable: Client must accept text/event-stream")
             return
@@ -471,7 +540,7 @@ class HttpFront:
         if session_id is None:
             await _error(send, 400, INVALID_REQUEST, "Bad Request: Missing session ID")
             return
-        session = self.sessions.get(session_id)
+        session = self._session(headers, identity)
         if session is None:
             await _error(send, 404, INVALID_REQUEST, "Session not found")
             return
@@ -512,18 +581,55 @@ class HttpFront:
 
     # ---- health ---------------------------------------------------------------------------------------------
 
-    async def _health(self, path: str, scope: Scope, send: Send) -> None:
+    async def _health(self, path: str, send: Send) -> None:
         hub = self.hub
         if path == "/healthz":
             await _reply(send, 200, json.dumps({"status": "ok", "uptime_s": hub.health()["uptime_s"]}).encode())
-        elif path == "/readyz":
-            servers = {c.name: str(c.state) for c in hub.children.values()}
-            ready = all(c.state is ChildState.READY for c in hub.children.values())
-            await _reply(send, 200 if ready else 503, json.dumps({"ready": ready, "servers": servers}).encode())
-        elif scope["method"] != "POST":
+        else:
+            ready, servers = hub.readiness()
+            body = {"ready": ready, "servers": servers, **({"draining": True} if hub.draining else {})}
+            await _reply(send, 200 if ready else 503, json.dumps(body).encode())
+
+    async def _admitted(self, scope: Scope, send: Send, *groups: str) -> bool:
+        """Whether an administrative request may go on (answered if not): with `auth:`, only identities in one of
+        `groups`, wherever they connect from (behind a reverse proxy every peer is the proxy); without, loopback
+        only."""
+        config = self.hub.loaded.config.auth
+        if config is None:
+            if (scope.get("client") or ("", 0))[0] in ("127.0.0.1", "::1"):
+                return True
+            await _reply(send, 403, b'{"error":"accepted from loopback only (or configure auth:)"}')
+            return False
+        headers = {k.decode("latin-1"): v.decode("latin-1") for k, v in scope["headers"]}
+        identity = await self._caller(scope, headers, send)
+        if identity is None:
+            return False
+        if identity.in_any(set(groups)):
+            return True
+        needed = " or ".join(repr(g) for g in groups)
+        body = json.dumps({"error": "insufficient_scope", "error_description": f"needs a member of {needed}"})
+        challenge = f'Bearer error="insufficient_scope", error_description="needs a member of {needed}"'
+        await _reply(send, 403, body.encode(), [*_JSON, (b"www-authenticate", challenge.encode())])
+        return False
+
+    async def _metrics(self, scope: Scope, send: Send) -> None:
+        """Prometheus text: to anyone without `auth:` (the hub is then on loopback, or told it is safe); with it,
+        to members of the metrics or admin group only."""
+        auth = self.hub.loaded.config.auth
+        if auth is not None and not await self._admitted(scope, send, auth.metrics_group, auth.admin_group):
+            return
+        assert self.hub.router.metrics is not None
+        body, content_type = self.hub.router.metrics.render()
+        await _reply(send, 200, body, [(b"content-type", content_type.encode())])
+
+    async def _reload(self, scope: Scope, send: Send) -> None:
+        hub = self.hub
+        if scope["method"] != "POST":
             await _reply(send, 405, b'{"error":"POST /reload"}', [*_JSON, (b"allow", b"POST")])
-        elif (scope.get("client") or ("", 0))[0] not in ("127.0.0.1", "::1"):
-            await _reply(send, 403, b'{"error":"reload is accepted from loopback only"}')
+        elif not await self._admitted(
+            scope, send, hub.loaded.config.auth.admin_group if hub.loaded.config.auth else ""
+        ):
+            return
         else:
             summary = await reload_from_disk(hub, "POST /reload")
             if summary is None:

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 import anyio
 import structlog
 
+from hub.access.identity import Identity
 from hub.host.session import HostSession
 
 if TYPE_CHECKING:
@@ -59,10 +60,10 @@ class StandaloneStream:
 class HttpSession:
     """A handshake-era host session over HTTP: its `HostSession`, its client, its GET stream, its activity."""
 
-    def __init__(self, hub: Hub, client: str) -> None:
+    def __init__(self, hub: Hub, client: str, identity: Identity) -> None:
         self.id = secrets.token_hex(16)
         self.client = client
-        self.host = HostSession(hub, self.id, None, era="handshake")
+        self.host = HostSession(hub, self.id, None, era="handshake", identity=identity)
         self.created = self.active = time.monotonic()
         self.used = False  # a request after initialize
         self.standalone: StandaloneStream | None = None
@@ -98,7 +99,7 @@ class Sessions:
     def get(self, session_id: str) -> HttpSession | None:
         return self._by_id.get(session_id)
 
-    def open(self, client: str) -> HttpSession | None:
+    def open(self, client: str, identity: Identity) -> HttpSession | None:
         """A new session for `client`, making room by closing an unused one if a bound is reached; None if full."""
         limits = self.limits
         mine = [s for s in self._by_id.values() if s.client == client]
@@ -113,7 +114,7 @@ class Sessions:
         if len(self._by_id) >= limits.max_sessions and not self._evict(list(self._by_id.values()), "total limit"):
             _log.warning("http_session_refused", client=client, reason="max_sessions", limit=limits.max_sessions)
             return None
-        session = HttpSession(self.hub, client)
+        session = HttpSession(self.hub, client, identity)
         self._by_id[session.id] = session
         return session
 

@@ -29,7 +29,7 @@ class HostError(Exception):
 
 class InProcessHost:
     def __init__(self, hub: Hub) -> None:
-        self.session = HostSession(hub, "in-process", self)
+        self.session = HostSession(hub, "in-process", self, identity=hub.local)
         self._ids = itertools.count(1)
         self._waiting: dict[Any, tuple[anyio.Event, list[Response]]] = {}
 

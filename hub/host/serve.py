@@ -3,11 +3,15 @@
 from __future__ import annotations
 
 import signal
+from typing import TYPE_CHECKING
 
 import anyio
 import structlog
 
 from hub.app import Hub
+
+if TYPE_CHECKING:
+    from hub.observe.tracing import Tracing
 from hub.platform import WINDOWS
 from hub.reload import handle_signals, watch_config
 
@@ -19,6 +23,12 @@ async def serve(hub: Hub, http: str | None, allowed_hosts: list[str]) -> None:
     log = structlog.get_logger("hub")
     stop = anyio.CancelScope()
     async with hub.running(), anyio.create_task_group() as tg:
+        # After the children started: the OpenTelemetry SDK's import is not on their path.
+        from hub.observe.tracing import Tracing
+
+        hub.router.tracing = tracing = Tracing.from_environment()
+        if tracing is not None:
+            tg.start_soon(_flush_at_exit, tracing)
         tg.start_soon(watch_config, hub)
         if STOP_SIGNALS:
             tg.start_soon(handle_signals, hub, stop, STOP_SIGNALS)
@@ -33,3 +43,12 @@ async def serve(hub: Hub, http: str | None, allowed_hosts: list[str]) -> None:
                 await serve_http(hub, http, allowed_hosts)
         tg.cancel_scope.cancel()
     log.info("hub_stopped")
+
+
+async def _flush_at_exit(tracing: Tracing) -> None:
+    """Send the spans still queued when the hub stops (bounded by `Tracing.shutdown`)."""
+    try:
+        await anyio.sleep_forever()
+    finally:
+        with anyio.CancelScope(shield=True):
+            await anyio.to_thread.run_sync(tracing.shutdown)

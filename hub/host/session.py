@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 import anyio
 import structlog
 
+from hub.access.identity import ANONYMOUS, Identity
 from hub.logs import Throttle
 from hub.protocol import revisions
 from hub.protocol.jsonrpc import (
@@ -86,9 +87,12 @@ class Stream(Protocol):
 class HostSession:
     """A host connection's state and its handling of every message (`hub.relay.hosts.Session`)."""
 
-    def __init__(self, hub: Hub, label: str, standalone: Stream | None, era: str | None = None) -> None:
+    def __init__(
+        self, hub: Hub, label: str, standalone: Stream | None, era: str | None = None, identity: Identity = ANONYMOUS
+    ) -> None:
         self.hub = hub
         self.label = label
+        self.identity = identity
         self._standalone = standalone  # stdio's wire, an HTTP session's GET stream (None while not open)
         self._channel_opened: anyio.Event | None = None  # created by a request to the host that waits for one
         self.era = era  # "handshake" or "modern"; None until the first request decides (stdio)
@@ -317,7 +321,11 @@ class HostSession:
             return
         namespace = self.hub.catalog.namespace
         builtin = self.hub.builtin_tools() if received.method == "tools/list" else ()
-        received.respond(namespace.listing(received.method, received.version, builtin))
+        view = self.hub.loaded.policy.view(self.identity)
+        received.respond(namespace.listing(received.method, received.version, builtin, view))
+        metrics = self.hub.router.metrics
+        if metrics is not None:
+            metrics.request(None, received.method, "ok", 0.0)
 
     async def _listing_after_start(self, received: Received) -> None:
         await self.hub.wait_for_start()
@@ -545,6 +553,7 @@ class Listen:
 
     def __init__(self, session: HostSession, received: Received) -> None:
         self.session = session
+        self.identity = session.identity
         self.received = received
         notifications = received.params.get("notifications")
         wanted = notifications if isinstance(notifications, dict) else {}

@@ -66,7 +66,7 @@ async def serve_stdio(hub: Hub) -> None:
 
                     widen_pipe(wire_out)
             stream = WireStream(writer, gone)
-            session = HostSession(hub, "", stream)
+            session = HostSession(hub, "", stream, identity=hub.local)
             session.label = f"conn-{id(session):x}"
             limit = hub.loaded.config.hub.max_request_bytes
             served = session

@@ -4,6 +4,7 @@
     ├── BadRequest                 the host's request has params it cannot have (-32602)
     ├── InvalidRequest             the host's request is not valid as a request (-32600: an id already in flight)
     ├── UnknownName                no child serves this tool, prompt or resource (-32602)
+    │   └── Denied                 the caller's policy hides it: answered exactly as an unknown name, logged as denied
     ├── Unavailable                the child is not ready, or its connection ended during the request
     ├── Busy                       the child has max_concurrency requests in flight and max_queue waiting
     ├── TimedOut                   the child did not answer in time; the request was cancelled at the child
@@ -47,6 +48,19 @@ class InvalidRequest(HubError):
 class UnknownName(HubError):
     code = INVALID_PARAMS
     tool_result = False
+
+
+class Denied(UnknownName):
+    """A name the caller may not use. The host gets what it would for a name that does not exist (no enumeration
+    of what others may use); the call log says `denied` and which rule decided."""
+
+    outcome = "denied"
+
+    def __init__(self, shown: HubError, rule: str | None) -> None:
+        super().__init__(shown.message, shown.data)
+        self.code = shown.code
+        self.tool_result = shown.tool_result
+        self.rule = rule
 
 
 class Unavailable(HubError):

@@ -37,6 +37,7 @@ from hub.upstream.child import Child
 from hub.upstream.connection import Connection
 
 if TYPE_CHECKING:
+    from hub.observe.tracing import RequestSpan
     from hub.relay.router import Router
 
 # Methods whose results may hand out URIs the host must be able to read back through the hub.
@@ -68,6 +69,9 @@ class Call:
         self.deadline = math.inf
         self.ceiling = math.inf
         self.began = time.perf_counter()
+        self.rule: str | None = None  # the policy rule that allowed it (None: the default, or no policy)
+        self.quota: str | None = None  # the identity whose per-identity limits count this call
+        self.span: RequestSpan | None = None  # its trace span, with OpenTelemetry on
         self.connection: Connection | None = None
         self.child_id: int | None = None
         self.holds_slot = False

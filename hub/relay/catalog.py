@@ -16,6 +16,7 @@ from typing import Any
 
 import structlog
 
+from hub.access.policy import View
 from hub.protocol import revisions
 from hub.protocol.jsonrpc import encode
 from hub.relay.naming import expose_name, expose_tool_name, expose_uri, split_uri
@@ -77,7 +78,7 @@ class Namespace(Listing):
     collisions: tuple[Collision, ...] = ()
     renamed: tuple[Renamed, ...] = ()
     hidden_tools: dict[str, int] = field(default_factory=dict)
-    _encoded: dict[tuple[str, str, int], bytes] = field(default_factory=dict, compare=False, repr=False)
+    _encoded: dict[tuple[str, str, int, View | None], bytes] = field(default_factory=dict, compare=False, repr=False)
 
     def route_uri(self, exposed: str) -> Route | None:
         """The child that owns an exposed URI: listed, prefixed, or matched by an unprefixed child's template."""
@@ -93,13 +94,18 @@ class Namespace(Listing):
                 return Route(name, uri)
         return Route(unprefixed[0], uri) if len(unprefixed) == 1 else None
 
-    def listing(self, method: str, version: str, builtin: tuple[dict[str, Any], ...] = ()) -> bytes:
-        """The encoded result of a list request at `version`, made once per namespace and revision."""
-        key = (method, version, len(builtin))
+    def listing(
+        self, method: str, version: str, builtin: tuple[dict[str, Any], ...] = (), view: View | None = None
+    ) -> bytes:
+        """The encoded result of a list request at `version` as `view` shows it (the items its identity may use;
+        all without a view), made once per namespace, revision and view."""
+        key = (method, version, len(builtin), view)
         encoded = self._encoded.get(key)
         if encoded is None:
             result_key = LISTS[method]
             items = (*builtin, *getattr(self, _ATTRIBUTES[method]))
+            if view is not None and not view.open:
+                items = tuple(i for i in items if view.allows(str(i.get(_NAME_KEYS[method]))))
             shaped, problems = revisions.sieve_items(method, result_key, version, items)
             for problem in problems:
                 _log.warning("listing_item_dropped", method=method, protocol=version, problem=problem)
@@ -195,6 +201,9 @@ def build_namespace(children: Sequence[Child], reserved: frozenset[str] = frozen
 
 _ATTRIBUTES = {"tools/list": "tools", "prompts/list": "prompts", "resources/list": "resources",
                "resources/templates/list": "templates"}  # fmt: skip
+# The key of a listed item that policy globs match: its exposed name, or its exposed URI (template).
+_NAME_KEYS = {"tools/list": "name", "prompts/list": "name", "resources/list": "uri",
+              "resources/templates/list": "uriTemplate"}  # fmt: skip
 
 
 def _parse_template(text: str) -> Any:

@@ -8,11 +8,13 @@ child is subscribed once, on the first host subscription of a URI, and unsubscri
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any, Protocol
 
 import anyio
 import structlog
 
+from hub.access.identity import Identity
 from hub.relay.ports import HostSession
 
 # Several children changing at once (a reload, a burst of list_changed) make one notification per kind.
@@ -32,6 +34,9 @@ class Session(HostSession, Protocol):
 
 class Listener(Protocol):
     """A 2026-07-28 host's `subscriptions/listen` stream."""
+
+    @property
+    def identity(self) -> Identity: ...
 
     def wants(self, method: str, uri: str | None) -> bool: ...
 
@@ -100,6 +105,23 @@ class Hosts:
             for kind in kinds:
                 self._tell_all(LIST_CHANGED[kind], {}, None)
             self._log.debug("host_list_changed", kinds=kinds, hosts=len(self.sessions), listeners=len(self.listeners))
+
+    def views_changed(self, changed: Callable[[Identity], bool]) -> None:
+        """A reload changed the policy: the sessions whose identity now sees other names (only those) are told
+        that every list changed."""
+        told = 0
+        for session in list(self.sessions):
+            if changed(session.identity):
+                told += 1
+                for method in LIST_CHANGED.values():
+                    session.notify(method, {})
+        for listener in list(self.listeners):
+            if changed(listener.identity):
+                told += 1
+                for method in LIST_CHANGED.values():
+                    if listener.wants(method, None):
+                        listener.send(method, {})
+        self._log.info("policy_changed", hosts_told=told)
 
     def resource_updated(self, uri: str) -> None:
         params = {"uri": uri}

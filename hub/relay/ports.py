@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from typing import Any, Protocol
 
+from hub.access.identity import Identity
 from hub.protocol.jsonrpc import RequestId
 
 
@@ -26,6 +27,10 @@ class HostSession(Protocol):
     @property
     def label(self) -> str:
         """How the call log names it."""
+
+    @property
+    def identity(self) -> Identity:
+        """Who the session acts for: what policy decides on, what the call log names."""
 
     @property
     def modern(self) -> bool:

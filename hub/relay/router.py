@@ -11,12 +11,13 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Awaitable, Callable, Coroutine
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import anyio
 import structlog
 from anyio.abc import TaskGroup
 
+from hub.access.policy import Policy
 from hub.config.schema import HubSettings
 from hub.protocol import errors, revisions
 from hub.protocol.jsonrpc import QUOTE_LIMIT, RequestId, encode
@@ -25,6 +26,7 @@ from hub.relay.catalog import HEALTH_TOOL, Catalog
 from hub.relay.deadlines import Deadlines
 from hub.relay.hosts import Hosts
 from hub.relay.ports import HostRequest
+from hub.relay.quotas import Quotas
 from hub.upstream.child import Child, ChildState
 
 ROUTED = frozenset(
@@ -37,7 +39,13 @@ ROUTED = frozenset(
         "resources/unsubscribe",
     }
 )
+if TYPE_CHECKING:
+    from hub.observe.metrics import Metrics
+    from hub.observe.tracing import RequestSpan, Tracing
+
 CallLog = Callable[[dict[str, Any]], None]
+# Outcomes that are the hub refusing a request (counted as rejections by reason), not the child answering it.
+REJECTIONS = frozenset({"busy", "denied", "unavailable", "too_large", "rate_limited"})
 _log = structlog.get_logger("hub")
 
 
@@ -50,16 +58,22 @@ class Router:
         settings: Callable[[], HubSettings],
         health: Callable[[], dict[str, Any]],
         starting: Callable[[list[Child]], Awaitable[None]],
+        policy: Callable[[], Policy] = Policy,
     ) -> None:
         self.catalog = catalog
+        self.policy = policy
+        self.metrics: Metrics | None = None  # with the HTTP front's /metrics: counted where the call log is written
+        self.tracing: Tracing | None = None  # with OTEL_* set and the otel extra installed: a span per request
         self.hosts = hosts
         self.call_log = call_log
         self.settings = settings
         self.health = health
         self._wait_for_start = starting  # bounded wait for children still starting with the hub
         self.deadlines = Deadlines()
+        self.quotas = Quotas()
         self._calls: dict[tuple[object, RequestId], Call] = {}
         self._parked: dict[str, Call] = {}
+        self._idle: anyio.Event | None = None  # set when the last call in flight ends (`wait_idle`)
         self._tg: TaskGroup | None = None
 
     async def run(self) -> None:
@@ -89,19 +103,7 @@ class Router:
         method, params = request.method, request.params
         namespace = self.catalog.namespace
         if method == "tools/call":
-            name = _string(params, "name")
-            _object(params, "arguments")
-            state = params.get("requestState")
-            if isinstance(state, str) and state.startswith(BRIDGE_PREFIX):
-                self._resume(request, name, state.removeprefix(BRIDGE_PREFIX))
-                return
-            route = namespace.tool_routes.get(name)
-            if route is None and name == HEALTH_TOOL and self.settings().health_tool:
-                self._health(request)
-                return
-            self._dispatch(
-                request, waited, "tool", name, route, {**params, "name": route.original} if route else params
-            )
+            self._tool_call(request, waited)
         elif method == "prompts/get":
             name = _string(params, "name")
             _object(params, "arguments")
@@ -133,32 +135,72 @@ class Router:
         else:
             raise errors.BadRequest(f"{method} is not routed")
 
+    def _tool_call(self, request: HostRequest, waited: bool) -> None:
+        params = request.params
+        name = _string(params, "name")
+        _object(params, "arguments")
+        state = params.get("requestState")
+        if isinstance(state, str) and state.startswith(BRIDGE_PREFIX):
+            self._resume(request, name, state.removeprefix(BRIDGE_PREFIX))
+            return
+        route = self.catalog.namespace.tool_routes.get(name)
+        if route is None and name == HEALTH_TOOL and self.settings().health_tool:
+            decision = self.policy().decide(request.session.identity, name)
+            if not decision.allowed:
+                raise errors.Denied(errors.UnknownName(f"Unknown tool: {_named(name)}"), decision.rule)
+            self._health(request, decision.rule)
+            return
+        self._dispatch(request, waited, "tool", name, route, {**params, "name": route.original} if route else params)
+
     def _dispatch(
         self, request: HostRequest, waited: bool, kind: str, exposed: str, route: Any, params: dict[str, Any]
     ) -> None:
-        if route is None:
-            starting = self._starting_owners(exposed)
-            if starting and not waited:
-                self.spawn(self._after_start, request, starting)
-                return
-            down = [c for c in self._possible_owners(exposed) if c.state is not ChildState.READY]
-            if down and kind == "tool":  # the host may know the name from before: say why it is gone
-                raise errors.Unavailable(f"tool {_named(exposed)} is not available: {down[0].unavailable_reason()}")
-            raise errors.UnknownName(f"Unknown {kind}: {_named(exposed)}")
-        child = self.catalog.children[route.child]
-        meta = revisions.child_meta(params.get("_meta"))
-        child_params = {k: v for k, v in params.items() if k != "_meta"}
-        if meta:
-            child_params["_meta"] = meta
+        decision = self.policy().decide(request.session.identity, exposed)
+        if route is None or not decision.allowed:
+            # What the caller may not use answers as what does not exist, by the same steps.
+            try:
+                self._unrouted(request, waited, kind, exposed)
+            except errors.HubError as error:
+                raise error if decision.allowed else errors.Denied(error, decision.rule) from None
+            return
         if (request.session, request.id) in self._calls:
             raise errors.InvalidRequest(
                 f"invalid request: request id {_named(request.id)} is already in flight on this connection"
             )
-        call = Call(self, request, child, exposed, route.original, child_params)
+        call = self._call(request, self.catalog.children[route.child], exposed, route.original, params)
+        call.rule = decision.rule
         if request.method in ("resources/subscribe", "resources/unsubscribe"):
             self._subscription(call)
             return
         self._calls[(request.session, request.id)] = call
+        self._connect(call)
+
+    def _call(self, request: HostRequest, child: Child, exposed: str, original: str, params: dict[str, Any]) -> Call:
+        """The call of a request: counted against its identity's limits (refused first, before anything starts),
+        its params as the child gets them, its span."""
+        quota = None
+        policy = self.policy()
+        subscription = request.method in ("resources/subscribe", "resources/unsubscribe")
+        if not (policy.open and policy.limits.unlimited) and not subscription:
+            identity = request.session.identity
+            self.quotas.admit(identity.name, policy.limits_for(identity))  # raises RateLimited
+            quota = identity.name
+        meta = revisions.child_meta(params.get("_meta"))
+        child_params = {k: v for k, v in params.items() if k != "_meta"}
+        call = Call(self, request, child, exposed, original, child_params)
+        call.quota = quota
+        if self.tracing is not None:
+            call.span = span = self.tracing.start(request.method, exposed, request.session.label, params.get("_meta"))
+            span.set_child(child.name)
+            meta = {**meta, **span.child_meta()}  # the child's work joins the host's trace
+        if meta:
+            child_params["_meta"] = meta
+        return call
+
+    def _connect(self, call: Call) -> None:
+        """Start the call on its connection: the session's own (`sessions: per-host`), else the shared one."""
+        request, child = call.request, call.child
+        assert request is not None
         if child.per_host and not revisions.is_modern(request.version):
             own = child.session_connection(request.session)
             if own is None:
@@ -172,6 +214,17 @@ class Router:
             call.finish(error)
             return
         call.start(connection)
+
+    def _unrouted(self, request: HostRequest, waited: bool, kind: str, exposed: str) -> None:
+        """A name no child serves (yet): wait for the children still starting that could serve it, else fail."""
+        starting = self._starting_owners(exposed)
+        if starting and not waited:
+            self.spawn(self._after_start, request, starting)
+            return
+        down = [c for c in self._possible_owners(exposed) if c.state is not ChildState.READY]
+        if down and kind == "tool":  # the host may know the name from before: say why it is gone
+            raise errors.Unavailable(f"tool {_named(exposed)} is not available: {down[0].unavailable_reason()}")
+        raise errors.UnknownName(f"Unknown {kind}: {_named(exposed)}")
 
     async def _start_on_own_connection(self, call: Call) -> None:
         try:
@@ -205,7 +258,13 @@ class Router:
         """Answer a request that never became a call; it is logged like one."""
         started = time.perf_counter()
         size = answer_error(request, error)
-        self._log_line(request, child, _name(request), None, started, error.outcome, error, size, None)
+        rule = error.rule if isinstance(error, errors.Denied) else None
+        span = None
+        if self.tracing is not None:
+            span = self.tracing.start(
+                request.method, _name(request), request.session.label, request.params.get("_meta")
+            )
+        self._log_line(request, child, _name(request), None, started, error.outcome, error, size, None, rule, span)
 
     # ---- the host cancels, or comes back for a parked call --------------------------------------------------
 
@@ -221,6 +280,25 @@ class Router:
         request = call.request
         if request is not None:
             self._calls.pop((request.session, request.id), None)
+        if call.quota is not None:
+            self.quotas.release(call.quota)
+            call.quota = None
+        self._tell_idle()
+
+    @property
+    def in_flight(self) -> int:
+        return len(self._calls)
+
+    async def wait_idle(self) -> None:
+        """Until no call is in flight (unbounded: the caller bounds it, as the drain on SIGTERM does)."""
+        while self._calls:
+            self._idle = anyio.Event()
+            await self._idle.wait()
+
+    def _tell_idle(self) -> None:
+        if self._idle is not None and not self._calls:
+            self._idle.set()
+            self._idle = None
 
     def park(self, call: Call) -> None:
         assert call.token is not None
@@ -228,6 +306,7 @@ class Router:
         if request is not None:
             self._calls.pop((request.session, request.id), None)
         self._parked[call.token] = call
+        self._tell_idle()
 
     def unpark(self, call: Call) -> None:
         if call.token is not None:
@@ -269,7 +348,7 @@ class Router:
 
     # ---- the built-in tool -------------------------------------------------------------------------------------
 
-    def _health(self, request: HostRequest) -> None:
+    def _health(self, request: HostRequest, rule: str | None) -> None:
         started = time.perf_counter()
         report = self.health()
         result: dict[str, Any] = {
@@ -280,7 +359,7 @@ class Router:
             result = revisions.stamp(result, "tools/call")
         body = encode(result)
         request.respond(body)
-        self._log_line(request, "hub", HEALTH_TOOL, None, started, "ok", None, len(body), None)
+        self._log_line(request, "hub", HEALTH_TOOL, None, started, "ok", None, len(body), None, rule, None)
 
     # ---- the call log ------------------------------------------------------------------------------------------
 
@@ -292,7 +371,17 @@ class Router:
         logged = self.settings().log_arguments if own is None else own
         arguments = request.params.get("arguments") if logged and call.method == "tools/call" else None
         self._log_line(
-            request, call.child.name, call.exposed, call.original, call.began, outcome, error, size, arguments
+            request,
+            call.child.name,
+            call.exposed,
+            call.original,
+            call.began,
+            outcome,
+            error,
+            size,
+            arguments,
+            call.rule,
+            call.span,
         )
 
     def _log_line(
@@ -306,10 +395,16 @@ class Router:
         error: errors.HubError | None,
         size: int,
         arguments: Any,
+        rule: str | None,
+        span: RequestSpan | None,
     ) -> None:
+        identity = request.session.identity
         fields: dict[str, Any] = {
             "method": request.method,
             "host_session": request.session.label,
+            "identity": identity.name,
+            "auth": identity.method,
+            "rule": rule,
             "request_id": _cut(request.id),
             "child": child,
             "name": _cut(name),
@@ -323,7 +418,17 @@ class Router:
             fields["error_code"], fields["error_message"] = error.code, _cut(error.message)
         if arguments is not None:
             fields["arguments"] = arguments
+        if span is not None:
+            fields["trace_id"] = span.trace_id
+            kind = "tool_error" if outcome == "tool_error" else None if error is None else str(error.code)
+            span.end(outcome, kind, message=None if error is None else error.message)
         self.call_log(fields)
+        if self.metrics is not None:
+            self.metrics.request(child, request.method, outcome, fields["duration_ms"] / 1000)
+            if request.method == "tools/call":
+                self.metrics.tool_call(name, outcome)
+            if outcome in REJECTIONS:
+                self.metrics.rejection(outcome)
 
 
 async def _guarded(func: Callable[..., Coroutine[Any, Any, Any]], args: tuple[Any, ...]) -> None:

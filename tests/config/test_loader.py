@@ -285,7 +285,7 @@ def test_an_unknown_hub_key_suggests_the_hub_setting() -> None:
     message = error_of("hub:\n  log_argument: true\nservers: {}\n")
     assert "servers.yaml:2: hub.log_argument: unknown key 'log_argument'" in message
     assert "did you mean 'log_arguments'?" in message
-    assert "allowed keys: http, log_arguments, health_tool" in message
+    assert "allowed keys: http, per_identity, log_arguments, health_tool" in message
 
 
 def test_an_unknown_tools_key_suggests_allow() -> None:
@@ -306,7 +306,7 @@ def test_an_unknown_top_level_key_is_reported() -> None:
     message = error_of("servers: {}\nserver:\n  a:\n    command: x\n")
     assert "servers.yaml:2: server: unknown key 'server'" in message
     assert "did you mean 'servers'?" in message
-    assert "allowed keys: hub, servers" in message
+    assert "allowed keys: hub, auth, policies, default_policy, servers" in message
 
 
 def test_a_misspelt_servers_key_alone_is_a_file_without_servers() -> None:

@@ -1,4 +1,5 @@
-"""HTTP mode for load balancers and supervisors: /healthz (the hub is up) and /readyz (every enabled child ready).
+"""HTTP mode for load balancers and supervisors: /healthz (the hub is up), /readyz (the required children ready, not
+draining), and the drain on SIGTERM.
 
 A child that starts only when the test says so (slow_start --gate) makes "not ready yet" an event, not a race; a child
 that dies at start keeps /readyz at 503 with its state; a disabled child does not count.
@@ -20,7 +21,7 @@ from typing import Any
 import anyio
 import pytest
 
-from tests.conftest import REPO, WAIT, write_config
+from tests.conftest import REPO, WAIT, log_events, wait_for_file, write_config
 from tests.faults._helpers import KITCHEN, SHUTDOWN_WAIT, fault_child, hub_command
 
 pytestmark = [pytest.mark.anyio, pytest.mark.integration]
@@ -151,3 +152,79 @@ async def test_readyz_stays_503_naming_a_failed_child_while_healthz_is_200(tmp_p
                     break
                 await anyio.sleep(0.1)
         assert (await client.get("/healthz")).status_code == 200
+
+
+async def test_readyz_waits_only_for_the_required_children(tmp_path: Path) -> None:
+    servers = {
+        "kitchen": {**KITCHEN, "required": True},
+        "flaky": {**fault_child("exit_on_start"), "max_restarts": 0},
+    }
+    config = write_config(tmp_path, servers)
+    port = free_port()
+    with http_hub(config, tmp_path / "hub.log", port) as process:
+        client = Http(port)
+        await get_when_listening(client, process, "/healthz")
+        ready = await poll_until(client, "/readyz", 200)
+        assert states(ready)["kitchen"] == "ready"
+        assert states(ready)["flaky"] != "ready", "a child nobody marked required does not hold readiness"
+
+
+async def test_sigterm_drains_calls_in_flight_before_stopping(tmp_path: Path) -> None:
+    config = write_config(tmp_path, {"kitchen": KITCHEN})
+    log = tmp_path / "hub.log"
+    port = free_port()
+    marker = tmp_path / "call"
+    results: list[str] = []
+    with http_hub(config, log, port) as process:
+        client = Http(port)
+        await get_when_listening(client, process, "/healthz")
+        await poll_until(client, "/readyz", 200)
+        status, _, session = await anyio.to_thread.run_sync(_post, port, INITIALIZE, None)
+        assert status == 200 and session is not None
+        await anyio.to_thread.run_sync(_post, port, {"jsonrpc": "2.0", "method": "notifications/initialized"}, session)
+        call = {
+            "jsonrpc": "2.0",
+            "id": 2,
+            "method": "tools/call",
+            "params": {"name": "kitchen_wait_for_cancel", "arguments": {"marker": str(marker), "seconds": 5}},
+        }
+        async with anyio.create_task_group() as tg:
+
+            async def in_flight() -> None:
+                results.append((await anyio.to_thread.run_sync(_post, port, call, session))[1])
+
+            tg.start_soon(in_flight)
+            await wait_for_file(Path(f"{marker}.started"))
+            process.terminate()
+            draining = await poll_until(client, "/readyz", 503)
+            assert draining.json()["draining"] is True
+            refused = await anyio.to_thread.run_sync(_post, port, INITIALIZE, None)
+            assert refused[0] == 503 and "shutting down" in refused[1]
+        assert len(results) == 1 and "not cancelled" in results[0], "the call in flight finished"
+        assert await anyio.to_thread.run_sync(lambda: process.wait(timeout=SHUTDOWN_WAIT)) == 0
+    (started,) = log_events(log, "hub_draining")
+    (drained,) = log_events(log, "hub_drained")
+    assert started["in_flight"] == 1 and drained["timed_out"] is False
+
+
+INITIALIZE = {
+    "jsonrpc": "2.0",
+    "id": 1,
+    "method": "initialize",
+    "params": {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}},
+}
+
+
+def _post(port: int, body: dict[str, Any], session: str | None) -> tuple[int, str, str | None]:
+    """One POST to /mcp: (status, body, the session id the hub gave)."""
+    headers = {"content-type": "application/json", "accept": "application/json, text/event-stream"}
+    if session is not None:
+        headers |= {"mcp-session-id": session, "mcp-protocol-version": "2025-11-25"}
+    request = urllib.request.Request(
+        f"http://127.0.0.1:{port}/mcp", data=json.dumps(body).encode(), headers=headers, method="POST"
+    )
+    try:
+        with urllib.request.urlopen(request, timeout=WAIT) as answer:
+            return answer.status, answer.read().decode(), answer.headers.get("mcp-session-id")
+    except urllib.error.HTTPError as answer:
+        return answer.code, answer.read().decode(), None

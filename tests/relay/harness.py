@@ -17,6 +17,8 @@ from typing import Any
 import anyio
 import anyio.lowlevel
 
+from hub.access.identity import ANONYMOUS, Identity
+from hub.access.policy import Policy
 from hub.config.schema import HubSettings, ServerConfig
 from hub.platform.pipes import Broken
 from hub.platform.watchdog import Watchdog
@@ -108,8 +110,10 @@ class FakeSession:
         modern: bool = False,
         capabilities: dict[str, Any] | None = None,
         replies: dict[str, Reply] | None = None,
+        identity: Identity = ANONYMOUS,
     ) -> None:
         self.label = label
+        self.identity = identity
         self.modern = modern
         self.capabilities = {} if capabilities is None else capabilities
         self.replies = {} if replies is None else replies
@@ -258,12 +262,19 @@ class Relay:
 
     settings: HubSettings = field(default_factory=HubSettings)
     calls: list[Message] = field(default_factory=list)  # the call log's lines
+    policy: Policy = field(default_factory=Policy)
 
     def __post_init__(self) -> None:
         self.catalog = Catalog(lambda: frozenset({HEALTH_TOOL}) if self.settings.health_tool else frozenset())
         self.hosts = Hosts()
         self.router = Router(
-            self.catalog, self.hosts, self.calls.append, lambda: self.settings, self._health, self._starting
+            self.catalog,
+            self.hosts,
+            self.calls.append,
+            lambda: self.settings,
+            self._health,
+            self._starting,
+            lambda: self.policy,
         )
         self.attribution = Attribution(self.router, self.hosts)
         self.observer = Observer(self.attribution)

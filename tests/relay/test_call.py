@@ -27,6 +27,9 @@ TEXT = {"content": [{"type": "text", "text": "12:00"}], "isError": False}
 LOG_FIELDS = {
     "method",
     "host_session",
+    "identity",
+    "auth",
+    "rule",
     "request_id",
     "child",
     "name",
@@ -528,6 +531,9 @@ async def test_a_call_writes_one_log_line_with_the_documented_fields() -> None:
         assert line == {
             "method": "tools/call",
             "host_session": "conn-default",
+            "identity": "anonymous",
+            "auth": "none",
+            "rule": None,
             "request_id": "req-1",
             "child": "time",
             "name": "time_now",
