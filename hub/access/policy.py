@@ -10,7 +10,9 @@ Rules match an identity by `subjects` (names; "*" for everyone) and/or `groups`.
 from __future__ import annotations
 
 import fnmatch
+import re
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Literal
 
 from hub.access.identity import Identity
@@ -44,6 +46,39 @@ class Rule:
     def applies_to(self, identity: Identity) -> bool:
         return "*" in self.subjects or identity.name in self.subjects or identity.in_any(self.groups)
 
+    def allows(self, exposed: str) -> bool:
+        return self._allow.match(exposed) is not None
+
+    def denies(self, exposed: str) -> bool:
+        return self._deny.match(exposed) is not None
+
+    @cached_property
+    def _allow(self) -> re.Pattern[str]:
+        return _globs(self.allow)
+
+    @cached_property
+    def _deny(self) -> re.Pattern[str]:
+        return _globs(self.deny)
+
+    @cached_property
+    def allowed(self) -> Decision:
+        return Decision(True, self.name)
+
+    @cached_property
+    def denied(self) -> Decision:
+        return Decision(False, self.name)
+
+    @property
+    def limited(self) -> bool:
+        return self.max_concurrency is not None or self.requests_per_minute is not None
+
+
+def _globs(patterns: tuple[str, ...]) -> re.Pattern[str]:
+    """One regular expression for a rule's globs (fnmatch's, case-sensitive): one match per rule and name."""
+    if not patterns:
+        return re.compile(r"(?!)")  # matches nothing
+    return re.compile("|".join(f"(?:{fnmatch.translate(p)})" for p in patterns), re.DOTALL)
+
 
 @dataclass(frozen=True)
 class Decision:
@@ -52,6 +87,7 @@ class Decision:
 
 
 ALLOWED = Decision(True, None)
+DENIED = Decision(False, None)
 
 
 @dataclass(frozen=True)
@@ -60,22 +96,27 @@ class Policy:
     default: Default = "allow"
     limits: Limits = Limits()  # for every identity, before the rules that match it lower them
 
-    @property
+    @cached_property
     def open(self) -> bool:
         """Everything allowed to everyone: no rule, default allow (a hub without `policies:`)."""
         return not self.rules and self.default == "allow"
+
+    @cached_property
+    def limited(self) -> bool:
+        """Whether any identity has a limit (else nothing is counted per identity)."""
+        return not self.limits.unlimited or any(r.limited for r in self.rules)
 
     def decide(self, identity: Identity, exposed: str) -> Decision:
         if self.open:
             return ALLOWED
         matching = [r for r in self.rules if r.applies_to(identity)]
         for rule in matching:
-            if any(fnmatch.fnmatchcase(exposed, p) for p in rule.deny):
-                return Decision(False, rule.name)
+            if rule.denies(exposed):
+                return rule.denied
         for rule in matching:
-            if any(fnmatch.fnmatchcase(exposed, p) for p in rule.allow):
-                return Decision(True, rule.name)
-        return Decision(self.default == "allow", None)
+            if rule.allows(exposed):
+                return rule.allowed
+        return ALLOWED if self.default == "allow" else DENIED
 
     def limits_for(self, identity: Identity) -> Limits:
         """The hub-wide limits, each lowered by the matching rules that set a lower one."""
@@ -112,9 +153,9 @@ class View:
     def allows(self, exposed: str) -> bool:
         if self.open:
             return True
-        if any(fnmatch.fnmatchcase(exposed, p) for r in self.rules for p in r.deny):
+        if any(r.denies(exposed) for r in self.rules):
             return False
-        if any(fnmatch.fnmatchcase(exposed, p) for r in self.rules for p in r.allow):
+        if any(r.allows(exposed) for r in self.rules):
             return True
         return self.default == "allow"
 

@@ -21,6 +21,7 @@ import re
 import secrets
 import time
 from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 
@@ -45,6 +46,10 @@ class Entry:
 
     def expired(self, now: float) -> bool:
         return self.expires is not None and now >= self.expires
+
+    @cached_property
+    def identity(self) -> Identity:
+        return Identity(self.name, frozenset(self.groups), "token")
 
 
 @dataclass(frozen=True)
@@ -92,7 +97,7 @@ class TokenFile:
             return Rejected("unknown")
         if found.expired(now):
             return Rejected("expired")
-        return Identity(found.name, frozenset(found.groups), "token")
+        return found.identity
 
     # ---- `hub token` -------------------------------------------------------------------------------------------
 

@@ -313,7 +313,7 @@ class LoadedConfig:
         per_identity = config.hub.per_identity
         return Policy(rules, default, Limits(per_identity.max_concurrency, per_identity.requests_per_minute))
 
-    @property
+    @cached_property
     def token_path(self) -> Path | None:
         """The token file, relative paths taken from the directory of servers.yaml."""
         auth = self.config.auth

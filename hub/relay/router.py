@@ -181,7 +181,7 @@ class Router:
         quota = None
         policy = self.policy()
         subscription = request.method in ("resources/subscribe", "resources/unsubscribe")
-        if not (policy.open and policy.limits.unlimited) and not subscription:
+        if policy.limited and not subscription:
             identity = request.session.identity
             self.quotas.admit(identity.name, policy.limits_for(identity))  # raises RateLimited
             quota = identity.name
