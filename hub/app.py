@@ -31,8 +31,9 @@ from hub.relay.catalog import HEALTH_TOOL, HEALTH_TOOL_DEF, Catalog
 from hub.relay.hosts import Hosts
 from hub.relay.naming import expose_uri
 from hub.relay.router import Router
-from hub.upstream.child import Child, ChildState
+from hub.upstream.child import Child, ChildState, Launch
 from hub.upstream.connection import Connection
+from hub.upstream.credentials import personal
 
 # How long a broadcast to the children (logging/setLevel) may take.
 NOTIFY_TIMEOUT = 5.0
@@ -100,7 +101,8 @@ class Hub:
     def _start(self, name: str, server: ServerConfig) -> Child:
         """Create a child and supervise it in its own cancel scope, so that a reload can stop it alone."""
         assert self._tg is not None
-        child = Child(name, self.loaded.prefix_of(name), server, self, self.watchdog)
+        child = Child(name, self.loaded.prefix_of(name), server, self, self.watchdog, self._launcher(server))
+        child.idle_timeout = self.loaded.config.hub.http.session_idle_timeout
         scope = anyio.CancelScope()
         self._scopes[name] = scope
 
@@ -110,6 +112,11 @@ class Hub:
 
         self._tg.start_soon(supervise)
         return child
+
+    def _launcher(self, server: ServerConfig) -> Launch:
+        """How a child is started for an identity: its placeholders expanded with that identity's name, groups and
+        secrets (the shared connection's with the hub's own identity), from the secrets as they are now."""
+        return lambda identity: personal(server, identity or self.local, self.loaded.secrets)
 
     async def reload(self, loaded: LoadedConfig) -> dict[str, list[str]]:
         """Apply a new configuration: start added children, stop removed ones, restart changed ones.
@@ -285,9 +292,14 @@ class Hub:
             child.roots_changed(owner)
 
     def session_ended(self, owner: object) -> None:
-        """A host session ended: its own connections close, and the subscriptions only it held end at the child."""
+        """A host session ended: its own connections close (and its identity's, if no other session of that
+        identity is left), and the subscriptions only it held end at the child."""
+        identity = getattr(owner, "identity", None)
+        last_of_identity = not any(s is not owner and s.identity == identity for s in self.hosts.sessions)
         for child in list(self.children.values()):
             child.close_session(owner)
+            if child.per_identity and last_of_identity:
+                child.close_session(identity)
         for uri in self.hosts.discard(owner):  # type: ignore[arg-type]
             route = self.catalog.namespace.route_uri(uri)
             owner_child = self.children.get(route.child) if route is not None else None

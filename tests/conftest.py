@@ -223,12 +223,12 @@ async def wait_listening(process: Process, port: int, limit: float = WAIT) -> No
 
 
 @asynccontextmanager
-async def serve_hub_http(config: Path, log_file: Path) -> AsyncIterator[str]:
+async def serve_hub_http(config: Path, log_file: Path, *extra: str) -> AsyncIterator[str]:
     """`hub serve --http` as a real subprocess; yields its /mcp URL once it accepts connections (bounded)."""
     port = free_port()
     with log_file.with_suffix(".err").open("wb") as err:
         process = await anyio.open_process(
-            serve_http_command(config, port, log_file), cwd=REPO, stdout=subprocess.DEVNULL, stderr=err
+            serve_http_command(config, port, log_file, *extra), cwd=REPO, stdout=subprocess.DEVNULL, stderr=err
         )
         try:
             await wait_listening(process, port)

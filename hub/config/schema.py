@@ -16,6 +16,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field, PositiveFloat, field_validator, model_validator
 
 from hub.access.policy import Limits, Policy, Rule
+from hub.access.secrets import Secrets
 
 # A prefix: a letter, then letters, digits or '-'. No '_' or '+': they separate the prefix from names and URIs.
 PREFIX_PATTERN = r"[a-z][a-z0-9-]{0,31}"
@@ -27,7 +28,9 @@ TransportKind = Literal["stdio", "streamable-http", "sse"]
 ChildProtocol = Literal["legacy", "auto", "2026-07-28"]
 # How host sessions share a child (docs/protocols.md, "Which host request a child's request belongs to"):
 # "shared" = one connection for all; "per-host" = each handshake-era host session gets its own connection.
-SessionMode = Literal["shared", "per-host"]
+# "per-identity" = one connection (one process) per identity, shared by that identity's sessions, started with its
+# own credentials (`${identity.name}`, `${secret:NAME}` in env, headers and args).
+SessionMode = Literal["shared", "per-host", "per-identity"]
 DEFAULT_MAX_SESSIONS = 16
 
 # Per-child limits. The concurrency defaults are Envoy's circuit-breaker defaults per upstream (1,024 requests,
@@ -270,9 +273,18 @@ class PolicyRule(_Strict):
         return self
 
 
+class SecretsConfig(_Strict):
+    """Where `${secret:NAME}` finds values: a directory of files named after secrets, a YAML file, or the
+    environment (looked in that order)."""
+
+    dir: str | None = Field(default=None, description="A directory with one file per secret (relative: to this file).")
+    file: str | None = Field(default=None, description="A YAML mapping of secret names to values.")
+
+
 class HubConfig(_Strict):
     hub: HubSettings = HubSettings()
     auth: AuthConfig | None = None
+    secrets: SecretsConfig = SecretsConfig()
     policies: tuple[PolicyRule, ...] = ()
     default_policy: Literal["allow", "deny"] | None = Field(
         default=None, description="For names no matching rule mentions: 'deny' when policies are given, else 'allow'."
@@ -320,6 +332,16 @@ class LoadedConfig:
         if auth is None or auth.tokens is None:
             return None
         return self.path.parent / Path(auth.tokens).expanduser()
+
+    @cached_property
+    def secrets(self) -> Secrets:
+        """Where `${secret:NAME}` is looked up, relative paths taken from the directory of servers.yaml."""
+        where = self.config.secrets
+
+        def place(path: str | None) -> Path | None:
+            return None if path is None else self.path.parent / Path(path).expanduser()
+
+        return Secrets(place(where.dir), place(where.file))
 
     def prefix_of(self, name: str) -> str:
         server = self.config.servers[name]

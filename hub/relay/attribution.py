@@ -93,7 +93,9 @@ class Attribution:
         elif owner is not None:
             self._during_call(owner, connection, request, kind)
         else:
-            session: Session | None = connection.owner if connection.owner is not None else self.hosts.only()
+            session: Session | None = (
+                connection.owner if connection.owner is not None else self.hosts.only(connection.identity)
+            )
             if session is None or session.modern:
                 shared = len(self.hosts.sessions)
                 connection.respond(
@@ -153,4 +155,4 @@ class Attribution:
         elif connection.owner is not None:
             connection.owner.log(params)
         else:
-            self.hosts.log(params)
+            self.hosts.log(params, connection.identity)

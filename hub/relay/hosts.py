@@ -68,9 +68,10 @@ class Hosts:
                 left.append(uri)
         return left
 
-    def only(self) -> Session | None:
-        """The one handshake-era session, if there is exactly one (always so over stdio)."""
-        return self.sessions[0] if len(self.sessions) == 1 else None
+    def only(self, identity: Identity | None = None) -> Session | None:
+        """The one handshake-era session (of `identity`, if given), if there is exactly one (always so over stdio)."""
+        sessions = self.sessions if identity is None else [s for s in self.sessions if s.identity == identity]
+        return sessions[0] if len(sessions) == 1 else None
 
     def subscribe(self, session: Session, uri: str) -> bool:
         """Record a subscription; True if it is the first for this URI (the child must be told)."""
@@ -131,10 +132,12 @@ class Hosts:
             if listener.wants("notifications/resources/updated", uri):
                 listener.send("notifications/resources/updated", params)
 
-    def log(self, params: dict[str, Any]) -> None:
-        """A child's log message that belongs to no request: every handshake-era session gets it."""
+    def log(self, params: dict[str, Any], identity: Identity | None = None) -> None:
+        """A child's log message that belongs to no request: every handshake-era session gets it (of `identity`
+        only, for a connection opened for one: one person's server must not talk to another's session)."""
         for session in list(self.sessions):
-            session.log(params)
+            if identity is None or session.identity == identity:
+                session.log(params)
 
     def _tell_all(self, method: str, params: dict[str, Any], uri: str | None) -> None:
         for session in list(self.sessions):

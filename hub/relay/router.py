@@ -201,8 +201,8 @@ class Router:
         """Start the call on its connection: the session's own (`sessions: per-host`), else the shared one."""
         request, child = call.request, call.child
         assert request is not None
-        if child.per_host and not revisions.is_modern(request.version):
-            own = child.session_connection(request.session)
+        if child.per_identity or (child.per_host and not revisions.is_modern(request.version)):
+            own = child.session_connection(_owner(call))
             if own is None:
                 self.spawn(self._start_on_own_connection, call)
                 return
@@ -228,7 +228,7 @@ class Router:
 
     async def _start_on_own_connection(self, call: Call) -> None:
         try:
-            connection = await call.child.open_session_connection(call.session)
+            connection = await call.child.open_session_connection(_owner(call))
         except errors.HubError as error:
             call.finish(error)
             return
@@ -429,6 +429,11 @@ class Router:
                 self.metrics.tool_call(name, outcome)
             if outcome in REJECTIONS:
                 self.metrics.rejection(outcome)
+
+
+def _owner(call: Call) -> object:
+    """Whose own connection a call takes: its identity's (`sessions: per-identity`), else its session's."""
+    return call.session.identity if call.child.per_identity else call.session
 
 
 async def _guarded(func: Callable[..., Coroutine[Any, Any, Any]], args: tuple[Any, ...]) -> None:

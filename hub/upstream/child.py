@@ -16,7 +16,7 @@ from __future__ import annotations
 import enum
 import random
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from typing import Any, Protocol
@@ -25,11 +25,13 @@ import anyio
 import structlog
 from anyio.abc import TaskGroup
 
+from hub.access.identity import Identity
 from hub.config.schema import ServerConfig
 from hub.platform.watchdog import Watchdog
 from hub.protocol import errors
 from hub.protocol.jsonrpc import METHOD_NOT_FOUND, Notification, Request, Response
 from hub.upstream.connection import Connection
+from hub.upstream.credentials import MissingCredential
 from hub.upstream.slots import Slots
 from hub.upstream.stdio import open_stdio
 from hub.upstream.url import open_url
@@ -93,11 +95,27 @@ class Observer(Protocol):
     def child_request(self, child: Child, connection: Connection, request: Request) -> None: ...
 
 
+# A child's configuration for an identity (None: the shared connection's), placeholders expanded
+# (`hub.upstream.credentials.personal`). Raises MissingCredential.
+Launch = Callable[[Identity | None], ServerConfig]
+
+
 class Child:
-    def __init__(self, name: str, prefix: str, config: ServerConfig, observer: Observer, watchdog: Watchdog) -> None:
+    def __init__(
+        self,
+        name: str,
+        prefix: str,
+        config: ServerConfig,
+        observer: Observer,
+        watchdog: Watchdog,
+        launch: Launch | None = None,
+    ) -> None:
         self.name = name
         self.prefix = prefix
         self.config = config
+        self.launch: Launch = launch or (lambda identity: config)
+        # With sessions: per-identity, an identity's connection closes after this long without a request.
+        self.idle_timeout = 1800.0
         self.observer = observer
         self.watchdog = watchdog
         self.state = ChildState.STARTING
@@ -134,7 +152,7 @@ class Child:
         return connection
 
     def session_connection(self, owner: object) -> Connection | None:
-        """This host session's own connection if it is open (`sessions: per-host`), else None."""
+        """The connection of this host session (`sessions: per-host`) or identity (`per-identity`) if it is open."""
         session = self._sessions.get(owner)
         return session.connection if session is not None and session.connection is not None else None
 
@@ -142,8 +160,13 @@ class Child:
     def per_host(self) -> bool:
         return self.config.sessions == "per-host"
 
+    @property
+    def per_identity(self) -> bool:
+        return self.config.sessions == "per-identity"
+
     async def open_session_connection(self, owner: object) -> Connection:
-        """This host session's own connection, opened now if it has none (`sessions: per-host`).
+        """The connection of this host session (`sessions: per-host`) or identity (`sessions: per-identity`: `owner`
+        is the `Identity`), opened now if it has none.
 
         Raises:
             errors.Unavailable: the child is not ready, the session limit is reached, or the connection failed.
@@ -153,8 +176,8 @@ class Child:
         if session is None:
             if len(self._sessions) >= self.config.max_sessions:
                 raise errors.Unavailable(
-                    f"server '{self.name}' already has {self.config.max_sessions} per-host connections open "
-                    "(max_sessions); end a host session or raise max_sessions in servers.yaml"
+                    f"server '{self.name}' already has {self.config.max_sessions} {self.config.sessions} "
+                    "connections open (max_sessions); end a host session or raise max_sessions in servers.yaml"
                 )
             assert self._tg is not None
             session = self._sessions[owner] = _SessionConnection(self, owner)
@@ -314,13 +337,19 @@ class Child:
         self.log.warning("child_exited", error=self.last_error)
 
     @asynccontextmanager
-    async def open_connection(self, tg: TaskGroup) -> AsyncIterator[Connection]:
-        """A new connection to the child (a new process, for a stdio child); closed (bounded) on leaving."""
-        if self.config.kind == "stdio":
-            async with open_stdio(self.name, self.config, self, self.watchdog, tg) as (connection, _, _):
+    async def open_connection(self, tg: TaskGroup, identity: Identity | None = None) -> AsyncIterator[Connection]:
+        """A new connection to the child (a new process, for a stdio child), as `identity` runs it (None: the
+        shared connection); closed (bounded) on leaving.
+
+        Raises:
+            MissingCredential: the identity has no value for a secret the configuration needs.
+        """
+        config = self.launch(identity)
+        if config.kind == "stdio":
+            async with open_stdio(self.name, config, self, self.watchdog, tg) as (connection, _, _):
                 yield connection
         else:
-            async with open_url(self.name, self.config, self, tg) as connection:
+            async with open_url(self.name, config, self, tg) as connection:
                 yield connection
 
     def describe_failure(self, exc: BaseException) -> str:
@@ -334,6 +363,8 @@ class Child:
             return f"command cannot be run: {self.config.command!r} ({exc.strerror})"
         if isinstance(exc, errors.HubError):
             return exc.message
+        if isinstance(exc, MissingCredential):
+            return str(exc)
         return f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
 
     async def _heartbeat(self, connection: Connection) -> None:
@@ -462,32 +493,51 @@ class _Stream:
 
 
 class _SessionConnection:
-    """One host session's own connection to a `sessions: per-host` child."""
+    """One host session's own connection to a `sessions: per-host` child, or one identity's to a `per-identity`
+    one (which closes once idle for `Child.idle_timeout`: a 2026-07-28 host has no session whose end would)."""
 
     def __init__(self, child: Child, owner: object) -> None:
         self.child = child
         self.owner = owner
+        self.identity = owner if isinstance(owner, Identity) else None
         self.connection: Connection | None = None
         self.error: str | None = None
         self.ready = anyio.Event()
         self._scope = anyio.CancelScope()
-        self.label = str(getattr(owner, "label", owner))
+        self.label = f"identity:{owner.name}" if isinstance(owner, Identity) else str(getattr(owner, "label", owner))
 
     def close(self) -> None:
         self._scope.cancel()
+
+    async def _until_idle(self, connection: Connection) -> None:
+        """Until the connection ends, or has had nothing in flight for the child's idle timeout."""
+        limit = self.child.idle_timeout
+        while not connection.done.is_set():
+            idle = time.monotonic() - connection.last_active
+            if not connection.inflight and idle >= limit:
+                self.error = None
+                self.child.log.info("identity_connection_idle", host_session=self.label, idle_s=round(idle))
+                return
+            with anyio.move_on_after(max(limit - idle, 1.0) if not connection.inflight else limit):
+                await connection.done.wait()
 
     async def run(self) -> None:
         child = self.child
         try:
             with self._scope:
-                async with anyio.create_task_group() as tg, child.open_connection(tg) as connection:
+                async with anyio.create_task_group() as tg, child.open_connection(tg, self.identity) as connection:
                     with anyio.fail_after(child.config.connect_timeout):
                         await connection.handshake(child.config.protocol, child.config.connect_timeout)
-                    connection.owner = self.owner
+                    if self.identity is None:
+                        connection.owner = self.owner
+                    connection.identity = self.identity
                     self.connection = connection
                     self.ready.set()
                     child.log.info("session_connection_opened", host_session=self.label, sessions=child.sessions_open)
-                    await connection.done.wait()
+                    if self.identity is None:
+                        await connection.done.wait()
+                    else:
+                        await self._until_idle(connection)
                     tg.cancel_scope.cancel()
         except TimeoutError:
             self.error = f"did not connect within {child.config.connect_timeout:g}s"

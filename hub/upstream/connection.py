@@ -20,6 +20,7 @@ without a task per request and without validating and re-encoding what is forwar
 from __future__ import annotations
 
 import re
+import time
 from typing import Any, Protocol
 
 import anyio
@@ -95,6 +96,9 @@ class Connection:
         self.inflight: dict[Any, None] = {}
         # The host session this connection belongs to (`sessions: per-host`), or None (the shared connection).
         self.owner: Any = None
+        # The identity it was opened for (`sessions: per-identity`): what it hears goes to that identity's sessions.
+        self.identity: Any = None
+        self.last_active = time.monotonic()  # the last request sent on it (idle per-identity connections close)
         self.closed: str | None = None  # why, once the wire has ended
         self.done = anyio.Event()  # set when it has
         self._ids = 0
@@ -138,6 +142,7 @@ class Connection:
         if stamped is not None:
             params = {**params, "_meta": stamped}
         self._pending[request_id] = exchange
+        self.last_active = time.monotonic()
         try:
             self.wire.send({"jsonrpc": "2.0", "id": request_id, "method": method, "params": params})
         except Exception as exc:  # Broken, or a value that cannot be encoded: this request fails, not the hub

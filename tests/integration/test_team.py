@@ -452,3 +452,47 @@ async def test_the_team_page_commands_run_as_shown(tmp_path: Path) -> None:
                 assert _shown(expected, tmp_path).fullmatch(line.rstrip()), (command, line, expected)
             ran += 1
     assert ran >= 6
+
+
+async def test_each_identity_gets_its_own_child_process_with_its_own_credentials(tmp_path: Path) -> None:
+    secrets = tmp_path / "secrets"
+    secrets.mkdir()
+    for name in ("alice", "bob", "hubsvc"):
+        (secrets / f"pw-{name}").write_text(f"password-of-{name}\n")
+    config = tmp_path / "servers.yaml"
+    document = {
+        "auth": {"tokens": "tokens.json"},
+        "secrets": {"dir": "secrets"},
+        "servers": {
+            "db": {
+                **python_child("tests.children.kitchen", "--name", "db"),
+                "sessions": "per-identity",
+                "env": {"WHO": "${identity.name}", "PASSWORD": "${secret:pw-${identity.name}}"},
+            }
+        },
+    }
+    config.write_text(yaml.safe_dump(document, sort_keys=False))
+    tokens = {name: create_token(config, name) for name in ("alice", "bob", "carol")}
+    log = tmp_path / "hub.log"
+
+    async def env(client: Client, name: str) -> str:
+        result = await client.call_tool("db_env", {"name": name})
+        return str(result.content[0].text)  # type: ignore[union-attr]
+
+    async with (
+        serve_hub_http(config, log, "--as", "hubsvc") as url,
+        as_person(url, tokens["alice"]) as a1,
+        as_person(url, tokens["alice"]) as a2,
+    ):
+        async with as_person(url, tokens["bob"]) as b:
+            assert (await env(a1, "WHO"), await env(a1, "PASSWORD")) == ("alice", "password-of-alice")
+            assert (await env(b, "WHO"), await env(b, "PASSWORD")) == ("bob", "password-of-bob")
+            assert await env(a2, "WHO") == "alice"
+        async with as_person(url, tokens["carol"]) as c:
+            refused = await c.call_tool("db_env", {"name": "WHO"})
+            assert refused.is_error
+            assert "identity 'carol' has no secret 'pw-carol'" in str(refused.content[0].text)  # type: ignore[union-attr]
+    opened = [e["host_session"] for e in log_events(log, "session_connection_opened")]
+    assert sorted(opened) == ["identity:alice", "identity:bob"], "one process per identity, shared by its sessions"
+    text = log.read_text()
+    assert "password-of" not in text, "no secret in any log line"
