@@ -1,6 +1,7 @@
 """The Streamable HTTP front's handshake-era sessions, bounded per client and in total.
 
-A flood of `initialize` POSTs must not lock real clients out. Sessions are counted per client address and in
+A flood of `initialize` POSTs must not lock real clients out. Sessions are counted per client (its identity when
+the hub authenticates, since behind a reverse proxy every client has the proxy's address; else its address) and in
 total; at either bound, the session that has gone longest without a request after its `initialize` (an "unused"
 one, which a real client does not leave behind) is closed to make room, and only when none is unused is the new
 one refused (503, naming the limit). Unused sessions also expire on their own after `unused_session_timeout`; any
@@ -99,9 +100,10 @@ class Sessions:
     def get(self, session_id: str) -> HttpSession | None:
         return self._by_id.get(session_id)
 
-    def open(self, client: str, identity: Identity) -> HttpSession | None:
-        """A new session for `client`, making room by closing an unused one if a bound is reached; None if full."""
+    def open(self, address: str, identity: Identity) -> HttpSession | None:
+        """A new session for a client, making room by closing an unused one if a bound is reached; None if full."""
         limits = self.limits
+        client = address if identity.method == "none" else f"identity:{identity.name}"
         mine = [s for s in self._by_id.values() if s.client == client]
         if len(mine) >= limits.max_sessions_per_client and not self._evict(mine, "per-client limit"):
             _log.warning(
