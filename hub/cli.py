@@ -22,6 +22,7 @@ from hub import __version__
 
 if TYPE_CHECKING:
     from hub.app import Hub
+    from hub.config.schema import LoadedConfig
     from hub.host.inprocess import InProcessHost
 
 DEFAULT_CONFIG = "servers.yaml"
@@ -133,7 +134,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.command == "token":
         from hub.cli_token import run_token_command
 
-        return run_token_command(args, config_path(args.config))
+        loaded = _load(args.config)
+        return loaded if isinstance(loaded, int) else run_token_command(args, loaded)
     import anyio
 
     try:
@@ -171,7 +173,6 @@ def _reload(pid: int | None, url: str | None) -> int:
 
 
 async def _run(args: argparse.Namespace, started: float) -> int:
-    from hub.config import ConfigError, load_config
     from hub.logs import configure_logging
 
     serving = args.command == "serve"
@@ -180,15 +181,9 @@ async def _run(args: argparse.Namespace, started: float) -> int:
         args.log_level or ("info" if serving else "warning"),
         args.log_file,
     )
-    path, missing = config_path(args.config)
-    if missing is not None:
-        print(f"hub: {missing}", file=sys.stderr)
-        return EXIT_CONFIG
-    try:
-        loaded = load_config(path)
-    except ConfigError as exc:
-        print(f"hub: {exc}", file=sys.stderr)
-        return EXIT_CONFIG
+    loaded = _load(args.config)
+    if isinstance(loaded, int):
+        return loaded
     from hub.access.identity import local_user
     from hub.app import Hub
 
@@ -205,6 +200,21 @@ async def _run(args: argparse.Namespace, started: float) -> int:
 
     await serve(hub, args.http, args.allow_host)
     return 0
+
+
+def _load(given: str | None) -> LoadedConfig | int:
+    """The configuration, or the exit status after saying on stderr why it cannot be loaded."""
+    from hub.config import ConfigError, load_config
+
+    path, missing = config_path(given)
+    if missing is not None:
+        print(f"hub: {missing}", file=sys.stderr)
+        return EXIT_CONFIG
+    try:
+        return load_config(path)
+    except ConfigError as exc:
+        print(f"hub: {exc}", file=sys.stderr)
+        return EXIT_CONFIG
 
 
 def _loopback(bind: str) -> bool:

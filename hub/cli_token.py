@@ -12,22 +12,12 @@ import time
 from pathlib import Path
 
 from hub.access.tokens import TokenFile, TokenFileError
+from hub.config.schema import LoadedConfig
 
 EXIT_USAGE = 2
 
 
-def run_token_command(args: argparse.Namespace, config: tuple[str, str | None]) -> int:
-    from hub.config import ConfigError, load_config
-
-    path, missing = config
-    if missing is not None:
-        print(f"hub: {missing}", file=sys.stderr)
-        return EXIT_USAGE
-    try:
-        loaded = load_config(path)
-    except ConfigError as exc:
-        print(f"hub: {exc}", file=sys.stderr)
-        return EXIT_USAGE
+def run_token_command(args: argparse.Namespace, loaded: LoadedConfig) -> int:
     token_path = loaded.token_path
     if token_path is None:
         print(

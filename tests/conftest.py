@@ -223,9 +223,10 @@ async def wait_listening(process: Process, port: int, limit: float = WAIT) -> No
 
 
 @asynccontextmanager
-async def serve_hub_http(config: Path, log_file: Path, *extra: str) -> AsyncIterator[str]:
-    """`hub serve --http` as a real subprocess; yields its /mcp URL once it accepts connections (bounded)."""
-    port = free_port()
+async def serve_hub_http(config: Path, log_file: Path, *extra: str, port: int | None = None) -> AsyncIterator[str]:
+    """`hub serve --http` as a real subprocess (on `port`, else a free one); yields its /mcp URL once it accepts
+    connections (bounded)."""
+    port = port or free_port()
     with log_file.with_suffix(".err").open("wb") as err:
         process = await anyio.open_process(
             serve_http_command(config, port, log_file, *extra), cwd=REPO, stdout=subprocess.DEVNULL, stderr=err

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import secrets
 import socket
-import subprocess
 import time
 from collections import Counter
 from collections.abc import AsyncIterator
@@ -52,7 +51,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.routing import Route
 
-from tests.conftest import REPO, WAIT, free_port, log_events, python_child, serve_http_command, wait_listening
+from tests.conftest import WAIT, free_port, log_events, python_child, serve_hub_http
 
 pytestmark = pytest.mark.anyio
 
@@ -205,26 +204,6 @@ async def serve_app(app: Starlette, sock: socket.socket) -> AsyncIterator[None]:
             tasks.cancel_scope.deadline = anyio.current_time() + 15
 
 
-@asynccontextmanager
-async def serve_hub(config: Path, port: int, log_file: Path) -> AsyncIterator[None]:
-    """`hub serve --http 127.0.0.1:port` as a real subprocess, until it listens; terminated on exit (bounded)."""
-    with log_file.with_suffix(".err").open("wb") as err:
-        process = await anyio.open_process(
-            serve_http_command(config, port, log_file), cwd=REPO, stdout=subprocess.DEVNULL, stderr=err
-        )
-        try:
-            await wait_listening(process, port)
-            yield
-        finally:
-            process.terminate()
-            with anyio.move_on_after(15):
-                await process.wait()
-            if process.returncode is None:
-                process.kill()
-                with anyio.CancelScope(shield=True), anyio.move_on_after(5):
-                    await process.wait()
-
-
 def hub_config(directory: Path, issuer: str, audience: str, jwks_url: str) -> Path:
     path = directory / "servers.yaml"
     document = {
@@ -269,7 +248,7 @@ async def test_the_sdk_oauth_client_discovers_the_authorization_server_through_t
         with anyio.fail_after(2 * WAIT):
             async with (
                 serve_app(app, sock),
-                serve_hub(config, hub_port, log),
+                serve_hub_http(config, log, port=hub_port),
                 http,
                 Client(transport, mode="legacy", read_timeout_seconds=WAIT) as client,
             ):
