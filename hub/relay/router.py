@@ -17,6 +17,7 @@ import anyio
 import structlog
 from anyio.abc import TaskGroup
 
+from hub.access.identity import Identity
 from hub.access.policy import Policy
 from hub.config.schema import HubSettings
 from hub.protocol import errors, revisions
@@ -350,7 +351,7 @@ class Router:
 
     def _health(self, request: HostRequest, rule: str | None) -> None:
         started = time.perf_counter()
-        report = self.health()
+        report = self._visible_health(request.session.identity)
         result: dict[str, Any] = {
             "content": [{"type": "text", "text": json.dumps(report, indent=2)}],
             "structuredContent": report,
@@ -360,6 +361,21 @@ class Router:
         body = encode(result)
         request.respond(body)
         self._log_line(request, "hub", HEALTH_TOOL, None, started, "ok", None, len(body), None, rule, None)
+
+    def _visible_health(self, identity: Identity) -> dict[str, Any]:
+        """The health report as `identity` may see it: the servers (and collisions) of names its policy shows."""
+        report = self.health()
+        view = self.policy().view(identity)
+        if view.open:
+            return report
+        namespace = self.catalog.namespace
+        routes = (namespace.tool_routes, namespace.prompt_routes, namespace.resource_routes, namespace.template_routes)
+        seen = {route.child for table in routes for name, route in table.items() if view.allows(name)}
+        return {
+            **report,
+            "servers": [s for s in report["servers"] if s["name"] in seen],
+            "collisions": [c for c in report["collisions"] if view.allows(c["exposed"])],
+        }
 
     # ---- the call log ------------------------------------------------------------------------------------------
 

@@ -162,3 +162,19 @@ def test_rules_lower_the_hub_wide_limits_for_the_identities_they_match() -> None
     )
     assert policy.limits_for(Identity("ann", frozenset({"intern"}))) == Limits(8, 10, "policy interns")
     assert policy.limits_for(Identity("etl")) == Limits(8, 600, "hub.per_identity"), "a rule only lowers a limit"
+
+
+async def test_the_health_report_shows_only_the_servers_of_names_the_caller_may_see() -> None:
+    async with running_relay() as relay:
+        relay.add_child("icinga", tools=("status",))
+        relay.add_child("postgres", tools=("query",))
+        relay.router.health = lambda: {
+            "servers": [{"name": "icinga"}, {"name": "postgres"}],
+            "collisions": [{"kind": "tool", "exposed": "icinga_status", "kept": "icinga", "dropped": "x"}],
+        }
+        relay.policy = Policy((Rule("dba", groups=frozenset({"dba"}), allow=("postgres_*", "hub_health")),), "deny")
+        dba = FakeSession("conn-d", identity=Identity("dave", frozenset({"dba"}), "jwt"))
+        request = relay.call_tool("hub_health", session=dba)
+        await request.answered()
+        report = request.result["structuredContent"]
+        assert report == {"servers": [{"name": "postgres"}], "collisions": []}
