@@ -103,6 +103,7 @@ class Hub:
         assert self._tg is not None
         child = Child(name, self.loaded.prefix_of(name), server, self, self.watchdog, self._launcher(server))
         child.idle_timeout = self.loaded.config.hub.http.session_idle_timeout
+        child.shared_identity = self.local
         scope = anyio.CancelScope()
         self._scopes[name] = scope
 

@@ -116,6 +116,9 @@ class Child:
         self.launch: Launch = launch or (lambda identity: config)
         # With sessions: per-identity, an identity's connection closes after this long without a request.
         self.idle_timeout = 1800.0
+        # With sessions: per-identity, who the shared (listing) connection runs as: the hub's own identity. What it
+        # says outside a call reaches only that identity's sessions, like any identity's connection.
+        self.shared_identity: Identity | None = None
         self.observer = observer
         self.watchdog = watchdog
         self.state = ChildState.STARTING
@@ -293,6 +296,8 @@ class Child:
                 with anyio.fail_after(self.config.connect_timeout):
                     await connection.handshake(self.config.protocol, self.config.connect_timeout)
                     self.listing = await self._read_lists(connection, self._offered(connection), Listing())
+                if self.per_identity:
+                    connection.identity = self.shared_identity
                 self.shared = connection
                 self.start_ms = round((time.monotonic() - began) * 1000, 1)
                 self.started_at = time.monotonic()

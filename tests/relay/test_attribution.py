@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 
+from hub.access.identity import Identity
 from hub.protocol.jsonrpc import INVALID_PARAMS, INVALID_REQUEST, METHOD_NOT_FOUND
 from hub.relay.attribution import Ambiguous, owner_of
 from hub.relay.ports import AskFailed
@@ -211,6 +212,20 @@ async def test_a_log_message_outside_any_call_goes_to_every_session() -> None:
             relay.hosts.add(session)
         log(server)
         assert [s.logs for s in sessions] == [[{"level": "info", "data": "connected", "logger": "time/db"}]] * 2
+
+
+async def test_a_log_message_of_an_identitys_connection_goes_to_that_identitys_sessions_only() -> None:
+    async with running_relay() as relay:
+        server = relay.add_child("time", tools=("now",))
+        alice, bob = Identity("alice", method="token"), Identity("bob", method="token")
+        sessions = [FakeSession("conn-a1", identity=alice), FakeSession("conn-a2", identity=alice)]
+        bystander = FakeSession("conn-b", identity=bob)
+        for session in (*sessions, bystander):
+            relay.hosts.add(session)
+        server.connection.identity = alice  # as `sessions: per-identity` opens it
+        log(server)
+        assert [s.logs for s in sessions] == [[{"level": "info", "data": "connected", "logger": "time/db"}]] * 2
+        assert bystander.logs == [], "one person's server does not talk to another's session"
 
 
 async def test_a_log_message_outside_any_call_goes_to_the_connections_owner_only() -> None:
