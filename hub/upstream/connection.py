@@ -50,6 +50,10 @@ NOISE_LOGS_PER_SECOND = 20
 _log = structlog.get_logger("hub.child")
 
 
+# How long a request whose write found the wire broken waits for the connection's own end, and its reason.
+BROKEN_WIRE_GRACE = 2.0
+
+
 class Wire(Protocol):
     """Carries messages to a child; what the child sends comes back through `Connection.receive`."""
 
@@ -291,7 +295,17 @@ class Connection:
             TimeoutError: no answer within `limit_s` (the child is told the request is cancelled).
         """
         waiter = _Waiter(self.name)
-        request_id = self.send(method, params or {}, waiter)
+        try:
+            request_id = self.send(method, params or {}, waiter)
+        except errors.Unavailable:
+            # The wire broke as the request was written: the child is most likely exiting (a child that dies at
+            # start meets the hub's initialize so). Its own end (exit code, last stderr) says more than a broken
+            # pipe, and comes a moment later.
+            with anyio.move_on_after(BROKEN_WIRE_GRACE):
+                await self.done.wait()
+            if self.closed is not None:
+                raise errors.Unavailable(self.closed) from None
+            raise
         try:
             with anyio.fail_after(limit_s):
                 await waiter.done.wait()

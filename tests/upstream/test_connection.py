@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 import anyio
+import anyio.lowlevel
 import pytest
 
 from hub.protocol import errors, revisions
@@ -361,3 +362,23 @@ async def test_a_required_2026_child_that_does_not_support_it_is_refused() -> No
         with pytest.raises(RuntimeError, match="not 2026-07-28"):
             await connection.handshake("2026-07-28", WAIT)
     assert connection.protocol_version is None
+
+
+class BrokenWire(FakeWire):
+    """A child that has died: writing to it fails, as a closed pipe does."""
+
+    def send(self, message: dict[str, Any]) -> None:
+        raise OSError("the pipe is closed (Broken pipe)")
+
+
+async def test_a_request_that_finds_the_wire_broken_fails_with_the_childs_own_end() -> None:
+    connection = Connection("dies", BrokenWire(), Events())
+    async with anyio.create_task_group() as tg:
+
+        async def exits() -> None:
+            await anyio.lowlevel.checkpoint()  # the exit is seen after the write failed, as with a real process
+            connection.ended("server 'dies' exited with code 3; last stderr: fatal")
+
+        tg.start_soon(exits)
+        with pytest.raises(errors.Unavailable, match="exited with code 3; last stderr: fatal"):
+            await connection.request("initialize", {}, WAIT)
