@@ -32,6 +32,8 @@ ChildProtocol = Literal["legacy", "auto", "2026-07-28"]
 # own credentials (`${identity.name}`, `${secret:NAME}` in env, headers and args).
 SessionMode = Literal["shared", "per-host", "per-identity"]
 DEFAULT_MAX_SESSIONS = 16
+# How a child's text results reach the host: as sent, or wrapped as untrusted data (hub.relay.boundary).
+OutputMode = Literal["none", "wrap"]
 
 # Per-child limits. The concurrency defaults are Envoy's circuit-breaker defaults per upstream (1,024 requests,
 # 1,024 pending): a shared hub must not throttle a child that can take the load; a child that cannot sets less.
@@ -104,6 +106,9 @@ class ServerConfig(_Strict):
     log_arguments: bool | None = Field(default=None, description="Overrides hub.log_arguments for this child.")
     required: bool = Field(
         default=False, description="/readyz waits for this child; when no child is required, it waits for all."
+    )
+    output: OutputMode | None = Field(
+        default=None, description="'wrap': the child's text results reach the host inside an untrusted-data boundary."
     )
 
     @field_validator("prefix")
@@ -191,6 +196,9 @@ class HubSettings(_Strict):
         default=DEFAULT_MAX_REQUEST_BYTES,
         ge=1024,
         description="The largest message a host may send; a larger one is refused with an error naming this limit.",
+    )
+    output: OutputMode = Field(
+        default="none", description="'wrap': every child's text results inside an untrusted-data boundary."
     )
     drain_timeout: float = Field(
         default=30.0,

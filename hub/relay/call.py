@@ -31,6 +31,7 @@ import structlog
 
 from hub.protocol import errors, revisions
 from hub.protocol.jsonrpc import INVALID_PARAMS, Request, Response, encode
+from hub.relay.boundary import wrap_result
 from hub.relay.naming import expose_uri, map_uris
 from hub.relay.ports import AskFailed, HostRequest
 from hub.upstream.child import Child
@@ -45,6 +46,8 @@ RENAMES_URIS = frozenset({"tools/call", "resources/read", "prompts/get"})
 # A child that keeps answering input_required past this many rounds is given up on (the SDK's default too).
 MAX_INPUT_ROUNDS = 10
 BRIDGE_PREFIX = "hub-bridge:"
+# Results whose text a child controls and `output: wrap` puts inside a boundary (hub.relay.boundary).
+WRAPPED = frozenset({"tools/call", "resources/read"})
 # What each kind of child request needs the host to have declared, and what it is called in messages.
 ASKS = {"sampling/createMessage": "sampling", "elicitation/create": "elicitation", "roots/list": "roots"}
 
@@ -225,6 +228,9 @@ class Call:
                 return
             if renamed is not result:
                 result, exact = renamed, None
+        if self.method in WRAPPED and self._wraps():
+            source = f"{self.child.name}/{self.original}" if self.method == "tools/call" else self.child.name
+            result, exact = wrap_result(result, self.method, source), None
         if self.modern_host:
             result, exact = revisions.stamp(result, self.method), None
         elif child_modern:
@@ -236,6 +242,10 @@ class Call:
             return
         outcome = "tool_error" if self.method == "tools/call" and result.get("isError") is True else "ok"
         self.finish(None, body, outcome)
+
+    def _wraps(self) -> bool:
+        own = self.child.config.output
+        return (self.router.settings().output if own is None else own) == "wrap"
 
     def finish(self, error: errors.HubError | None, body: bytes | None = None, outcome: str = "ok") -> None:
         """The call's one answer (`body`, or what `error` maps to), then its one call-log line."""
