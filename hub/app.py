@@ -26,6 +26,7 @@ from hub.platform.processes import EXIT_GRACE, KILL_GRACE
 from hub.platform.watchdog import Watchdog
 from hub.protocol.jsonrpc import Request
 from hub.protocol.revisions import load_models
+from hub.redaction import configured_secrets
 from hub.relay.attribution import Attribution
 from hub.relay.catalog import HEALTH_TOOL, HEALTH_TOOL_DEF, Catalog
 from hub.relay.hosts import Hosts
@@ -52,6 +53,7 @@ class Hub:
         self.auth_required = False  # serving HTTP beyond loopback with auth: a reload may not drop `auth:`
         self.draining = False  # stopping: no new sessions, /readyz 503, calls in flight finish (`drain`)
         self.call_log = call_log or CallLog()
+        self.call_log.redactor.add(configured_secrets(loaded.config.servers.values()))
         self.started = time.monotonic() if started is None else started  # the process's start, from hub.cli
         self.watchdog = Watchdog()
         self.hosts = Hosts()
@@ -117,7 +119,10 @@ class Hub:
     def _launcher(self, server: ServerConfig) -> Launch:
         """How a child is started for an identity: its placeholders expanded with that identity's name, groups and
         secrets (the shared connection's with the hub's own identity), from the secrets as they are now."""
-        return lambda identity: personal(server, identity or self.local, self.loaded.secrets)
+        redactor = self.call_log.redactor
+        return lambda identity: personal(
+            server, identity or self.local, self.loaded.secrets, lambda value: redactor.add([value])
+        )
 
     async def reload(self, loaded: LoadedConfig) -> dict[str, list[str]]:
         """Apply a new configuration: start added children, stop removed ones, restart changed ones.
@@ -142,6 +147,7 @@ class Hub:
         for name in (*removed, *changed):
             self._scopes.pop(name).cancel()
         before = self.loaded.policy
+        self.call_log.redactor.add(configured_secrets(loaded.config.servers.values()))
         self.loaded = loaded
         if loaded.policy != before:
             self.hosts.views_changed(lambda identity: before.view(identity) != loaded.policy.view(identity))

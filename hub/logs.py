@@ -15,6 +15,8 @@ from typing import Any, Literal, TextIO
 
 import structlog
 
+from hub.redaction import Redactor
+
 LogFormat = Literal["json", "console"]
 # A log field longer than this (a string a host or a child sent, an error message quoting one) is cut: one message
 # must not write megabytes of log. Kept whole: tracebacks, and a rejected configuration's problems (the hub's own
@@ -22,6 +24,8 @@ LogFormat = Literal["json", "console"]
 FIELD_LIMIT = 2000
 _WHOLE_FIELDS = frozenset({"exception", "event"})
 _WHOLE_EVENTS = frozenset({"config_rejected"})
+# The call-log fields whose text comes from a host or a child, and may carry a secret (hub.redaction).
+_FOREIGN_FIELDS = ("name", "original", "error_message", "arguments")
 
 
 def _bound_fields(logger: Any, name: str, event: MutableMapping[str, Any]) -> MutableMapping[str, Any]:
@@ -63,12 +67,17 @@ class CallLog:
     it, it goes through structlog like any other line (console format, or a level that filters it out).
     """
 
-    def __init__(self, stream: TextIO | None = None) -> None:
+    def __init__(self, stream: TextIO | None = None, redactor: Redactor | None = None) -> None:
         self._stream = stream
+        self.redactor = redactor or Redactor()
         self._log = structlog.get_logger("hub.calls")
         self._json = json.JSONEncoder(default=repr)
 
     def __call__(self, fields: dict[str, Any]) -> None:
+        for key in _FOREIGN_FIELDS:  # the fields a host or a child wrote; the others are the hub's own words
+            value = fields.get(key)
+            if value is not None:
+                fields[key] = self.redactor.value(value)
         stream = self._stream
         if stream is None:
             self._log.info("call", **fields)
@@ -82,6 +91,7 @@ def configure_logging(fmt: LogFormat = "json", level: str = "info", file: str | 
     """Route structlog and stdlib logging to one stream; returns the call log's writer on that stream."""
     stream: TextIO = open(file, "a", encoding="utf-8", buffering=1) if file else sys.stderr  # noqa: SIM115
     numeric = logging.getLevelNamesMapping().get(level.upper(), logging.INFO)
+    redactor = Redactor()
     shared: list[structlog.types.Processor] = [
         structlog.contextvars.merge_contextvars,
         structlog.processors.add_log_level,
@@ -92,7 +102,7 @@ def configure_logging(fmt: LogFormat = "json", level: str = "info", file: str | 
         structlog.processors.JSONRenderer() if fmt == "json" else structlog.dev.ConsoleRenderer(colors=stream.isatty())
     )
     structlog.configure(
-        processors=[*shared, structlog.processors.format_exc_info, renderer],
+        processors=[*shared, structlog.processors.format_exc_info, redactor.processor, renderer],
         wrapper_class=structlog.make_filtering_bound_logger(numeric),
         logger_factory=structlog.PrintLoggerFactory(stream),
         cache_logger_on_first_use=True,
@@ -103,6 +113,7 @@ def configure_logging(fmt: LogFormat = "json", level: str = "info", file: str | 
             foreign_pre_chain=shared,
             processors=[
                 structlog.stdlib.ProcessorFormatter.remove_processors_meta,
+                redactor.processor,
                 renderer,
             ],
         )
@@ -111,4 +122,4 @@ def configure_logging(fmt: LogFormat = "json", level: str = "info", file: str | 
     root.handlers[:] = [handler]
     # The SDK logs routine protocol chatter at INFO; keep it out unless debugging.
     root.setLevel(max(numeric, logging.WARNING) if numeric > logging.DEBUG else numeric)
-    return CallLog(stream if fmt == "json" and numeric <= logging.INFO else None)
+    return CallLog(stream if fmt == "json" and numeric <= logging.INFO else None, redactor)

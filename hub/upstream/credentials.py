@@ -13,6 +13,7 @@ hub's own credentials instead.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 
 from hub.access.identity import Identity
 from hub.access.secrets import SecretError, Secrets
@@ -26,7 +27,9 @@ class MissingCredential(Exception):
     """The identity has no value for a secret the child's configuration needs."""
 
 
-def personal(config: ServerConfig, identity: Identity, secrets: Secrets) -> ServerConfig:
+def personal(
+    config: ServerConfig, identity: Identity, secrets: Secrets, resolved: Callable[[str], None] | None = None
+) -> ServerConfig:
     """`config` with its placeholders expanded for `identity`; `config` itself when it has none.
 
     Raises:
@@ -50,6 +53,8 @@ def personal(config: ServerConfig, identity: Identity, secrets: Secrets) -> Serv
                     f"identity '{identity.name}' has no secret {name!r} (looked in {secrets.where()}); "
                     "an administrator must add it before this identity can use the server"
                 )
+            if resolved is not None:
+                resolved(value)  # so that the log can redact it
             return value
 
         return SECRET.sub(secret, text)
