@@ -20,10 +20,8 @@ EXIT_USAGE = 2
 def run_token_command(args: argparse.Namespace, loaded: LoadedConfig) -> int:
     token_path = loaded.token_path
     if token_path is None:
-        print(
-            f"hub: {loaded.path} has no token file; add it first:\n\nauth:\n  tokens: tokens.json\n",
-            file=sys.stderr,
-        )
+        hint = f"hub: {loaded.path} has no token file; add it first:\n\nauth:\n  tokens: tokens.json\n"
+        print(hint, file=sys.stderr)
         return EXIT_USAGE
     try:
         return _act(args, TokenFile(token_path))
