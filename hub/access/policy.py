@@ -107,16 +107,8 @@ class Policy:
         return not self.limits.unlimited or any(r.limited for r in self.rules)
 
     def decide(self, identity: Identity, exposed: str) -> Decision:
-        if self.open:
-            return ALLOWED
-        matching = [r for r in self.rules if r.applies_to(identity)]
-        for rule in matching:
-            if rule.denies(exposed):
-                return rule.denied
-        for rule in matching:
-            if rule.allows(exposed):
-                return rule.allowed
-        return ALLOWED if self.default == "allow" else DENIED
+        """Whether `identity` may see and use `exposed`, and which rule said so."""
+        return self.view(identity).decide(exposed)
 
     def limits_for(self, identity: Identity) -> Limits:
         """The hub-wide limits, each lowered by the matching rules that set a lower one."""
@@ -150,14 +142,20 @@ class View:
     default: Default
     open: bool = False  # everything allowed: no policy at all
 
-    def allows(self, exposed: str) -> bool:
+    def decide(self, exposed: str) -> Decision:
+        """Among the matching rules a deny wins over every allow; a name none mentions falls to the default."""
         if self.open:
-            return True
-        if any(r.denies(exposed) for r in self.rules):
-            return False
-        if any(r.allows(exposed) for r in self.rules):
-            return True
-        return self.default == "allow"
+            return ALLOWED
+        for rule in self.rules:
+            if rule.denies(exposed):
+                return rule.denied
+        for rule in self.rules:
+            if rule.allows(exposed):
+                return rule.allowed
+        return ALLOWED if self.default == "allow" else DENIED
+
+    def allows(self, exposed: str) -> bool:
+        return self.decide(exposed).allowed
 
 
 OPEN = View((), "allow", open=True)

@@ -67,6 +67,4 @@ class Quotas:
         usage = self._usage.get(name)
         if usage is None:
             return
-        usage.in_flight -= 1
-        if usage.in_flight <= 0 and usage.tokens >= 0:  # keep the bucket: a fresh one would reset the rate
-            usage.in_flight = 0
+        usage.in_flight = max(0, usage.in_flight - 1)  # the bucket is kept: a fresh one would reset the rate
