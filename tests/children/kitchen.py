@@ -331,9 +331,15 @@ async def t_progress(k: Kitchen, ctx: Ctx, args: dict[str, Any], p: types.CallTo
 async def t_wait_for_cancel(k: Kitchen, ctx: Ctx, args: dict[str, Any], p: types.CallToolRequestParams) -> ToolResult:
     marker = _arg(args, "marker", str)
     seconds = _arg(args, "seconds", (int, float), 30)
+    release = args.get("release")
     await anyio.Path(f"{marker}.started").write_text("started")
     try:
-        await anyio.sleep(seconds)
+        with anyio.move_on_after(seconds):
+            while isinstance(release, str):  # the test creates the file when the call may end
+                if await anyio.Path(release).exists():
+                    return text_result("released")
+                await anyio.sleep(0.02)
+            await anyio.sleep(seconds)
     except anyio.get_cancelled_exc_class():
         # Shielded: an unshielded await inside the cancelled scope would be cancelled at once.
         with anyio.CancelScope(shield=True):
@@ -542,8 +548,9 @@ def _static_tools() -> list[ToolSpec]:
         _tool(
             "wait_for_cancel",
             "Wait for cancel",
-            "Writes MARKER.started, sleeps; writes MARKER='cancelled' if cancelled.",
-            _schema({"marker": STRING, "seconds": {"type": "number", "minimum": 0}}, ["marker"]),
+            "Writes MARKER.started, sleeps (or returns 'released' once RELEASE exists); writes MARKER='cancelled' if "
+            "cancelled.",
+            _schema({"marker": STRING, "seconds": {"type": "number", "minimum": 0}, "release": STRING}, ["marker"]),
             t_wait_for_cancel,
         ),
         _tool(

@@ -174,6 +174,7 @@ async def test_sigterm_drains_calls_in_flight_before_stopping(tmp_path: Path) ->
     log = tmp_path / "hub.log"
     port = free_port()
     marker = tmp_path / "call"
+    release = tmp_path / "release"
     results: list[str] = []
     with http_hub(config, log, port) as process:
         client = Http(port)
@@ -186,7 +187,10 @@ async def test_sigterm_drains_calls_in_flight_before_stopping(tmp_path: Path) ->
             "jsonrpc": "2.0",
             "id": 2,
             "method": "tools/call",
-            "params": {"name": "kitchen_wait_for_cancel", "arguments": {"marker": str(marker), "seconds": 5}},
+            "params": {
+                "name": "kitchen_wait_for_cancel",
+                "arguments": {"marker": str(marker), "seconds": WAIT, "release": str(release)},
+            },
         }
         async with anyio.create_task_group() as tg:
 
@@ -200,7 +204,8 @@ async def test_sigterm_drains_calls_in_flight_before_stopping(tmp_path: Path) ->
             assert draining.json()["draining"] is True
             refused = await anyio.to_thread.run_sync(_post, port, INITIALIZE, None)
             assert refused[0] == 503 and "shutting down" in refused[1]
-        assert len(results) == 1 and "not cancelled" in results[0], "the call in flight finished"
+            release.write_text("done")  # only now may the call in flight end
+        assert len(results) == 1 and "released" in results[0], "the call in flight finished"
         assert await anyio.to_thread.run_sync(lambda: process.wait(timeout=SHUTDOWN_WAIT)) == 0
     (started,) = log_events(log, "hub_draining")
     (drained,) = log_events(log, "hub_drained")
