@@ -8,12 +8,15 @@
   `subscriptions/listen` is a POST whose response is the stream of change notifications.
 
 Every request is checked before it reaches a session: Host and Origin (DNS-rebinding protection, the SDK's
-`TransportSecurityMiddleware`), `Content-Type`, `Accept`, the body's size (`hub.max_request_bytes`), the time the
+`TransportSecurityMiddleware`), the bearer token when `auth:` is configured (`hub.host.http_auth`; a session belongs
+to the identity that opened it), `Content-Type`, `Accept`, the body's size (`hub.max_request_bytes`), the time the
 request's head and then its body take to arrive (`hub.http.request_timeout`: a connection that sends nothing, or
 half a request, is closed), and for 2026-07-28 the routing headers against the body. Then the message takes the
 same path as over stdio: `HostSession.handle`. An error about a request carries its id; an answer of the host's
-is never answered back (`hub.protocol.jsonrpc.Invalid`). `/healthz` says the hub is up, `/readyz` which children
-are ready (503 until all are), and `POST /reload` (from loopback only) re-reads servers.yaml.
+is never answered back (`hub.protocol.jsonrpc.Invalid`). `/healthz` says the hub is up; `/readyz` whether the
+required children are ready (503 while they are not, or while draining); `POST /reload` re-reads servers.yaml and
+`/metrics` serves Prometheus text (with `auth:`, for the admin and metrics groups; without, reload from loopback
+only); `/.well-known/oauth-protected-resource` is the RFC 9728 metadata.
 """
 
 from __future__ import annotations

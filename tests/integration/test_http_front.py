@@ -1,8 +1,8 @@
-"""The HTTP host side of the pass-through (hub/http_passthrough.py): what it takes, what it leaves to the SDK.
+"""The HTTP front (hub/host/http.py): what it takes, what it leaves to the SDK.
 
 A real `hub serve --http` in front of the recorder child, driven by raw HTTP requests (the SDK's own HTTP client
 library, so that request ids, headers and capabilities are the test's to choose) and by the SDK's client.
-test_passthrough.py runs the common call paths (result, queueing, cancel, timeout, progress, exit) over HTTP too.
+test_calls.py runs the common call paths (result, queueing, cancel, timeout, progress, exit) over HTTP too.
 """
 
 from __future__ import annotations
