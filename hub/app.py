@@ -57,7 +57,7 @@ class Hub:
         self.started = time.monotonic() if started is None else started  # the process's start, from hub.cli
         self.watchdog = Watchdog()
         self.hosts = Hosts()
-        self.catalog = Catalog(self._reserved)
+        self.catalog = Catalog(self._reserved, lambda: self.loaded.lock, lambda: self.loaded.config.hub.name_budget)
         self.router = Router(
             self.catalog,
             self.hosts,
@@ -67,6 +67,7 @@ class Hub:
             self._wait_settled,
             lambda: self.loaded.policy,
         )
+        self.router.redact = self.call_log.redactor.value
         self.attribution = Attribution(self.router, self.hosts)
         self._start_over = False  # every child started with the hub settled, or the listing wait ran out
         self._log = structlog.get_logger("hub")
@@ -137,7 +138,7 @@ class Hub:
             for n in new
             if n in old
             and (
-                new[n] != old[n]
+                new[n].launch_settings() != old[n].launch_settings()
                 or loaded.prefix_of(n) != self.loaded.prefix_of(n)
                 or self.children[n].state is ChildState.FAILED
             )
@@ -152,6 +153,8 @@ class Hub:
         if loaded.policy != before:
             self.hosts.views_changed(lambda identity: before.view(identity) != loaded.policy.view(identity))
         kept = {n: c for n, c in self.children.items() if n in new and n not in changed}
+        for name, child in kept.items():
+            child.config = new[name]  # what the host sees of it (overrides, read_only, ...): no restart needed
         self.catalog.children = {n: kept[n] if n in kept else self._start(n, new[n]) for n in new}
         summary = {"added": added, "removed": removed, "changed": changed, "unchanged": [n for n in new if n in kept]}
         self._log.info("config_reloaded", config=str(loaded.path), **summary)
@@ -260,6 +263,7 @@ class Hub:
                     "resources": len(c.listing.resources) + len(c.listing.templates),
                     "prompts": len(c.listing.prompts),
                     "hidden_tools": namespace.hidden_tools.get(c.name, 0),
+                    "quarantined": [q.original for q in namespace.quarantined if q.child == c.name and q.held],
                     "uptime_s": round(time.monotonic() - c.started_at, 1) if c.started_at else None,
                 }
                 for c in self.children.values()

@@ -1,7 +1,8 @@
-"""Command line: `hub serve`, `hub check`, `hub list`, `hub call`, `hub reload`, `hub token`.
+"""Command line: `hub serve`, `hub check`, `hub list`, `hub call`, `hub pin`, `hub reload`, `hub token`.
 
 `serve` speaks MCP to the host on stdio (or Streamable HTTP with --http). The other commands start the hub in this
-process, wait (bounded) for the children, and talk to it as a host would (`hub.host.inprocess`).
+process, wait (bounded) for the children, and talk to it as a host would (`hub.host.inprocess`); `pin` reads the
+children's own definitions into `servers.lock` (`hub.cli_pin`).
 
 Start-up order: the configuration is loaded and the children are started before anything heavy is imported, so
 that they boot on the other cores while the hub loads the rest (a desktop host times the hub's start).
@@ -71,6 +72,34 @@ def _parser() -> argparse.ArgumentParser:
     call = commands.add_parser("call", parents=[common], help="call one tool and print the result")
     call.add_argument("name", help="exposed tool name, e.g. time_get_current_time")
     call.add_argument("arguments", nargs="?", default="{}", help="JSON object of arguments")
+    pin = commands.add_parser(
+        "pin",
+        parents=[common],
+        usage="hub pin [-c CONFIG] [--wait SECONDS] [--diff [CHILD] | --approve CHILD [TOOL]]",
+        help="pin the servers' tools, prompts and instructions in servers.lock; review and approve changes",
+        description="Without options: pin every ready server that servers.lock does not have yet (writing the file "
+        "next to servers.yaml), and check the others against their pins. Exit status: 0 when every server is "
+        "ready and matches its pins; 1 when one is not ready, or differs from its pins (then review with --diff and "
+        "accept with --approve); 2 on a usage error or an unreadable lock.",
+    )
+    pin_action = pin.add_mutually_exclusive_group()
+    pin_action.add_argument(
+        "--diff",
+        nargs="?",
+        const="",
+        metavar="CHILD",
+        help="show, field by field, how every server (or CHILD) differs from its pins; like `git diff --exit-code`: "
+        "exit 0 when nothing differs, 1 when something does, 2 on an error (a server not ready cannot be "
+        "compared)",
+    )
+    pin_action.add_argument(
+        "--approve",
+        nargs="+",
+        action=_AtMostTwo,
+        metavar=("CHILD", "TOOL"),
+        help="accept CHILD as it is now (tools, prompts, instructions; tools no longer listed lose their pins), or "
+        "only its TOOL (its own name or the exposed <prefix>_<name>); writes servers.lock",
+    )
     for sub in (serve, listing, call):
         sub.add_argument(
             "--as",
@@ -92,7 +121,7 @@ def _parser() -> argparse.ArgumentParser:
     target = reload.add_mutually_exclusive_group(required=True)
     target.add_argument("--pid", type=int, help="process id of a hub (sends it SIGHUP)")
     target.add_argument("--url", help="base URL of a hub serving HTTP, e.g. http://127.0.0.1:8000 (POST /reload)")
-    for sub in (commands.choices["check"], listing, call):
+    for sub in (commands.choices["check"], listing, call, pin):
         sub.add_argument(
             "--wait",
             type=float,
@@ -101,6 +130,21 @@ def _parser() -> argparse.ArgumentParser:
             help="how long to wait for servers to start (default: the longest connect_timeout)",
         )
     return parser
+
+
+class _AtMostTwo(argparse.Action):
+    """`--approve CHILD [TOOL]`: one or two values."""
+
+    def __call__(
+        self,
+        parser: argparse.ArgumentParser,
+        namespace: argparse.Namespace,
+        values: Any,
+        option_string: str | None = None,
+    ) -> None:
+        if len(values) > 2:
+            parser.error(f"{option_string} takes a server and at most one tool: {option_string} CHILD [TOOL]")
+        setattr(namespace, self.dest, values)
 
 
 def config_path(given: str | None) -> tuple[str, str | None]:
@@ -187,6 +231,10 @@ async def _run(args: argparse.Namespace, started: float) -> int:
     from hub.access.identity import local_user
     from hub.app import Hub
 
+    if args.command == "pin":  # pinning reads the servers' own definitions: nothing is held back by the old lock
+        import dataclasses
+
+        loaded = dataclasses.replace(loaded, lock=None)
     hub = Hub(loaded, call_log, started, local_user(getattr(args, "identity", None), tuple(getattr(args, "group", ()))))
     if not serving:
         return await _one_shot(hub, args)
@@ -245,6 +293,10 @@ def _unprotected(bind: str, has_auth: bool, insecure: bool) -> str | None:
 async def _one_shot(hub: Hub, args: argparse.Namespace) -> int:
     from hub.host.inprocess import InProcessHost
 
+    if args.command == "pin":
+        from hub.cli_pin import run_pin
+
+        return await run_pin(hub, args, sys.stdout)
     async with hub.running():
         await hub.wait_settled(args.wait if args.wait is not None else hub.settle_limit())
         hub.end_start_wait()  # --wait said how long to wait: the listing below does not wait again
@@ -282,6 +334,10 @@ def _print_check(hub: Hub, out: TextIO) -> int:
     _table(rows, out)
     for c in report["collisions"]:
         out.write(f"collision: {c['kind']} {c['exposed']!r} kept from '{c['kept']}', dropped from '{c['dropped']}'\n")
+    for s in report["servers"]:
+        if s["quarantined"]:
+            held = ", ".join(s["quarantined"])
+            out.write(f"quarantined: {s['name']}: {held} (changed since servers.lock: hub pin --diff {s['name']})\n")
     failed = [s["name"] for s in report["servers"] if s["state"] != "ready"]
     out.write(f"{len(report['servers']) - len(failed)}/{len(report['servers'])} servers ready ({hub.loaded.path})\n")
     return 1 if failed else 0

@@ -2,8 +2,11 @@
 `[REDACTED]` in every field of every log line (the call log's arguments and errors, a child's stderr included).
 
 What counts as a configured secret: every value of a URL child's `headers`; every `env` value whose name says
-credential (`*TOKEN*`, `*SECRET*`, `*KEY*`, `*PASS*`, `*AUTH*`, `*CRED*`); every value `${secret:NAME}` resolved to
-when a child was started. Shapes: private key blocks, `Bearer ...`, AWS access key ids, the password of a URL's
+credential (`*TOKEN*`, `*SECRET*`, `*KEY*`, `*PASS*`, `*AUTH*`, `*CRED*`); every value listed under a child's
+`secrets:`; every value `${secret:NAME}` resolved to when a child was started. A child with `redact_output: true`
+has its results redacted the same way before they reach the host (`hub.relay.call`).
+
+Shapes: private key blocks, `Bearer ...`, AWS access key ids, the password of a URL's
 `user:password@`. Values once known stay redacted for the life of the process (a reload does not make an old
 password printable).
 """
@@ -87,4 +90,5 @@ def configured_secrets(servers: Iterable[Any]) -> list[str]:
     for server in servers:
         found += list(server.headers.values())
         found += [value for name, value in server.env.items() if CREDENTIAL_NAME.search(name)]
+        found += list(server.secrets)
     return [v for v in found if "${" not in v]

@@ -16,6 +16,7 @@ import structlog
 
 from hub.app import Hub
 from hub.config import ConfigError, load_config
+from hub.config.lock import lock_path
 
 # How often the config file's size and modification time are compared; a stat per second costs nothing.
 WATCH_INTERVAL = 1.0
@@ -54,15 +55,17 @@ def _stamp(path: Path) -> tuple[int, int] | None:
 
 
 async def watch_config(hub: Hub) -> None:
-    """Reload when the file's modification time or size changes; editors that replace the file are covered too."""
+    """Reload when the file's (or its servers.lock's) modification time or size changes; editors that replace the
+    file are covered too, and so is `hub pin --approve` writing the lock."""
     path = hub.loaded.path
-    last = _stamp(path)
+    lock = lock_path(path)
+    last = (_stamp(path), _stamp(lock))
     while True:
         await anyio.sleep(WATCH_INTERVAL)
         if not hub.loaded.config.hub.watch:
             continue
-        current = _stamp(path)
-        if current is not None and current != last:
+        current = (_stamp(path), _stamp(lock))
+        if current[0] is not None and current != last:
             last = current
             await reload_from_disk(hub, "file changed")
 

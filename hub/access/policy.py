@@ -4,7 +4,9 @@ One predicate, `Policy.decide`, answers both "is it listed" and "may it be calle
 a host is shown is exactly what it may use; a name it may not use answers like a name that does not exist.
 
 Rules match an identity by `subjects` (names; "*" for everyone) and/or `groups`. Among the rules that match, a
-`deny` glob wins over every `allow` glob; a name that no matching rule mentions falls to `default`.
+`deny` glob wins over every `allow` glob; a name that no matching rule mentions falls to `default`. A matching rule
+with `read_only` denies every tool that may write (not effectively read-only, `hub.relay.exposure`), whatever the
+globs say.
 """
 
 from __future__ import annotations
@@ -42,6 +44,7 @@ class Rule:
     deny: tuple[str, ...] = ()
     max_concurrency: int | None = None
     requests_per_minute: int | None = None
+    read_only: bool = False
 
     def applies_to(self, identity: Identity) -> bool:
         return "*" in self.subjects or identity.name in self.subjects or identity.in_any(self.groups)
@@ -106,9 +109,9 @@ class Policy:
         """Whether any identity has a limit (else nothing is counted per identity)."""
         return not self.limits.unlimited or any(r.limited for r in self.rules)
 
-    def decide(self, identity: Identity, exposed: str) -> Decision:
-        """Whether `identity` may see and use `exposed`, and which rule said so."""
-        return self.view(identity).decide(exposed)
+    def decide(self, identity: Identity, exposed: str, writes: bool = False) -> Decision:
+        """Whether `identity` may see and use `exposed` (a tool that `writes`, or not), and which rule said so."""
+        return self.view(identity).decide(exposed, writes)
 
     def limits_for(self, identity: Identity) -> Limits:
         """The hub-wide limits, each lowered by the matching rules that set a lower one."""
@@ -142,20 +145,21 @@ class View:
     default: Default
     open: bool = False  # everything allowed: no policy at all
 
-    def decide(self, exposed: str) -> Decision:
-        """Among the matching rules a deny wins over every allow; a name none mentions falls to the default."""
+    def decide(self, exposed: str, writes: bool = False) -> Decision:
+        """Among the matching rules a deny (or a read_only rule, for a tool that `writes`) wins over every allow; a
+        name none mentions falls to the default."""
         if self.open:
             return ALLOWED
         for rule in self.rules:
-            if rule.denies(exposed):
+            if rule.denies(exposed) or (writes and rule.read_only):
                 return rule.denied
         for rule in self.rules:
             if rule.allows(exposed):
                 return rule.allowed
         return ALLOWED if self.default == "allow" else DENIED
 
-    def allows(self, exposed: str) -> bool:
-        return self.decide(exposed).allowed
+    def allows(self, exposed: str, writes: bool = False) -> bool:
+        return self.decide(exposed, writes).allowed
 
 
 OPEN = View((), "allow", open=True)

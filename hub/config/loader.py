@@ -20,6 +20,7 @@ import yaml
 from pydantic import BaseModel, ValidationError
 
 from hub.config.expansion import expand_env
+from hub.config.lock import LockError, load_lock, lock_path
 from hub.config.schema import (
     PREFIX_PATTERN,
     HubConfig,
@@ -248,4 +249,10 @@ def load_config(path: str | Path, environ: Mapping[str, str] | None = None) -> L
         raise ConfigError(f"{file}: no such file; {hint}") from None
     except OSError as exc:
         raise ConfigError(f"{file}: cannot read it: {exc.strerror}") from None
-    return LoadedConfig(path=file.resolve(), config=parse_config(text, file, environ))
+    config = parse_config(text, file, environ)
+    lock_file = lock_path(file.resolve())
+    try:
+        lock = load_lock(lock_file)
+    except LockError as exc:
+        raise ConfigError(str(exc)) from None
+    return LoadedConfig(path=file.resolve(), config=config, lock=lock)

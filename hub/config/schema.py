@@ -17,6 +17,8 @@ from pydantic import BaseModel, ConfigDict, Field, PositiveFloat, field_validato
 
 from hub.access.policy import Limits, Policy, Rule
 from hub.access.secrets import Secrets
+from hub.config.lock import Lock
+from hub.config.overrides import ToolOverride, check_override_keys
 
 # A prefix: a letter, then letters, digits or '-'. No '_' or '+': they separate the prefix from names and URIs.
 PREFIX_PATTERN = r"[a-z][a-z0-9-]{0,31}"
@@ -34,6 +36,12 @@ SessionMode = Literal["shared", "per-host", "per-identity"]
 DEFAULT_MAX_SESSIONS = 16
 # How a child's text results reach the host: as sent, or wrapped as untrusted data (hub.relay.boundary).
 OutputMode = Literal["none", "wrap"]
+# What happens when a child's tool no longer matches its pin in servers.lock (hub.config.lock): held back until
+# `hub pin --approve`, listed with a warning, or not checked.
+OnChange = Literal["quarantine", "warn", "off"]
+# Longest exposed tool name by default: 64 (what hosts and LLM APIs allow) minus `mcp__hub__`, the longest prefix a
+# host puts before a server's tools (Claude Code), for a hub entry named `hub`.
+DEFAULT_NAME_BUDGET = 64 - len("mcp__hub__")
 
 # Per-child limits. The concurrency defaults are Envoy's circuit-breaker defaults per upstream (1,024 requests,
 # 1,024 pending): a shared hub must not throttle a child that can take the load; a child that cannot sets less.
@@ -60,6 +68,13 @@ class ToolFilter(_Strict):
         return any(fnmatch.fnmatchcase(name, p) for p in self.allow) and not any(
             fnmatch.fnmatchcase(name, p) for p in self.deny
         )
+
+
+# The keys of a server that only decide what the host sees of it and how calls are checked, read on every rebuild
+# of the namespace and every call; changing them needs no restart of the child.
+EXPOSURE_KEYS = frozenset(
+    {"tools", "overrides", "read_only", "confirm", "on_change", "output", "redact_output", "log_arguments", "secrets"}
+)
 
 
 class ServerConfig(_Strict):
@@ -110,6 +125,26 @@ class ServerConfig(_Strict):
     output: OutputMode | None = Field(
         default=None, description="'wrap': the child's text results reach the host inside an untrusted-data boundary."
     )
+    read_only: bool = Field(
+        default=False, description="Expose only the tools whose effective readOnlyHint is true; refuse the others."
+    )
+    overrides: dict[str, ToolOverride] = Field(
+        default_factory=dict, description="Child tool name (globs allowed) -> what the operator says about it."
+    )
+    confirm: Literal["destructive"] | tuple[str, ...] = Field(
+        default=(),
+        description="Tools the host's user must confirm before a call: globs over the child's tool names, or "
+        "'destructive' (every tool whose effective destructiveHint is true).",
+    )
+    on_change: OnChange = Field(
+        default="quarantine", description="With a servers.lock: a tool that differs from its pin is held back."
+    )
+    redact_output: bool = Field(
+        default=False, description="Redact secrets and credential shapes from results before they reach the host."
+    )
+    secrets: tuple[str, ...] = Field(
+        default=(), description="Further values never written to a log line (e.g. ${DB_PASSWORD})."
+    )
 
     @field_validator("prefix")
     @classmethod
@@ -119,6 +154,12 @@ class ServerConfig(_Strict):
                 f"prefix {value!r} is not valid: use 1-32 lowercase letters, digits or '-', starting with a letter "
                 "(no '_' or '+': they separate the prefix from names and URIs), or '' for no prefix"
             )
+        return value
+
+    @field_validator("overrides")
+    @classmethod
+    def _check_overrides(cls, value: dict[str, ToolOverride]) -> dict[str, ToolOverride]:
+        check_override_keys(value)
         return value
 
     @model_validator(mode="after")
@@ -139,6 +180,11 @@ class ServerConfig(_Strict):
             if self.transport not in (None, "stdio"):
                 raise ValueError(f"transport {self.transport!r} needs 'url', not 'command'")
         return self
+
+    def launch_settings(self) -> dict[str, object]:
+        """What a running child depends on: everything but the keys that only shape what the host sees of it (a
+        reload that changes only those keeps the child running)."""
+        return self.model_dump(exclude=set(EXPOSURE_KEYS))
 
     def timeout_for(self, tool: str | None) -> float:
         """The deadline of one request: the first matching `tool_timeouts` glob, else `timeout`."""
@@ -199,6 +245,12 @@ class HubSettings(_Strict):
     )
     output: OutputMode = Field(
         default="none", description="'wrap': every child's text results inside an untrusted-data boundary."
+    )
+    name_budget: int = Field(
+        default=DEFAULT_NAME_BUDGET,
+        ge=16,
+        le=64,
+        description="Longest exposed tool name, so that a host's own prefix (mcp__hub__) keeps it within 64.",
     )
     drain_timeout: float = Field(
         default=30.0,
@@ -273,6 +325,9 @@ class PolicyRule(_Strict):
     requests_per_minute: int | None = Field(
         default=None, ge=1, description="Requests started per minute, per identity."
     )
+    read_only: bool = Field(
+        default=False, description="The identities it matches may use only tools whose effective readOnlyHint is true."
+    )
 
     @model_validator(mode="after")
     def _matches_someone(self) -> PolicyRule:
@@ -312,6 +367,7 @@ class HubConfig(_Strict):
 class LoadedConfig:
     path: Path
     config: HubConfig
+    lock: Lock | None = None  # servers.lock beside the file (`hub pin`), None when there is none
 
     @cached_property
     def policy(self) -> Policy:
@@ -326,6 +382,7 @@ class LoadedConfig:
                 r.deny,
                 r.max_concurrency,
                 r.requests_per_minute,
+                r.read_only,
             )
             for r in config.policies
         )

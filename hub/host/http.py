@@ -158,8 +158,13 @@ class HttpFront:
         hub.router.metrics = Metrics(self._child_stats, lambda: len(self.sessions))
 
     def _child_stats(self) -> list[ChildStats]:
+        held: dict[str, int] = {}
+        for q in self.hub.catalog.namespace.quarantined:
+            held[q.child] = held.get(q.child, 0) + q.held
         return [
-            ChildStats(c.name, c.state is ChildState.READY, c.restarts, c.slots.in_flight, c.slots.waiting)
+            ChildStats(
+                c.name, c.state is ChildState.READY, c.restarts, c.slots.in_flight, c.slots.waiting, held.get(c.name, 0)
+            )
             for c in self.hub.children.values()
         ]
 

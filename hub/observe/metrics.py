@@ -20,7 +20,8 @@ Read at scrape time, through the two callables given to the constructor (the num
 copying them here on every change would be a second, drifting record):
 
 - `hub_child_up{child}` (1 or 0), `hub_child_restarts_total{child}`, `hub_child_in_flight{child}`,
-  `hub_child_queued{child}`, one series per `ChildStats` the `children` callable yields;
+  `hub_child_queued{child}`, `hub_child_quarantined{child}` (tools and prompts held back for differing from
+  servers.lock), one series per `ChildStats` the `children` callable yields;
 - `hub_sessions`, the `sessions` callable's count of open host sessions.
 
 Label values are bounded, because every distinct value is a series kept in memory for the life of the process and
@@ -77,6 +78,7 @@ class ChildStats:
     restarts: int
     in_flight: int
     queued: int
+    quarantined: int = 0
 
 
 def _cut(value: str) -> str:
@@ -118,19 +120,25 @@ class _ChildCollector(Collector):
         return list(self._families())
 
     def collect(self) -> Iterable[Metric]:
-        up, restarts, in_flight, queued, sessions = self._families()
+        up, restarts, in_flight, queued, quarantined, sessions = self._families()
         for child in self._children():
             name = [_cut(child.name)]
             up.add_metric(name, 1 if child.up else 0)
             restarts.add_metric(name, child.restarts)
             in_flight.add_metric(name, child.in_flight)
             queued.add_metric(name, child.queued)
+            quarantined.add_metric(name, child.quarantined)
         sessions.add_metric([], self._sessions())
-        return [up, restarts, in_flight, queued, sessions]
+        return [up, restarts, in_flight, queued, quarantined, sessions]
 
     @staticmethod
     def _families() -> tuple[
-        GaugeMetricFamily, CounterMetricFamily, GaugeMetricFamily, GaugeMetricFamily, GaugeMetricFamily
+        GaugeMetricFamily,
+        CounterMetricFamily,
+        GaugeMetricFamily,
+        GaugeMetricFamily,
+        GaugeMetricFamily,
+        GaugeMetricFamily,
     ]:
         child = ["child"]
         return (
@@ -140,6 +148,11 @@ class _ChildCollector(Collector):
             CounterMetricFamily("hub_child_restarts_total", "Times the hub restarted the child.", labels=child),
             GaugeMetricFamily("hub_child_in_flight", "Requests the child is working on now.", labels=child),
             GaugeMetricFamily("hub_child_queued", "Requests waiting for one of the child's slots.", labels=child),
+            GaugeMetricFamily(
+                "hub_child_quarantined",
+                "Tools and prompts of the child held back for differing from servers.lock.",
+                labels=child,
+            ),
             GaugeMetricFamily("hub_sessions", "Host sessions open now.", labels=[]),
         )
 

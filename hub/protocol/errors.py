@@ -2,18 +2,22 @@
 
     HubError                       the message names the cause and, where there is one, the fix
     ├── BadRequest                 the host's request has params it cannot have (-32602)
+    │   └── ArgumentRefused        an argument the config fixes or constrains, refused before the call leaves
     ├── InvalidRequest             the host's request is not valid as a request (-32600: an id already in flight)
     ├── UnknownName                no child serves this tool, prompt or resource (-32602)
     │   └── Denied                 the caller's policy hides it: answered exactly as an unknown name, logged as denied
+    ├── HeldBack                   the config holds the tool back: not read-only, or changed since its pin
+    ├── NotConfirmed               the host's user did not confirm a call that needs it, or could not be asked
     ├── Unavailable                the child is not ready, or its connection ended during the request
     ├── Busy                       the child has max_concurrency requests in flight and max_queue waiting
     ├── TimedOut                   the child did not answer in time; the request was cancelled at the child
     ├── TooLarge                   the child's answer is over max_result_bytes
     └── ChildError                 the child answered with a JSON-RPC error of its own (its code and data kept)
 
-A `tools/call` that fails short of the child's own answer gets an `isError` result naming the child: the model
-reads it and moves on. Everything else, and a request the host got wrong, gets a JSON-RPC error. `answer` is the
-only place this mapping is made; the call log takes its `outcome` from the same object.
+A `tools/call` that fails short of the child's own answer gets an `isError` result naming the child (or the
+argument, the hold-back, the missing confirmation): the model reads it and moves on. Everything else, and a request
+the host got wrong, gets a JSON-RPC error. `answer` is the only place this mapping is made; the call log takes its
+`outcome` from the same object.
 """
 
 from __future__ import annotations
@@ -61,6 +65,34 @@ class Denied(UnknownName):
         self.code = shown.code
         self.tool_result = shown.tool_result
         self.rule = rule
+
+
+class ArgumentRefused(BadRequest):
+    """An argument value the operator's config does not allow. Answered to a tools/call as an isError result, as
+    the protocol asks for input errors, so that the model reads which argument and can correct it."""
+
+    outcome = "invalid_arguments"
+    tool_result = True
+
+    def __init__(self, message: str, argument: str) -> None:
+        super().__init__(message, {"argument": argument})
+
+
+class HeldBack(HubError):
+    """A tool the config holds back (`read_only`, or `quarantined`: changed or new since servers.lock). Not listed;
+    a host that calls it anyway gets why, and the command that changes it."""
+
+    code = INVALID_PARAMS
+
+    def __init__(self, message: str, outcome: str) -> None:
+        super().__init__(message)
+        self.outcome = outcome
+
+
+class NotConfirmed(HubError):
+    """A call that needs the user's confirmation and did not get it (declined, cancelled, or no way to ask)."""
+
+    outcome = "not_confirmed"
 
 
 class Unavailable(HubError):

@@ -73,6 +73,7 @@ class Call:
         self.ceiling = math.inf
         self.began = time.perf_counter()
         self.rule: str | None = None  # the policy rule that allowed it (None: the default, or no policy)
+        self.confirmation: str | None = None  # "accepted": its user confirmed it (`confirm:`)
         self.quota: str | None = None  # the identity whose per-identity limits count this call
         self.span: RequestSpan | None = None  # its trace span, with OpenTelemetry on
         self.connection: Connection | None = None
@@ -228,6 +229,8 @@ class Call:
                 return
             if renamed is not result:
                 result, exact = renamed, None
+        if self.method in WRAPPED and self.child.config.redact_output:
+            result, exact = self.router.redact(result), None
         if self.method in WRAPPED and self._wraps():
             source = f"{self.child.name}/{self.original}" if self.method == "tools/call" else self.child.name
             result, exact = wrap_result(result, self.method, source), None

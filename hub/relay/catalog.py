@@ -17,8 +17,11 @@ from typing import Any
 import structlog
 
 from hub.access.policy import View
+from hub.config.lock import FieldChange, Lock
+from hub.config.schema import DEFAULT_NAME_BUDGET
 from hub.protocol import revisions
 from hub.protocol.jsonrpc import encode
+from hub.relay.exposure import NO_RULES, ToolRules, shape_tool
 from hub.relay.naming import expose_name, expose_tool_name, expose_uri, split_uri
 from hub.upstream.child import Child, Listing
 
@@ -65,6 +68,23 @@ class Renamed:
 
 
 @dataclass(frozen=True)
+class Quarantined:
+    """A child's tool or prompt that differs from its pin in servers.lock (or is new since), held back."""
+
+    child: str
+    kind: str  # "tool" or "prompt"
+    original: str
+    exposed: str
+    verdict: str  # "changed" or "new"
+    changes: tuple[FieldChange, ...]
+    held: bool  # False with on_change: warn (listed, only reported)
+
+    @property
+    def approve(self) -> str:
+        return f"hub pin --approve {self.child} {self.original}"
+
+
+@dataclass(frozen=True)
 class Namespace(Listing):
     """What the host sees: the merged listing of every child (exposed names), and where each name leads."""
 
@@ -78,6 +98,10 @@ class Namespace(Listing):
     collisions: tuple[Collision, ...] = ()
     renamed: tuple[Renamed, ...] = ()
     hidden_tools: dict[str, int] = field(default_factory=dict)
+    # What the hub enforces on each routed tool, and the names the config holds back: name -> (why, outcome).
+    tool_rules: dict[str, ToolRules] = field(default_factory=dict)
+    held_back: dict[str, tuple[str, str]] = field(default_factory=dict)
+    quarantined: tuple[Quarantined, ...] = ()
     _encoded: dict[tuple[str, str, int, View | None], bytes] = field(default_factory=dict, compare=False, repr=False)
 
     def route_uri(self, exposed: str) -> Route | None:
@@ -94,6 +118,10 @@ class Namespace(Listing):
                 return Route(name, uri)
         return Route(unprefixed[0], uri) if len(unprefixed) == 1 else None
 
+    def writes(self, tool: str) -> bool:
+        """Whether the exposed `tool` may change something: not effectively read-only (policy `read_only`)."""
+        return not self.tool_rules.get(tool, NO_RULES).read_only
+
     def listing(
         self, method: str, version: str, builtin: tuple[dict[str, Any], ...] = (), view: View | None = None
     ) -> bytes:
@@ -105,7 +133,13 @@ class Namespace(Listing):
             result_key = LISTS[method]
             items = (*builtin, *getattr(self, _ATTRIBUTES[method]))
             if view is not None and not view.open:
-                items = tuple(i for i in items if view.allows(str(i.get(_NAME_KEYS[method]))))
+                key_name = _NAME_KEYS[method]
+                tools = method == "tools/list"
+                items = tuple(
+                    i
+                    for i in items
+                    if view.allows(str(i.get(key_name)), writes=tools and self.writes(str(i.get(key_name))))
+                )
             shaped, problems = revisions.sieve_items(method, result_key, version, items)
             for problem in problems:
                 _log.warning("listing_item_dropped", method=method, protocol=version, problem=problem)
@@ -119,7 +153,9 @@ class Namespace(Listing):
 class _Merger:
     """The namespace being built, child by child in config order; the first to expose a name keeps it."""
 
-    def __init__(self, reserved: frozenset[str]) -> None:
+    def __init__(self, reserved: frozenset[str], lock: Lock | None, name_budget: int) -> None:
+        self.lock = lock
+        self.name_budget = name_budget
         self.items: dict[str, list[dict[str, Any]]] = {"tool": [], "prompt": [], "resource": [], "template": []}
         self.routes: dict[str, dict[str, Route]] = {
             "tool": {n: Route("hub", n) for n in reserved},
@@ -131,29 +167,46 @@ class _Merger:
         self.renamed: list[Renamed] = []
         self.hidden: dict[str, int] = {}
         self.templates: dict[str, tuple[Any, ...]] = {}
+        self.rules: dict[str, ToolRules] = {n: _BUILTIN_RULES for n in reserved}
+        self.held_back: dict[str, tuple[str, str]] = {}
+        self.quarantined: list[Quarantined] = []
 
-    def add(self, kind: str, item: dict[str, Any], exposed: str, route: Route, key: str) -> None:
+    def add(self, kind: str, item: dict[str, Any], exposed: str, route: Route, key: str) -> bool:
         routes = self.routes[kind]
         if exposed in routes:
             self.collisions.append(Collision(kind, exposed, routes[exposed].child, route.child))
-            return
+            return False
         routes[exposed] = route
         self.items[kind].append(item if item.get(key) == exposed else {**item, key: exposed})
+        return True
+
+    def add_tool(self, child: Child, tool: dict[str, Any]) -> None:
+        """A child tool as the config exposes it: filtered, shaped (overrides), named within the budget, held back
+        (read_only, quarantine) or listed."""
+        name = str(tool.get("name", ""))
+        if not child.config.tools.allows(name):
+            self.hidden[child.name] = self.hidden.get(child.name, 0) + 1
+            return
+        shaped = shape_tool(child.config, child.name, tool)
+        exposed = expose_tool_name(child.prefix, shaped.suffix, self.name_budget)
+        if exposed != expose_name(child.prefix, shaped.suffix):
+            self.renamed.append(Renamed(child.name, name, exposed))
+        if shaped.held_back is not None:
+            self.held_back.setdefault(exposed, (shaped.held_back, "read_only"))
+        elif not self._quarantines(child, "tool", tool, exposed) and self.add(
+            "tool", shaped.definition, exposed, Route(child.name, name), "name"
+        ):
+            self.rules[exposed] = shaped.rules
 
     def add_child(self, child: Child) -> None:
         listing, prefix = child.listing, child.prefix
         for tool in listing.tools:
-            name = str(tool.get("name", ""))
-            if not child.config.tools.allows(name):
-                self.hidden[child.name] = self.hidden.get(child.name, 0) + 1
-                continue
-            exposed = expose_tool_name(prefix, name)
-            if exposed != expose_name(prefix, name):
-                self.renamed.append(Renamed(child.name, name, exposed))
-            self.add("tool", tool, exposed, Route(child.name, name), "name")
+            self.add_tool(child, tool)
         for prompt in listing.prompts:
             name = str(prompt.get("name", ""))
-            self.add("prompt", prompt, expose_name(prefix, name), Route(child.name, name), "name")
+            exposed = expose_name(prefix, name)
+            if not self._quarantines(child, "prompt", prompt, exposed):
+                self.add("prompt", prompt, exposed, Route(child.name, name), "name")
         for resource in listing.resources:
             uri = str(resource.get("uri", ""))
             self.add("resource", resource, expose_uri(prefix, uri), Route(child.name, uri), "uri")
@@ -164,6 +217,28 @@ class _Merger:
             )
         # Only an unprefixed child's URIs need its templates to be routed.
         self.templates[child.name] = () if prefix else _parse_templates(listing.templates)
+
+    def _quarantines(self, child: Child, kind: str, item: dict[str, Any], exposed: str) -> bool:
+        """Whether `item` is held back for differing from its pin (with a lock and `on_change: quarantine`)."""
+        lock, on_change = self.lock, child.config.on_change
+        if lock is None or on_change == "off":
+            return False
+        verdict = lock.tool_verdict(child.name, item) if kind == "tool" else lock.prompt_verdict(child.name, item)
+        if verdict == "pinned":
+            return False
+        original = str(item.get("name", ""))
+        changes = lock.tool_changes(child.name, item) if kind == "tool" else lock.prompt_changes(child.name, item)
+        held = on_change == "quarantine"
+        entry = Quarantined(child.name, kind, original, exposed, verdict, tuple(changes), held)
+        self.quarantined.append(entry)
+        if held:
+            why = "is new since" if verdict == "new" else "has changed since"
+            message = (
+                f"{kind} {exposed!r} of server '{child.name}' {why} it was pinned in servers.lock, so it is "
+                f"quarantined: review it with `hub pin --diff {child.name}`, accept it with `{entry.approve}`"
+            )
+            self.held_back.setdefault(exposed, (message, "quarantined"))
+        return held
 
 
 def _parse_templates(templates: tuple[dict[str, Any], ...]) -> tuple[Any, ...]:
@@ -176,9 +251,16 @@ def _parse_templates(templates: tuple[dict[str, Any], ...]) -> tuple[Any, ...]:
     return tuple(parsed)
 
 
-def build_namespace(children: Sequence[Child], reserved: frozenset[str] = frozenset()) -> Namespace:
-    """Merge the listings of `children` (in config order) into one namespace; `reserved` tool names are the hub's."""
-    merger = _Merger(reserved)
+def build_namespace(
+    children: Sequence[Child],
+    reserved: frozenset[str] = frozenset(),
+    lock: Lock | None = None,
+    name_budget: int = DEFAULT_NAME_BUDGET,
+) -> Namespace:
+    """Merge the listings of `children` (in config order) into one namespace; `reserved` tool names are the hub's.
+    With a `lock`, what differs from its pin is quarantined (each child's `on_change`); every exposed tool name is
+    at most `name_budget` characters."""
+    merger = _Merger(reserved, lock, name_budget)
     for child in children:
         merger.add_child(child)
     tool_routes = {name: route for name, route in merger.routes["tool"].items() if name not in reserved}
@@ -196,9 +278,13 @@ def build_namespace(children: Sequence[Child], reserved: frozenset[str] = frozen
         collisions=tuple(merger.collisions),
         renamed=tuple(merger.renamed),
         hidden_tools=merger.hidden,
+        tool_rules=merger.rules,
+        held_back={n: why for n, why in merger.held_back.items() if n not in tool_routes},
+        quarantined=tuple(merger.quarantined),
     )
 
 
+_BUILTIN_RULES = ToolRules(read_only=True)  # the hub's own tools only read
 _ATTRIBUTES = {"tools/list": "tools", "prompts/list": "prompts", "resources/list": "resources",
                "resources/templates/list": "templates"}  # fmt: skip
 # The key of a listed item that policy globs match: its exposed name, or its exposed URI (template).
@@ -215,17 +301,27 @@ def _parse_template(text: str) -> Any:
 class Catalog:
     """The children in config order and the namespace made of their listings; reports what a rebuild finds."""
 
-    def __init__(self, reserved: Callable[[], frozenset[str]]) -> None:
+    def __init__(
+        self,
+        reserved: Callable[[], frozenset[str]],
+        pins: Callable[[], Lock | None] = lambda: None,
+        name_budget: Callable[[], int] = lambda: DEFAULT_NAME_BUDGET,
+    ) -> None:
         self.children: dict[str, Child] = {}
         self.namespace = Namespace()
         self._reserved = reserved
+        self._pins = pins  # servers.lock as the config last loaded it
+        self._name_budget = name_budget
         self._reported_collisions: set[tuple[str, str, str]] = set()
         self._reported_renames: set[tuple[str, str]] = set()
+        self._reported_quarantines: set[tuple[str, str, str, str]] = set()
 
     def rebuild(self) -> list[str]:
         """Make the namespace anew from the children's listings; the kinds whose listing changed."""
         old = self.namespace
-        new = self.namespace = build_namespace(list(self.children.values()), reserved=self._reserved())
+        new = self.namespace = build_namespace(
+            list(self.children.values()), self._reserved(), self._pins(), self._name_budget()
+        )
         self._report(new)
         return [
             kind
@@ -258,5 +354,19 @@ class Catalog:
                     child=r.child,
                     original=r.original,
                     exposed=r.exposed,
-                    reason="exposed tool names must match ^[A-Za-z0-9_-]{1,64}$",
+                    reason="exposed tool names must match ^[A-Za-z0-9_-]{1,64}$ and fit hub.name_budget",
+                )
+        for q in namespace.quarantined:
+            seen = (q.child, q.kind, q.original, repr(q.changes))
+            if seen not in self._reported_quarantines:
+                self._reported_quarantines.add(seen)
+                _log.warning(
+                    "tool_quarantined" if q.held else "tool_changed",
+                    child=q.child,
+                    kind=q.kind,
+                    original=q.original,
+                    exposed=q.exposed,
+                    verdict=q.verdict,
+                    changes=[{"field": c.field, "before": c.before, "after": c.after} for c in q.changes],
+                    approve=q.approve,
                 )

@@ -5,8 +5,10 @@ Tools and prompts become `<prefix>_<name>`; resource URIs and URI templates beco
 `_` or `+`, so the first separator splits unambiguously. Routing never parses names: the registry keeps a
 table from exposed name to (child, original name); the functions here only build the exposed forms.
 
-Exposed tool names must match `^[A-Za-z0-9_-]{1,64}$`, the strictest rule among real hosts and LLM APIs.
-A name that does not fit is made to fit deterministically (see `expose_tool_name`) and the change is logged.
+Exposed tool names must match `^[A-Za-z0-9_-]{1,64}$`, the strictest rule among real hosts and LLM APIs, and fit
+`hub.name_budget` (by default 54: hosts put their own prefix, such as Claude Code's `mcp__hub__`, before a tool's
+name and hold the whole to 64). A name that does not fit is made to fit deterministically (see `expose_tool_name`)
+and the change is logged.
 """
 
 from __future__ import annotations
@@ -27,20 +29,22 @@ def expose_name(prefix: str, name: str) -> str:
     return f"{prefix}{NAME_SEPARATOR}{name}" if prefix else name
 
 
-def expose_tool_name(prefix: str, name: str) -> str:
-    """The host-facing name of a child's tool, always matching `TOOL_NAME_RE`.
+def expose_tool_name(prefix: str, name: str, budget: int = MAX_TOOL_NAME) -> str:
+    """The host-facing name of a child's tool, always matching `TOOL_NAME_RE` and at most `budget` characters.
 
-    Characters outside `[A-Za-z0-9_-]` become `-`; a name longer than 64 characters is cut and given an
-    8-hex-digit hash of the full original, so that two long names stay distinct and the result is stable.
+    Characters outside `[A-Za-z0-9_-]` become `-`; a name longer than `budget` is cut and given an 8-hex-digit hash
+    of the full original, so that two long names stay distinct and the result depends on nothing but the name (the
+    same across restarts, and when other tools are added).
     """
+    budget = min(budget, MAX_TOOL_NAME)
     exposed = expose_name(prefix, name)
-    if TOOL_NAME_RE.match(exposed):
+    if len(exposed) <= budget and TOOL_NAME_RE.match(exposed):
         return exposed
     cleaned = _INVALID_CHARS.sub("-", exposed) or "-"
-    if len(cleaned) <= MAX_TOOL_NAME and cleaned != exposed:
+    if len(cleaned) <= budget and cleaned != exposed:
         return cleaned
     digest = hashlib.sha256(exposed.encode()).hexdigest()[:8]
-    return f"{cleaned[: MAX_TOOL_NAME - 9]}-{digest}"
+    return f"{cleaned[: budget - 9]}-{digest}"
 
 
 def expose_uri(prefix: str, uri: str) -> str:

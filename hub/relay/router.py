@@ -22,11 +22,13 @@ from hub.access.policy import Policy
 from hub.config.schema import HubSettings
 from hub.protocol import errors, revisions
 from hub.protocol.jsonrpc import QUOTE_LIMIT, RequestId, encode
+from hub.relay import confirmation
 from hub.relay.call import BRIDGE_PREFIX, Call, answer_error
 from hub.relay.catalog import HEALTH_TOOL, Catalog
 from hub.relay.deadlines import Deadlines
+from hub.relay.exposure import NO_RULES, check_arguments
 from hub.relay.hosts import Hosts
-from hub.relay.ports import HostRequest
+from hub.relay.ports import AskFailed, HostRequest
 from hub.relay.quotas import Quotas
 from hub.upstream.child import Child, ChildState
 
@@ -46,7 +48,19 @@ if TYPE_CHECKING:
 
 CallLog = Callable[[dict[str, Any]], None]
 # Outcomes that are the hub refusing a request (counted as rejections by reason), not the child answering it.
-REJECTIONS = frozenset({"busy", "denied", "unavailable", "too_large", "rate_limited"})
+REJECTIONS = frozenset(
+    {
+        "busy",
+        "denied",
+        "unavailable",
+        "too_large",
+        "rate_limited",
+        "invalid_arguments",
+        "read_only",
+        "quarantined",
+        "not_confirmed",
+    }
+)
 _log = structlog.get_logger("hub")
 
 
@@ -72,6 +86,8 @@ class Router:
         self._wait_for_start = starting  # bounded wait for children still starting with the hub
         self.deadlines = Deadlines()
         self.quotas = Quotas()
+        self.seals = confirmation.Seals()  # the requestState of confirmation rounds with 2026-07-28 hosts
+        self.redact: Callable[[Any], Any] = lambda value: value  # what the user is shown of arguments to confirm
         self._calls: dict[tuple[object, RequestId], Call] = {}
         self._parked: dict[str, Call] = {}
         self._idle: anyio.Event | None = None  # set when the last call in flight ends (`wait_idle`)
@@ -156,8 +172,13 @@ class Router:
     def _dispatch(
         self, request: HostRequest, waited: bool, kind: str, exposed: str, route: Any, params: dict[str, Any]
     ) -> None:
-        decision = self.policy().decide(request.session.identity, exposed)
+        namespace = self.catalog.namespace
+        writes = kind == "tool" and namespace.writes(exposed)
+        decision = self.policy().decide(request.session.identity, exposed, writes)
         if route is None or not decision.allowed:
+            held = namespace.held_back.get(exposed) if kind in ("tool", "prompt") and decision.allowed else None
+            if held is not None:
+                raise errors.HeldBack(*held)
             # What the caller may not use answers as what does not exist, by the same steps.
             try:
                 self._unrouted(request, waited, kind, exposed)
@@ -168,13 +189,109 @@ class Router:
             raise errors.InvalidRequest(
                 f"invalid request: request id {_named(request.id)} is already in flight on this connection"
             )
+        rules = namespace.tool_rules.get(exposed, NO_RULES) if kind == "tool" else NO_RULES
+        if rules is not NO_RULES:
+            try:
+                if rules.checks_arguments:
+                    params = {**params, "arguments": check_arguments(rules, exposed, params.get("arguments"))}
+                if rules.confirm:
+                    self._confirm(request, route, exposed, params, decision.rule)
+                    return
+            except errors.HubError as error:
+                self.refuse(request, error, route.child, decision.rule)
+                return
+        self._start(request, route, exposed, params, decision.rule)
+
+    def _start(
+        self,
+        request: HostRequest,
+        route: Any,
+        exposed: str,
+        params: dict[str, Any],
+        rule: str | None,
+        confirmed: str | None = None,
+    ) -> None:
         call = self._call(request, self.catalog.children[route.child], exposed, route.original, params)
-        call.rule = decision.rule
+        call.rule = rule
+        call.confirmation = confirmed
         if request.method in ("resources/subscribe", "resources/unsubscribe"):
             self._subscription(call)
             return
         self._calls[(request.session, request.id)] = call
         self._connect(call)
+
+    # ---- confirmation (hub.relay.confirmation) -----------------------------------------------------------------
+
+    def _confirm(
+        self, request: HostRequest, route: Any, exposed: str, params: dict[str, Any], rule: str | None
+    ) -> None:
+        """A call that needs its user's yes: asked of a handshake-era host now, of a 2026-07-28 host as an input
+        round; forwarded only on an explicit yes."""
+        arguments = request.params.get("arguments")  # the host's own, which the user is shown and the state binds
+        identity = request.session.identity.name
+        state = request.params.get("requestState")
+        if revisions.is_modern(request.version) and isinstance(state, str):
+            self.seals.open(state, identity, exposed, arguments)  # raises NotConfirmed
+            responses = request.params.get("inputResponses")
+            answer = responses.get(confirmation.INPUT_KEY) if isinstance(responses, dict) else None
+            if not confirmation.said_yes(answer):
+                raise errors.NotConfirmed(f"the user did not confirm the call of {exposed!r}; it was not run")
+            forwarded = {k: v for k, v in params.items() if k not in ("requestState", "inputResponses")}
+            self._start(request, route, exposed, forwarded, rule, "accepted")
+            return
+        if not request.declared("elicitation"):
+            raise errors.NotConfirmed(
+                f"the tool {exposed!r} needs its user's confirmation (`confirm:` of server '{route.child}'), "
+                "and this host cannot ask for it: it did not declare the elicitation capability. Call it from a host "
+                "that supports elicitation, or ask the hub's operator"
+            )
+        shown = json.dumps(self.redact(arguments if arguments is not None else {}), indent=2, default=repr)
+        asked = confirmation.question(exposed, route.child, arguments, shown)
+        if revisions.is_modern(request.version):
+            answer = {
+                "resultType": "input_required",
+                "inputRequests": {confirmation.INPUT_KEY: {"method": "elicitation/create", "params": asked}},
+                "requestState": self.seals.seal(identity, exposed, arguments),
+            }
+            body = encode(revisions.stamp(answer, request.method))
+            request.respond(body)
+            self._log_line(
+                request, route.child, exposed, route.original, time.perf_counter(), "input_required", None,
+                len(body), None, rule, None, "asked",
+            )  # fmt: skip
+            return
+        self.spawn(self._ask_then_start, request, route, exposed, params, rule, asked)
+
+    async def _ask_then_start(
+        self,
+        request: HostRequest,
+        route: Any,
+        exposed: str,
+        params: dict[str, Any],
+        rule: str | None,
+        asked: dict[str, Any],
+    ) -> None:
+        child = self.catalog.children.get(route.child)
+        limit = child.config.timeout if child is not None else confirmation.STATE_TTL
+        try:
+            answer = await request.ask("elicitation/create", asked, limit)
+        except AskFailed as failure:
+            why = failure.error.get("message")
+            self.refuse(
+                request,
+                errors.NotConfirmed(f"the user could not be asked to confirm {exposed!r} ({why}); it was not run"),
+                route.child,
+                rule,
+            )
+            return
+        if not confirmation.said_yes(answer):
+            refusal = errors.NotConfirmed(f"the user did not confirm the call of {exposed!r}; it was not run")
+            self.refuse(request, refusal, route.child, rule)
+            return
+        if route.child not in self.catalog.children:
+            self.refuse(request, errors.Unavailable(f"server '{route.child}' was removed"), route.child, rule)
+            return
+        self._start(request, route, exposed, params, rule, "accepted")
 
     def _call(self, request: HostRequest, child: Child, exposed: str, original: str, params: dict[str, Any]) -> Call:
         """The call of a request: counted against its identity's limits (refused first, before anything starts),
@@ -255,11 +372,13 @@ class Router:
         except errors.HubError as error:
             call.finish(error)
 
-    def refuse(self, request: HostRequest, error: errors.HubError, child: str | None = None) -> None:
+    def refuse(
+        self, request: HostRequest, error: errors.HubError, child: str | None = None, rule: str | None = None
+    ) -> None:
         """Answer a request that never became a call; it is logged like one."""
         started = time.perf_counter()
         size = answer_error(request, error)
-        rule = error.rule if isinstance(error, errors.Denied) else None
+        rule = error.rule if isinstance(error, errors.Denied) else rule
         span = None
         if self.tracing is not None:
             span = self.tracing.start(
@@ -398,6 +517,7 @@ class Router:
             arguments,
             call.rule,
             call.span,
+            call.confirmation,
         )
 
     def _log_line(
@@ -413,6 +533,7 @@ class Router:
         arguments: Any,
         rule: str | None,
         span: RequestSpan | None,
+        confirmed: str | None = None,
     ) -> None:
         identity = request.session.identity
         fields: dict[str, Any] = {
@@ -434,6 +555,8 @@ class Router:
             fields["error_code"], fields["error_message"] = error.code, _cut(error.message)
         if arguments is not None:
             fields["arguments"] = arguments
+        if confirmed is not None:
+            fields["confirmation"] = confirmed
         if span is not None:
             fields["trace_id"] = span.trace_id
             kind = "tool_error" if outcome == "tool_error" else None if error is None else str(error.code)

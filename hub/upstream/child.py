@@ -123,6 +123,7 @@ class Child:
         self.watchdog = watchdog
         self.state = ChildState.STARTING
         self.listing = Listing()
+        self._instructions: str | None = None
         self.last_error: str | None = None
         self.restarts = 0
         self.start_ms: float | None = None
@@ -158,6 +159,12 @@ class Child:
         """The connection of this host session (`sessions: per-host`) or identity (`per-identity`) if it is open."""
         session = self._sessions.get(owner)
         return session.connection if session is not None and session.connection is not None else None
+
+    @property
+    def instructions(self) -> str | None:
+        """The `instructions` the child sent at its last successful connect (None: none), kept like its listing
+        while it restarts."""
+        return self._instructions
 
     @property
     def per_host(self) -> bool:
@@ -296,6 +303,7 @@ class Child:
                 with anyio.fail_after(self.config.connect_timeout):
                     await connection.handshake(self.config.protocol, self.config.connect_timeout)
                     self.listing = await self._read_lists(connection, self._offered(connection), Listing())
+                    self._instructions = connection.instructions
                 if self.per_identity:
                     connection.identity = self.shared_identity
                 self.shared = connection

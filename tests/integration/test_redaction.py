@@ -36,3 +36,23 @@ async def test_a_childs_leaked_secret_is_in_no_log_line(tmp_path: Path) -> None:
     assert "denied for [REDACTED]" in text and "my token is [REDACTED]" in text
     for secret in (TOKEN, "hdr-0a1b2c3d4e5f6a7b", "abcdefghij123"):
         assert secret not in text
+
+
+async def test_listed_secrets_are_redacted_and_redact_output_cleans_results(tmp_path: Path) -> None:
+    """A value under the child's `secrets:` is in no log line though its variable's name says nothing; with
+    `redact_output: true` the child's result reaches the host without its credentials."""
+    plain_named = "plain-value-7c6b5a4d3e2f"
+    leaky = {
+        **python_child("tests.children.leaky"),
+        "env": {"LEAKY_TOKEN": TOKEN, "LEAKY_HEADER": plain_named},
+        "secrets": [plain_named],
+        "redact_output": True,
+    }
+    config = write_config(tmp_path, {"leaky": leaky})
+    log = tmp_path / "hub.log"
+    async with connect_hub(hub_params(config, log, "--log-level", "debug")) as client:
+        result = await client.call_tool("leaky_leak", {})
+        assert result.content[0].text == "your token is [REDACTED]"  # type: ignore[union-attr]
+    text = log.read_text()
+    assert "header [REDACTED]" in text
+    assert plain_named not in text and TOKEN not in text

@@ -116,7 +116,7 @@ def test_children_and_sessions_are_read_from_the_callables_at_each_render() -> N
 
     children[:] = [
         ChildStats("time", up=False, restarts=3, in_flight=0, queued=5),
-        ChildStats("git", up=True, restarts=1, in_flight=1, queued=0),
+        ChildStats("git", up=True, restarts=1, in_flight=1, queued=0, quarantined=2),
     ]
     sessions[0] = 4
     assert value(metrics, "hub_child_up", child="time") == 0
@@ -125,6 +125,8 @@ def test_children_and_sessions_are_read_from_the_callables_at_each_render() -> N
     assert value(metrics, "hub_child_queued", child="time") == 5
     assert value(metrics, "hub_child_up", child="git") == 1
     assert value(metrics, "hub_child_restarts_total", child="git") == 1
+    assert value(metrics, "hub_child_quarantined", child="git") == 2
+    assert value(metrics, "hub_child_quarantined", child="time") == 0
     assert value(metrics, "hub_sessions") == 4
 
     children.clear()

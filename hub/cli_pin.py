@@ -1,0 +1,339 @@
+"""`hub pin`, `hub pin --diff [CHILD]`, `hub pin --approve CHILD [TOOL]`: the lock file next to servers.yaml.
+
+The hub is started in this process and the children's own definitions are read from their listings as they sent
+them (before the hub renames, overrides or quarantines anything); of tools, only those their `tools:` filter exposes.
+
+- `hub pin` pins every ready child that the lock does not have yet (all of them when there is no lock). A child
+  the lock has is never re-pinned here: if what it lists differs from its pins, the differences are summarised and
+  the exit status is 1, until they are reviewed (`--diff`) and accepted (`--approve`).
+- `--diff` exits 0 when nothing differs, 1 when something does (like `git diff --exit-code`), 2 on an error (a
+  server that is not ready cannot be compared).
+- `--approve CHILD` re-pins the child as it is now (tools no longer listed lose their pins); `--approve CHILD
+  TOOL` re-pins one tool, named as the child names it or as the host sees it (`<prefix>_<name>`).
+
+Definitions come from the children, so they are shown with control and format characters escaped: a description
+cannot hide text from the reviewer with terminal escapes or bidirectional overrides.
+"""
+
+from __future__ import annotations
+
+import argparse
+import difflib
+import json
+import sys
+import unicodedata
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, TextIO
+
+from hub.config.lock import ChildPins, FieldChange, Lock, LockError, Verdict, load_lock, lock_path, pins_of, save_lock
+from hub.relay.exposure import shape_tool
+from hub.relay.naming import expose_tool_name
+from hub.upstream.child import Child, ChildState
+
+if TYPE_CHECKING:
+    from hub.app import Hub
+
+EXIT_DIFFERS = 1
+EXIT_USAGE = 2
+HINT = "review them with `hub pin --diff`, then accept them with `hub pin --approve CHILD [TOOL]`"
+
+
+@dataclass(frozen=True)
+class Current:
+    """What a child offers now, as far as pinning goes: its exposed tools, its prompts, its instructions."""
+
+    tools: tuple[dict[str, Any], ...]
+    prompts: tuple[dict[str, Any], ...]
+    instructions: str | None
+
+    def pins(self) -> ChildPins:
+        return pins_of(self.tools, self.prompts, self.instructions)
+
+
+@dataclass
+class ChildDiff:
+    """How a child differs from its pins."""
+
+    tools: list[tuple[str, Verdict, list[FieldChange]]] = field(default_factory=list)
+    removed_tools: list[str] = field(default_factory=list)
+    prompts: list[tuple[str, Verdict, list[FieldChange]]] = field(default_factory=list)
+    removed_prompts: list[str] = field(default_factory=list)
+    instructions: bool = False  # changed (appeared, disappeared, or other text)
+
+    def __bool__(self) -> bool:
+        return bool(self.tools or self.removed_tools or self.prompts or self.removed_prompts or self.instructions)
+
+    def summary(self) -> list[str]:
+        lines = [f"tool {_visible(name)} {_verdict_text(v, changes)}" for name, v, changes in self.tools]
+        lines += [f"tool {_visible(name)} is no longer listed" for name in self.removed_tools]
+        lines += [f"prompt {_visible(name)} {_verdict_text(v, changes)}" for name, v, changes in self.prompts]
+        lines += [f"prompt {_visible(name)} is no longer listed" for name in self.removed_prompts]
+        return lines + (["instructions changed"] if self.instructions else [])
+
+
+def _verdict_text(verdict: Verdict, changes: list[FieldChange]) -> str:
+    if verdict == "new":
+        return "is new"
+    return f"changed ({', '.join(c.field for c in changes)})"
+
+
+def current(child: Child) -> Current:
+    """The child's current definitions: tools its filter exposes (first of a name, as the catalog keeps), prompts."""
+    allows = child.config.tools.allows
+    tools = _first_of_each(t for t in child.listing.tools if allows(str(t.get("name", ""))))
+    return Current(tools, _first_of_each(child.listing.prompts), child.instructions)
+
+
+def _first_of_each(items: Iterable[dict[str, Any]]) -> tuple[dict[str, Any], ...]:
+    seen: set[str] = set()
+    kept = []
+    for item in items:
+        name = str(item.get("name", ""))
+        if name not in seen:
+            seen.add(name)
+            kept.append(item)
+    return tuple(kept)
+
+
+def differences(lock: Lock, name: str, now: Current) -> ChildDiff:
+    """How child `name` as it is `now` differs from its pins in `lock`."""
+    pinned = lock.servers.get(name, ChildPins())
+    diff = ChildDiff()
+    for tool in now.tools:
+        verdict = lock.tool_verdict(name, tool)
+        if verdict != "pinned":
+            diff.tools.append((str(tool.get("name", "")), verdict, lock.tool_changes(name, tool)))
+    for prompt in now.prompts:
+        verdict = lock.prompt_verdict(name, prompt)
+        if verdict != "pinned":
+            diff.prompts.append((str(prompt.get("name", "")), verdict, lock.prompt_changes(name, prompt)))
+    diff.removed_tools = sorted(set(pinned.tools) - {str(t.get("name", "")) for t in now.tools})
+    diff.removed_prompts = sorted(set(pinned.prompts) - {str(p.get("name", "")) for p in now.prompts})
+    diff.instructions = lock.instructions_verdict(name, now.instructions) != "pinned"
+    return diff
+
+
+# ---- the command --------------------------------------------------------------------------------------------------
+
+
+async def run_pin(hub: Hub, args: argparse.Namespace, out: TextIO) -> int:
+    """`hub pin` with `args` (`diff`, `approve`, `wait`): the lock is read and the arguments checked before any
+    child starts; the hub then runs until every child is ready or has failed once (bounded by `--wait`)."""
+    path = lock_path(hub.loaded.path)
+    try:
+        lock = load_lock(path)
+    except LockError as exc:
+        return _fail(str(exc), EXIT_USAGE)
+    approve: list[str] | None = args.approve
+    if approve is not None:
+        refusal = _check_approve(hub, approve)
+        if refusal:
+            return _fail(refusal, 1)
+    diff_child: str | None = args.diff
+    if diff_child is not None:
+        if lock is None:
+            return _fail(f"there is no lock file {path} yet: run `hub pin` first", EXIT_USAGE)
+        servers = hub.loaded.config.servers
+        if diff_child and diff_child not in servers:
+            return _fail(f"no server named {diff_child!r} in {hub.loaded.path}", EXIT_USAGE)
+        if diff_child and not servers[diff_child].enabled:
+            return _fail(f"server {diff_child!r} is disabled (enabled: false): it cannot be compared", EXIT_USAGE)
+    async with hub.running():
+        await hub.wait_settled(args.wait if args.wait is not None else hub.settle_limit())
+        if approve is not None:
+            return _approve(hub, lock or Lock(), path, approve[0], approve[1] if len(approve) > 1 else None, out)
+        if diff_child is not None:
+            assert lock is not None
+            return _diff(hub, lock, diff_child or None, out)
+        return _pin(hub, lock, path, out)
+
+
+def _fail(message: str, status: int) -> int:
+    print(f"hub: {message}", file=sys.stderr)
+    return status
+
+
+def _check_approve(hub: Hub, approve: list[str]) -> str | None:
+    if len(approve) > 2:
+        return "--approve takes a server and at most one tool: --approve CHILD [TOOL]"
+    servers = hub.loaded.config.servers
+    name = approve[0]
+    if name not in servers:
+        known = ", ".join(sorted(servers)) or "none"
+        return f"no server named {name!r} in {hub.loaded.path} (servers: {known}); the lock is unchanged"
+    if not servers[name].enabled:
+        return f"server {name!r} is disabled (enabled: false) in {hub.loaded.path}; the lock is unchanged"
+    return None
+
+
+def _pin(hub: Hub, lock: Lock | None, path: Path, out: TextIO) -> int:
+    pinned = lock or Lock()
+    not_ready = changed = False
+    for name, child in hub.children.items():
+        if child.state is not ChildState.READY:
+            verb = f"kept the pins of {name}" if name in pinned.servers else f"not pinned {name}"
+            out.write(f"{verb}: {child.unavailable_reason()}\n")
+            not_ready = True
+        elif name not in pinned.servers:
+            now = current(child)
+            pinned = pinned.with_child(name, now.pins())
+            out.write(f"pinned {name}: {_count(len(now.tools), 'tool')}, {_count(len(now.prompts), 'prompt')}\n")
+        else:
+            diff = differences(pinned, name, current(child))
+            out.writelines(f"{name}: {line}\n" for line in diff.summary() or ["matches its pins"])
+            changed = changed or bool(diff)
+    for name in sorted(set(pinned.servers) - set(hub.children)):
+        out.write(f"kept the pins of {name}: not running (disabled, or not in {hub.loaded.path.name})\n")
+    if pinned.servers and pinned != lock:
+        try:
+            save_lock(path, pinned)
+        except LockError as exc:
+            return _fail(str(exc), 1)
+        out.write(f"wrote {path}\n")
+    elif lock is None:
+        out.write(f"nothing to pin: no server is ready; {path} not written\n")
+    else:
+        out.write(f"{path} unchanged\n")
+    if changed:
+        print(f"hub: servers changed since they were pinned: {HINT}", file=sys.stderr)
+    return EXIT_DIFFERS if changed or not_ready else 0
+
+
+def _count(n: int, noun: str) -> str:
+    return f"{n} {noun}" if n == 1 else f"{n} {noun}s"
+
+
+def _approve(hub: Hub, lock: Lock, path: Path, name: str, tool: str | None, out: TextIO) -> int:
+    child = hub.children.get(name)
+    if child is None or child.state is not ChildState.READY:
+        why = child.unavailable_reason() if child is not None else "it is not running"
+        return _fail(f"cannot approve {name}: {why}; the lock is unchanged", 1)
+    now = current(child)
+    before = lock.servers.get(name, ChildPins())
+    if tool is None:
+        pins = now.pins()
+        diff = differences(lock, name, now)
+        what = ("; ".join(diff.summary()) or "no changes") if name in lock.servers else "pinned for the first time"
+        message = f"approved {name}: {_count(len(pins.tools), 'tool')}, {_count(len(pins.prompts), 'prompt')} ({what})"
+    else:
+        found = _find_tool(child, now, tool, hub.loaded.config.hub.name_budget)
+        if isinstance(found, str):
+            return _fail(found, 1)
+        original = str(found["name"])
+        pins = ChildPins({**before.tools, **pins_of([found], (), None).tools}, before.prompts, before.instructions)
+        state = lock.tool_verdict(name, found)
+        message = f"approved {name}: tool {original}" + ("" if state == "pinned" else f" ({state})")
+    try:
+        save_lock(path, lock.with_child(name, pins))
+    except LockError as exc:
+        return _fail(str(exc), 1)
+    out.write(f"{message}\nwrote {path}\n")
+    return 0
+
+
+def _find_tool(child: Child, now: Current, tool: str, budget: int) -> dict[str, Any] | str:
+    """The exposed tool `tool` names (the child's name for it, else the host's), or why there is none."""
+    for candidate in now.tools:
+        if candidate.get("name") == tool:
+            return candidate
+    for candidate in now.tools:
+        if isinstance(candidate.get("name"), str) and _exposed(child, candidate, budget) == tool:
+            return candidate
+    if any(t.get("name") == tool for t in child.listing.tools):
+        return f"server {child.name!r} lists {tool!r} but does not expose it (tools: allow/deny); the lock is unchanged"
+    return (
+        f"server {child.name!r} lists no tool {tool!r} (give its own name, or the exposed one "
+        f"{expose_tool_name(child.prefix, tool)!r}); the lock is unchanged"
+    )
+
+
+def _exposed(child: Child, tool: dict[str, Any], budget: int) -> str:
+    """The name the host knows the child's `tool` by (its override's `name`, within the name budget)."""
+    return expose_tool_name(child.prefix, shape_tool(child.config, child.name, tool).suffix, budget)
+
+
+# ---- --diff -------------------------------------------------------------------------------------------------------
+
+
+def _diff(hub: Hub, lock: Lock, only: str | None, out: TextIO) -> int:
+    differs = unknown = False
+    for name, child in hub.children.items():
+        if only is not None and name != only:
+            continue
+        if child.state is not ChildState.READY:
+            out.write(f"{name}: not compared: {child.unavailable_reason()}\n")
+            unknown = True
+            continue
+        if name not in lock.servers:
+            out.write(f"{name}: not pinned yet (`hub pin` pins it)\n")
+            differs = True
+            continue
+        now = current(child)
+        diff = differences(lock, name, now)
+        if diff:
+            differs = True
+            _write_diff(name, lock, now, diff, out)
+    if differs:
+        return EXIT_DIFFERS
+    if unknown:  # not "no changes": what a server that is not ready lists is not known
+        return _fail("not every server could be compared: they were not ready", EXIT_USAGE)
+    out.write("no changes since the pin\n")
+    return 0
+
+
+def _write_diff(name: str, lock: Lock, now: Current, diff: ChildDiff, out: TextIO) -> None:
+    pinned = lock.servers[name]
+    for kind, changed, removed in (
+        ("tool", diff.tools, diff.removed_tools),
+        ("prompt", diff.prompts, diff.removed_prompts),
+    ):
+        for item, verdict, changes in changed:
+            out.write(f"{name}: {kind} {_visible(item)} {'is new' if verdict == 'new' else 'changed'}\n")
+            for change in changes:
+                out.write(f"  {change.field}:\n")
+                for line in field_diff(change.before, change.after):
+                    out.write(f"    {line}\n")
+        table = pinned.tools if kind == "tool" else pinned.prompts
+        for item in removed:
+            out.write(f"{name}: {kind} {_visible(item)} is no longer listed (pinned: {table[item].digest})\n")
+    if diff.instructions:
+        out.write(f"{name}: instructions changed (pinned: {pinned.instructions or 'none'})\n")
+        for line in field_diff(None, now.instructions):
+            out.write(f"    {line}\n")
+
+
+def field_diff(before: Any, after: Any) -> list[str]:
+    """A unified diff of one field, `- ` and `+ ` lines: of the text's lines for strings, of the pretty JSON for
+    anything else (schemas, annotations); None is an absent field. Characters that could mislead a terminal are
+    escaped."""
+    old, new = _lines(before, after), _lines(after, before)
+    lines = []
+    for line in list(difflib.unified_diff(old, new, lineterm="", n=2))[2:]:  # [2:]: the ---/+++ header
+        lines.append(line if line.startswith("@@") else f"{line[:1]} {_visible(line[1:])}")
+    if not lines:  # differs only where lines cannot show it (a trailing newline, "" against absent)
+        lines = [f"- {_visible(json.dumps(before))}", f"+ {_visible(json.dumps(after))}"]
+    return lines
+
+
+def _lines(value: Any, other: Any) -> list[str]:
+    if value is None:
+        return []
+    if isinstance(value, str) and (other is None or isinstance(other, str)):
+        return value.splitlines()
+    return json.dumps(value, indent=2, sort_keys=True, ensure_ascii=False).splitlines()
+
+
+def _visible(text: str) -> str:
+    """`text` with control and format characters (escapes, bidirectional overrides, zero-width) as `\\x..`/`\\u....`."""
+    if text.isprintable():
+        return text
+    return "".join(
+        c if c == "\t" or unicodedata.category(c) not in ("Cc", "Cf", "Cs", "Zl", "Zp") else _escape(c) for c in text
+    )
+
+
+def _escape(c: str) -> str:
+    code = ord(c)
+    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}" if code < 0x10000 else f"\\U{code:08x}"

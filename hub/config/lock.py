@@ -1,0 +1,341 @@
+"""Tool pinning: `servers.lock`, the digests of what a team approved of each child, and verdicts against it.
+
+The lock holds, per child, the SHA-256 of each tool's canonical definition (`canonical_tool`: name, title,
+description, input and output schema, annotations), of each prompt's (`canonical_prompt`) and of the child's
+`instructions`. The canonical definitions themselves are kept beside their digests, so that a diff needs no network
+and a reviewer sees in git what was approved. Pins are keyed by the child's ORIGINAL names (before the prefix), as
+the child lists them; what a child sends is checked against its own pins (`Lock.tool_verdict`), never trusted:
+any input, however malformed, yields a verdict and never an exception.
+
+The file is JSON with sorted keys, so that `git diff` shows exactly what an approval changed:
+
+    {"version": 1, "servers": {"icinga": {"instructions": "sha256:...",
+        "tools": {"get_host": {"sha256": "sha256:...", "definition": {...}}}, "prompts": {}}}}
+
+Pure logic: the only I/O is `load_lock` and `save_lock`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+LOCK_VERSION = 1
+LOCK_SUFFIX = ".lock"
+DIGEST_PREFIX = "sha256:"
+
+TOOL_FIELDS = ("name", "title", "description", "inputSchema", "outputSchema", "annotations")
+PROMPT_FIELDS = ("name", "title", "description", "arguments")
+
+Verdict = Literal["pinned", "changed", "new"]
+Canonical = Callable[[dict[str, Any]], dict[str, Any]]
+
+_ABSENT = object()  # a field the definition does not have (distinct from a field whose value is null)
+# What hashing or encoding a hostile definition can raise (unserialisable values, cycles, absurd nesting).
+_UNHASHABLE = (TypeError, ValueError, RecursionError)
+
+
+class LockError(Exception):
+    """The lock file cannot be read, parsed or written; the message names the file and what is wrong."""
+
+
+def lock_path(config_path: Path) -> Path:
+    """Where the lock of a configuration lives: `servers.yaml` -> `servers.lock`, in the same directory."""
+    return config_path.with_suffix(LOCK_SUFFIX)
+
+
+def canonical_tool(tool: dict[str, Any]) -> dict[str, Any]:
+    """The part of a tool's definition that is pinned: the `TOOL_FIELDS` the tool has (a field set to null is kept,
+    an absent one stays absent); everything else (`_meta`, `icons`, `execution`, unknown keys) is ignored."""
+    return _pick(tool, TOOL_FIELDS)
+
+
+def canonical_prompt(prompt: dict[str, Any]) -> dict[str, Any]:
+    """The part of a prompt's definition that is pinned: its `PROMPT_FIELDS` (name, title, description, arguments)."""
+    return _pick(prompt, PROMPT_FIELDS)
+
+
+def _pick(item: Any, fields: tuple[str, ...]) -> dict[str, Any]:
+    if not isinstance(item, dict):
+        return {}
+    return {key: item[key] for key in fields if key in item}
+
+
+def digest(definition: Any) -> str:
+    """`sha256:` + the hex SHA-256 of `definition` as compact JSON with sorted keys (key order is irrelevant).
+
+    Strings are encoded as UTF-8; a lone surrogate (valid in JSON text, not in UTF-8) is encoded as its code point
+    (`surrogatepass`), so every string a child can send has a digest.
+
+    Raises:
+        TypeError, ValueError, RecursionError: `definition` is not JSON (never the case for a parsed JSON message).
+    """
+    text = json.dumps(definition, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return DIGEST_PREFIX + hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
+
+
+def _digest_or_none(definition: Any) -> str | None:
+    try:
+        return digest(definition)
+    except _UNHASHABLE:
+        return None
+
+
+@dataclass(frozen=True)
+class FieldChange:
+    """One field of a definition that differs from its pin; `before` or `after` is None when the field is absent."""
+
+    field: str
+    before: Any
+    after: Any
+
+
+@dataclass(frozen=True)
+class Pin:
+    """An approved definition: its digest, and the canonical definition itself (for diffs and reviewers)."""
+
+    digest: str
+    definition: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class ChildPins:
+    """What was approved of one child. `tools` and `prompts` are keyed by the child's original names;
+    `instructions` is the digest of its instructions, None when it sent none."""
+
+    tools: Mapping[str, Pin] = field(default_factory=dict)
+    prompts: Mapping[str, Pin] = field(default_factory=dict)
+    instructions: str | None = None
+
+
+def pins_of(tools: Iterable[dict[str, Any]], prompts: Iterable[dict[str, Any]], instructions: str | None) -> ChildPins:
+    """Pins for a child's current definitions, as given (the caller leaves out tools its filter hides).
+
+    An item without a string name cannot be pinned and is skipped (it stays "new"); of two items with the same name
+    the first is pinned, as the catalog keeps the first.
+    """
+    return ChildPins(
+        tools=_pin_table(tools, canonical_tool),
+        prompts=_pin_table(prompts, canonical_prompt),
+        instructions=_text_digest(instructions),
+    )
+
+
+def _pin_table(items: Iterable[dict[str, Any]], canonical: Canonical) -> dict[str, Pin]:
+    pins: dict[str, Pin] = {}
+    for item in items:
+        name = item.get("name") if isinstance(item, dict) else None
+        if not isinstance(name, str) or name in pins:
+            continue
+        definition = canonical(item)
+        value = _digest_or_none(definition)
+        if value is not None:
+            pins[name] = Pin(value, definition)
+    return pins
+
+
+def _text_digest(text: Any) -> str | None:
+    return digest(text) if isinstance(text, str) else None
+
+
+@dataclass(frozen=True)
+class Lock:
+    """Every child's pins. Immutable: `with_child` returns a new lock."""
+
+    servers: Mapping[str, ChildPins] = field(default_factory=dict)
+
+    def tool_verdict(self, child: str, tool: dict[str, Any]) -> Verdict:
+        """`pinned` if `tool` matches its pin, `changed` if it differs, `new` if the child or the tool has no pin
+        (a tool without a string name is always `new`). Never raises."""
+        return _verdict(self._pins(child, "tools"), tool, canonical_tool)
+
+    def prompt_verdict(self, child: str, prompt: dict[str, Any]) -> Verdict:
+        """As `tool_verdict`, for a prompt."""
+        return _verdict(self._pins(child, "prompts"), prompt, canonical_prompt)
+
+    def instructions_verdict(self, child: str, instructions: str | None) -> Verdict:
+        """`new` if the child has no pins; else `pinned` if `instructions` match the pinned ones (None matching
+        None: no instructions then and now), `changed` otherwise (appearing or disappearing included)."""
+        pins = self.servers.get(child)
+        if pins is None:
+            return "new"
+        if instructions is None or isinstance(instructions, str):
+            return "pinned" if _text_digest(instructions) == pins.instructions else "changed"
+        return "changed"
+
+    def tool_changes(self, child: str, tool: dict[str, Any]) -> list[FieldChange]:
+        """How `tool` differs from its pin, field by field in `TOOL_FIELDS` order: [] when it matches; every field
+        it has when it is new. Never raises."""
+        return _changes(self._pins(child, "tools"), tool, TOOL_FIELDS)
+
+    def prompt_changes(self, child: str, prompt: dict[str, Any]) -> list[FieldChange]:
+        """As `tool_changes`, for a prompt (`PROMPT_FIELDS`)."""
+        return _changes(self._pins(child, "prompts"), prompt, PROMPT_FIELDS)
+
+    def with_child(self, child: str, pins: ChildPins) -> Lock:
+        """A new lock in which `child`'s pins are `pins` (others unchanged)."""
+        return Lock({**self.servers, child: pins})
+
+    def _pins(self, child: str, kind: Literal["tools", "prompts"]) -> Mapping[str, Pin]:
+        pins = self.servers.get(child)
+        if pins is None:
+            return {}
+        return pins.tools if kind == "tools" else pins.prompts
+
+
+def _pin_of(pins: Mapping[str, Pin], item: Any) -> Pin | None:
+    name = item.get("name") if isinstance(item, dict) else None
+    return pins.get(name) if isinstance(name, str) else None
+
+
+def _verdict(pins: Mapping[str, Pin], item: Any, canonical: Canonical) -> Verdict:
+    pin = _pin_of(pins, item)
+    if pin is None:
+        return "new"
+    return "pinned" if _digest_or_none(canonical(item)) == pin.digest else "changed"
+
+
+def _changes(pins: Mapping[str, Pin], item: Any, fields: tuple[str, ...]) -> list[FieldChange]:
+    pin = _pin_of(pins, item)
+    before = pin.definition if pin is not None else {}
+    after = _pick(item, fields)
+    changes = []
+    for key in fields:
+        old, new = before.get(key, _ABSENT), after.get(key, _ABSENT)
+        if old is _ABSENT and new is _ABSENT:
+            continue
+        if old is not _ABSENT and new is not _ABSENT and _same(old, new):
+            continue
+        changes.append(FieldChange(key, None if old is _ABSENT else old, None if new is _ABSENT else new))
+    return changes
+
+
+def _same(old: Any, new: Any) -> bool:
+    """Equal as JSON, which is what is pinned (in Python 1 == 1.0 == True, and nan != nan)."""
+    theirs = _digest_or_none(new)
+    return theirs is not None and theirs == _digest_or_none(old)
+
+
+# ---- the file -----------------------------------------------------------------------------------------------------
+
+
+def load_lock(path: Path) -> Lock | None:
+    """The lock at `path`; None if there is no such file.
+
+    Raises:
+        LockError: the file cannot be read, is not JSON, has another version, or an entry is malformed or does not
+            match its own digest (edited by hand, or a bad merge); the message names the file and the entry.
+    """
+    try:
+        raw = path.read_bytes()
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        raise LockError(f"cannot read the lock file {path}: {exc.strerror}") from exc
+    try:
+        document = json.loads(raw.decode("utf-8"))
+    except (ValueError, RecursionError) as exc:  # not UTF-8, not JSON, absurdly deep or long
+        raise LockError(f"the lock file {path} is not valid JSON: {exc}") from None
+    return _parse(document, path)
+
+
+def _parse(document: Any, path: Path) -> Lock:
+    if not isinstance(document, dict):
+        raise LockError(f"the lock file {path} must hold a JSON object with 'version' and 'servers'")
+    version = document.get("version")
+    if version != LOCK_VERSION or isinstance(version, bool):
+        raise LockError(
+            f"the lock file {path} has version {json.dumps(version)}; this hub reads version {LOCK_VERSION} "
+            "(run `hub pin` with the hub that wrote it, or delete the file and pin again)"
+        )
+    servers = document.get("servers")
+    if not isinstance(servers, dict):
+        raise LockError(f"the lock file {path}: 'servers' must be an object of server name -> pins")
+    return Lock({name: _parse_child(entry, f"{path}: servers.{name}") for name, entry in servers.items()})
+
+
+def _parse_child(entry: Any, where: str) -> ChildPins:
+    if not isinstance(entry, dict):
+        raise LockError(f"{where} must be an object with 'tools', 'prompts' and 'instructions'")
+    instructions = entry.get("instructions")
+    if instructions is not None and not _is_digest(instructions):
+        raise LockError(f"{where}.instructions must be null or a digest 'sha256:<64 hex digits>'")
+    return ChildPins(
+        tools=_parse_pins(entry.get("tools", {}), TOOL_FIELDS, f"{where}.tools"),
+        prompts=_parse_pins(entry.get("prompts", {}), PROMPT_FIELDS, f"{where}.prompts"),
+        instructions=instructions,
+    )
+
+
+def _parse_pins(entries: Any, fields: tuple[str, ...], where: str) -> dict[str, Pin]:
+    if not isinstance(entries, dict):
+        raise LockError(f"{where} must be an object of name -> {{sha256, definition}}")
+    pins: dict[str, Pin] = {}
+    for name, entry in entries.items():
+        here = f"{where}.{name}"
+        if not isinstance(entry, dict) or not _is_digest(entry.get("sha256")):
+            raise LockError(f"{here} must be an object with 'sha256' (sha256:<64 hex digits>) and 'definition'")
+        definition = entry.get("definition")
+        if not isinstance(definition, dict) or definition.get("name") != name:
+            raise LockError(f"{here}.definition must be an object whose 'name' is {json.dumps(name)}")
+        extra = sorted(set(definition) - set(fields))
+        if extra:
+            raise LockError(f"{here}.definition has fields a pin does not keep: {', '.join(extra)}")
+        if _digest_or_none(definition) != entry["sha256"]:
+            raise LockError(f"{here}: the definition does not match its sha256 (edited by hand, or a bad merge?)")
+        pins[name] = Pin(entry["sha256"], definition)
+    return pins
+
+
+def _is_digest(value: Any) -> bool:
+    if not isinstance(value, str) or not value.startswith(DIGEST_PREFIX):
+        return False
+    hex_part = value[len(DIGEST_PREFIX) :]
+    return len(hex_part) == 64 and all(c in "0123456789abcdef" for c in hex_part)
+
+
+def dump_lock(lock: Lock) -> bytes:
+    """The bytes of the lock file: JSON, keys sorted, indented by 2, a final newline; the same lock always gives
+    the same bytes. Non-ASCII text stays readable, unless a string holds a lone surrogate (not UTF-8): then the
+    whole file is written ASCII-escaped."""
+    document = {
+        "version": LOCK_VERSION,
+        "servers": {
+            name: {
+                "instructions": pins.instructions,
+                "tools": {n: {"sha256": p.digest, "definition": p.definition} for n, p in pins.tools.items()},
+                "prompts": {n: {"sha256": p.digest, "definition": p.definition} for n, p in pins.prompts.items()},
+            }
+            for name, pins in lock.servers.items()
+        },
+    }
+    try:
+        return (json.dumps(document, sort_keys=True, indent=2, ensure_ascii=False) + "\n").encode("utf-8")
+    except UnicodeEncodeError:
+        return (json.dumps(document, sort_keys=True, indent=2, ensure_ascii=True) + "\n").encode("ascii")
+
+
+def save_lock(path: Path, lock: Lock) -> None:
+    """Write `lock` to `path` atomically (a temporary file in the same directory, then `os.replace`): a reader sees
+    the old file or the new one, never half of one. The new file's mode follows the umask (it is meant for git).
+
+    Raises:
+        LockError: the file cannot be written; the message names it and why.
+    """
+    data = dump_lock(lock)
+    temporary = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    try:
+        fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o666)
+        with os.fdopen(fd, "wb") as out:
+            out.write(data)
+            out.flush()
+            os.fsync(out.fileno())
+        os.replace(temporary, path)
+    except OSError as exc:
+        temporary.unlink(missing_ok=True)
+        raise LockError(f"cannot write the lock file {path}: {exc.strerror or exc}") from exc
