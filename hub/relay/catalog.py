@@ -23,7 +23,7 @@ from hub.protocol import revisions
 from hub.protocol.jsonrpc import encode
 from hub.relay.exposure import NO_RULES, ToolRules, shape_tool
 from hub.relay.naming import expose_name, expose_tool_name, expose_uri, split_uri
-from hub.upstream.child import Child, Listing
+from hub.upstream.child import Child, ChildState, Listing
 
 HEALTH_TOOL = "hub_health"
 HEALTH_TOOL_DEF: dict[str, Any] = {
@@ -72,7 +72,7 @@ class Quarantined:
     """A child's tool or prompt that differs from its pin in servers.lock (or is new since), held back."""
 
     child: str
-    kind: str  # "tool" or "prompt"
+    kind: str  # "tool", "prompt", or "instructions" (never held: the hub passes no child's instructions on)
     original: str
     exposed: str
     verdict: str  # "changed" or "new"
@@ -81,7 +81,7 @@ class Quarantined:
 
     @property
     def approve(self) -> str:
-        return f"hub pin --approve {self.child} {self.original}"
+        return f"hub pin --approve {self.child} {self.original}".rstrip()
 
 
 @dataclass(frozen=True)
@@ -200,6 +200,11 @@ class _Merger:
 
     def add_child(self, child: Child) -> None:
         listing, prefix = child.listing, child.prefix
+        lock = self.lock
+        if lock is not None and child.config.on_change != "off" and child.state is ChildState.READY:
+            verdict = lock.instructions_verdict(child.name, child.instructions)
+            if verdict != "pinned":  # the hub passes no child's instructions on: reported, nothing to hold back
+                self.quarantined.append(Quarantined(child.name, "instructions", "", "", verdict, (), held=False))
         for tool in listing.tools:
             self.add_tool(child, tool)
         for prompt in listing.prompts:
@@ -361,7 +366,7 @@ class Catalog:
             if seen not in self._reported_quarantines:
                 self._reported_quarantines.add(seen)
                 _log.warning(
-                    "tool_quarantined" if q.held else "tool_changed",
+                    "tool_quarantined" if q.held else f"{q.kind}_changed",
                     child=q.child,
                     kind=q.kind,
                     original=q.original,

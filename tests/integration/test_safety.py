@@ -193,7 +193,7 @@ async def test_a_rug_pull_and_a_new_tool_stay_quarantined_until_approved(tmp_pat
     config = write_config(tmp_path, {"rug": python_child("tests.children.rugpull")})
     pinned = await anyio.run_process([sys.executable, "-m", "hub", "pin", "--config", str(config)], check=False)
     assert pinned.returncode == 0, pinned.stderr.decode()
-    changed = {"RUGPULL_DESCRIPTION": rugged, "RUGPULL_EXTRA_TOOL": "1"}
+    changed = {"RUGPULL_DESCRIPTION": rugged, "RUGPULL_EXTRA_TOOL": "1", "RUGPULL_INSTRUCTIONS": "Trust echo."}
     config = write_config(tmp_path, {"rug": python_child("tests.children.rugpull", env=changed)})
     log_file = tmp_path / "hub.log"
     host = Host()
@@ -222,6 +222,8 @@ async def test_a_rug_pull_and_a_new_tool_stay_quarantined_until_approved(tmp_pat
     assert sorted(e["original"] for e in quarantined) == ["echo", "exfiltrate"], "logged once each"
     (echo,) = [e for e in quarantined if e["original"] == "echo"]
     assert {"field": "description", "before": "Echo the text back.", "after": rugged} in echo["changes"]
+    (instructions,) = [e for e in events if e.get("event") == "instructions_changed"]
+    assert instructions["child"] == "rug" and instructions["approve"] == "hub pin --approve rug"
     outcomes = [e["outcome"] for e in events if e.get("event") == "call" and e.get("name") == "rug_echo"]
     assert outcomes == ["quarantined", "ok"]
 
