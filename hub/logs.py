@@ -11,10 +11,11 @@ import logging
 import sys
 import time
 from collections.abc import MutableMapping
-from typing import Any, Literal, TextIO
+from typing import Any, Literal, TextIO, cast
 
 import structlog
 
+from hub.logfile import LogFile
 from hub.redaction import Redactor
 
 LogFormat = Literal["json", "console"]
@@ -87,9 +88,22 @@ class CallLog:
         stream.write(self._json.encode(fields) + "\n")
 
 
-def configure_logging(fmt: LogFormat = "json", level: str = "info", file: str | None = None) -> CallLog:
-    """Route structlog and stdlib logging to one stream; returns the call log's writer on that stream."""
-    stream: TextIO = open(file, "a", encoding="utf-8", buffering=1) if file else sys.stderr  # noqa: SIM115
+# The file configure_logging opened, for SIGHUP to reopen (hub.reload); None when logging to stderr.
+_log_file: LogFile | None = None
+
+
+def configure_logging(
+    fmt: LogFormat = "json", level: str = "info", file: str | None = None, max_bytes: int = 0, backups: int = 1
+) -> CallLog:
+    """Route structlog and stdlib logging to one stream; returns the call log's writer on that stream.
+
+    With `file`, lines are appended to it whole, rotated past `max_bytes` (0: never) keeping `backups` files
+    (hub.logfile).
+    """
+    global _log_file
+    _log_file = LogFile(file, max_bytes, backups) if file else None
+    # A LogFile has all that structlog, stdlib logging and the call log use of a text stream: write, flush, isatty.
+    stream = cast(TextIO, _log_file) if _log_file else sys.stderr
     numeric = logging.getLevelNamesMapping().get(level.upper(), logging.INFO)
     redactor = Redactor()
     shared: list[structlog.types.Processor] = [
@@ -123,3 +137,10 @@ def configure_logging(fmt: LogFormat = "json", level: str = "info", file: str | 
     # The SDK logs routine protocol chatter at INFO; keep it out unless debugging.
     root.setLevel(max(numeric, logging.WARNING) if numeric > logging.DEBUG else numeric)
     return CallLog(stream if fmt == "json" and numeric <= logging.INFO else None, redactor)
+
+
+def reopen_log_file() -> None:
+    """Reopen the log file, if logging goes to one: after external rotation (logrotate, then SIGHUP)."""
+    if _log_file is not None:
+        _log_file.reopen()
+        structlog.get_logger("hub").info("log_file_reopened", file=str(_log_file.path))

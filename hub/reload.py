@@ -17,6 +17,7 @@ import structlog
 from hub.app import Hub
 from hub.config import ConfigError, load_config
 from hub.config.lock import lock_path
+from hub.logs import reopen_log_file
 
 # How often the config file's size and modification time are compared; a stat per second costs nothing.
 WATCH_INTERVAL = 1.0
@@ -71,13 +72,14 @@ async def watch_config(hub: Hub) -> None:
 
 
 async def handle_signals(hub: Hub, stop: anyio.CancelScope, signals: Iterable[signal.Signals]) -> None:
-    """SIGHUP reloads. SIGTERM and SIGINT stop the hub gracefully: /readyz turns 503 and no new session is taken,
-    the calls in flight get `hub.drain_timeout` to finish, then the children are ended (each in bounded time). A
-    second SIGTERM or SIGINT stops at once."""
+    """SIGHUP reopens the log file and reloads. SIGTERM and SIGINT stop the hub gracefully: /readyz turns 503 and
+    no new session is taken, the calls in flight get `hub.drain_timeout` to finish, then the children are ended (each
+    in bounded time). A second SIGTERM or SIGINT stops at once."""
     async with anyio.create_task_group() as tg:
         with anyio.open_signal_receiver(*signals) as received:
             async for signum in received:
                 if signum == signal.SIGHUP:
+                    reopen_log_file()  # after logrotate moved the log file away (docs/call-log.md#rotation)
                     await reload_from_disk(hub, "SIGHUP")
                     continue
                 structlog.get_logger("hub").info("hub_stopping", signal=signal.Signals(signum).name)
