@@ -19,6 +19,7 @@ from typing import Any
 import yaml
 from pydantic import BaseModel, ValidationError
 
+from hub.config.envfile import EnvFileError, environment_with_env_file
 from hub.config.expansion import expand_env
 from hub.config.lock import LockError, load_lock, lock_path
 from hub.config.schema import (
@@ -236,10 +237,11 @@ def _name_problems(tree: _Mapping, file: Path) -> list[str]:
 
 
 def load_config(path: str | Path, environ: Mapping[str, str] | None = None) -> LoadedConfig:
-    """Read, expand and validate a servers.yaml.
+    """Read, expand and validate a servers.yaml. `${VAR}` sees the environment over the values of the env file
+    beside it (`servers.env`, hub.config.envfile).
 
     Raises:
-        ConfigError: the file is missing, unreadable or invalid.
+        ConfigError: the file is missing, unreadable or invalid, or its env file cannot be read.
     """
     file = Path(path)
     try:
@@ -249,6 +251,10 @@ def load_config(path: str | Path, environ: Mapping[str, str] | None = None) -> L
         raise ConfigError(f"{file}: no such file; {hint}") from None
     except OSError as exc:
         raise ConfigError(f"{file}: cannot read it: {exc.strerror}") from None
+    try:  # servers.env beside it (hub import puts secrets there); the process environment wins over it
+        environ = environment_with_env_file(file, os.environ if environ is None else environ)
+    except EnvFileError as exc:
+        raise ConfigError(str(exc)) from None
     config = parse_config(text, file, environ)
     lock_file = lock_path(file.resolve())
     try:

@@ -1,0 +1,257 @@
+"""`hub install CLIENT` and `hub import CLIENT|PATH`: the hub into a host's config, and the host's servers into
+servers.yaml (hub.install).
+
+`install` writes the hub's entry (`<absolute hub> serve --config <absolute servers.yaml>`); `--uninstall` takes it
+out, `--restore` puts the latest backup back, `--status` reports every client's entry and its drift from what
+`install` would write now (exit status 1 when one drifted). `import` adds the host's servers to servers.yaml and
+their secrets to the env file beside it; `--consolidate` then replaces them in the host with the hub's entry.
+`--dry-run` prints what would change (unified diffs; never a secret's value) and writes nothing.
+
+Nothing heavy is imported here at module level: hub.cli builds its parser with this module's `add_parsers`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shlex
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING, TextIO
+
+if TYPE_CHECKING:
+    from hub.install.clients import Paths
+    from hub.install.importer import ImportPlan
+    from hub.install.installer import Change
+
+EXIT_FAILED = 1
+EXIT_USAGE = 2
+CLIENT_NAMES = ("claude-desktop", "claude-code", "cursor", "vscode", "windsurf", "zed", "gemini", "codex")
+
+
+def add_parsers(commands: argparse._SubParsersAction[argparse.ArgumentParser], common: argparse.ArgumentParser) -> None:
+    """`hub install` and `hub import`, with the options every command takes (`common`: --config, logs)."""
+    install = commands.add_parser(
+        "install",
+        parents=[common],
+        usage="hub install CLIENT [-c CONFIG] [--name NAME] [--scope user|project] [--dry-run] "
+        "[--uninstall | --restore] | hub install --status",
+        help="add the hub to a host's config (Claude Desktop, Claude Code, Cursor, VS Code, ...)",
+        description=f"CLIENT: {', '.join(CLIENT_NAMES)}. The entry runs this hub by its absolute path with "
+        "`serve --config <absolute servers.yaml>`. The file is backed up (<file>.bak-<time>) and replaced in one "
+        "step; its comments and other entries stay. Running it again changes nothing.",
+    )
+    install.add_argument("client", nargs="?", metavar="CLIENT", help=", ".join(CLIENT_NAMES))
+    _shared(install)
+    action = install.add_mutually_exclusive_group()
+    action.add_argument("--uninstall", action="store_true", help="remove the entry NAME, and nothing else")
+    action.add_argument("--restore", action="store_true", help="put back the latest backup of CLIENT's file")
+    action.add_argument(
+        "--status", action="store_true", help="where the hub is installed, and whether the entry drifted"
+    )
+    imports = commands.add_parser(
+        "import",
+        parents=[common],
+        help="add the servers a host already has to servers.yaml (their secrets to servers.env)",
+        description="SOURCE: a client's name (as for hub install), or the path of a JSON file with mcpServers, "
+        "servers or context_servers, or of a Codex TOML file. Secrets in env, headers, arguments and URLs become "
+        "${VAR} in servers.yaml; their values go to the env file beside it (mode 0600, listed in .gitignore).",
+    )
+    imports.add_argument("source", metavar="CLIENT|PATH")
+    imports.add_argument("--into", metavar="PATH", help="the servers.yaml to add to (default: as --config)")
+    _shared(imports)
+    imports.add_argument(
+        "--consolidate",
+        action="store_true",
+        help="then replace the imported entries in the host's file with the hub's entry NAME (backup first)",
+    )
+
+
+def _shared(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--name", default="hub", help="the hub's entry name in the host's config (default: hub)")
+    parser.add_argument("--scope", choices=["user", "project"], default="user", help="the host's user or project file")
+    parser.add_argument("--dry-run", action="store_true", help="print what would change (a diff); write nothing")
+
+
+def run_install_command(args: argparse.Namespace, paths: Paths | None = None, out: TextIO | None = None) -> int:
+    """`hub install ...` or `hub import ...`; `paths` and `out` default to the real system and stdout."""
+    from hub.install.clients import Paths
+    from hub.install.edit import EditError
+
+    paths = paths or Paths.current()
+    out = out or sys.stdout
+    try:
+        if args.command == "import":
+            return _import(args, paths, out)
+        return _install(args, paths, out)
+    except EditError as exc:
+        print(f"hub: {exc}", file=sys.stderr)
+        return EXIT_FAILED
+
+
+def _config(given: str | None, paths: Paths) -> Path | None:
+    """servers.yaml as `hub serve` would find it, absolute (None after saying why there is none)."""
+    from hub.cli import config_path
+
+    path, missing = config_path(given)
+    if missing is not None:
+        print(f"hub: {missing}", file=sys.stderr)
+        return None
+    return Path(os.path.abspath(paths.cwd / Path(path).expanduser()))
+
+
+def _install(args: argparse.Namespace, paths: Paths, out: TextIO) -> int:
+    from hub.install.clients import CLIENTS, hub_executable, serve_command
+    from hub.install.installer import client_target, plan, restore, restore_plan, uninstall_plan
+
+    if args.status:
+        return _status(args, paths, out)
+    if args.client not in CLIENTS:
+        print(f"hub: install: name a client: {', '.join(CLIENT_NAMES)} (or --status)", file=sys.stderr)
+        return EXIT_USAGE
+    client = CLIENTS[args.client]
+    try:
+        target = client_target(client, paths, args.scope)
+    except ValueError as exc:
+        print(f"hub: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    if args.restore:
+        latest, change = restore_plan(target)
+        if not args.dry_run:
+            restore(latest, change)
+        return _report(change, args.dry_run, out)
+    if args.uninstall:
+        return _report(_carry_out(uninstall_plan(target, args.name), args.dry_run), args.dry_run, out)
+    config = _config(args.config, paths)
+    if config is None:
+        return EXIT_USAGE
+    command = serve_command(hub_executable(), config)
+    change = _carry_out(plan(target, args.name, command), args.dry_run)
+    status = _report(change, args.dry_run, out)
+    if change.changes and not args.dry_run:
+        out.write(f"  runs: {shlex.join(command)}\n  restart {client.title} to start it\n")
+    return status
+
+
+def _carry_out(change: Change, dry_run: bool) -> Change:
+    from datetime import datetime
+
+    from hub.install.installer import apply
+
+    return change if dry_run else apply(change, datetime.now())
+
+
+def _report(change: Change, dry_run: bool, out: TextIO, hidden: tuple[str, ...] = ()) -> int:
+    """The change as the person reads it: a diff when dry (with the `hidden` values, secrets, redacted), then one
+    line on what it did (or would do)."""
+    verb = "would run" if dry_run else "ran"
+    for argv in change.commands:
+        out.write(f"{verb}: {shlex.join(argv)}\n")
+    if dry_run and not change.commands:
+        diff = change.diff()
+        for value in sorted(hidden, key=len, reverse=True):
+            diff = diff.replace(value, "[REDACTED]")
+        out.write(diff)
+    line = f"{change.target.label}: {change.summary} ({change.target.file})"
+    if dry_run:
+        line += "; dry run, nothing written" if change.changes else "; nothing to change"
+    elif change.backup is not None:
+        line += f"; backup: {change.backup.name}"
+    elif not change.changes:
+        line += "; nothing written"
+    out.write(line + "\n")
+    return 0
+
+
+def _status(args: argparse.Namespace, paths: Paths, out: TextIO) -> int:
+    from hub.cli import config_path
+    from hub.install.clients import hub_executable, serve_command
+    from hub.install.installer import status
+
+    config = Path(os.path.abspath(paths.cwd / Path(config_path(args.config)[0]).expanduser()))
+    expected = serve_command(hub_executable(), config)
+    rows = status(paths, args.name, expected)
+    table = [["CLIENT", "SCOPE", "STATE", "ENTRY", "FILE"]]
+    table += [[r.client, r.scope, r.state, r.name, str(r.file)] for r in rows]
+    widths = [max(len(row[i]) for row in table) for i in range(len(table[0]))]
+    for row in table:
+        out.write("  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip() + "\n")
+    for r in rows:
+        if r.state in ("drift", "unreadable"):
+            out.write(f"{r.state}: {r.client} ({r.scope}) {r.name or r.file}: {r.detail}\n")
+    if any(r.state == "drift" for r in rows):
+        out.write(f"hub install CLIENT writes: {shlex.join(expected)}\n")
+        return EXIT_FAILED
+    return 0
+
+
+def _import(args: argparse.Namespace, paths: Paths, out: TextIO) -> int:
+    from hub.config.envfile import parse_env_file
+    from hub.install.clients import hub_executable, serve_command
+    from hub.install.importer import open_source, plan_import, write_import
+    from hub.install.installer import plan
+    from hub.redaction import MIN_SECRET_CHARS
+
+    into = _config(args.into or args.config, paths) if (args.into or args.config) else _default_into(paths)
+    if into is None:
+        return EXIT_USAGE
+    try:
+        source = open_source(args.source, paths, args.scope)
+    except ValueError as exc:  # a client without that scope
+        print(f"hub: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    imported = plan_import(source, into, paths)
+    _print_items(imported, out)
+    if args.dry_run:
+        _print_dry(imported, out)
+    else:
+        for path in write_import(imported):
+            out.write(f"wrote {path}{_what(imported, path)}\n")
+    if args.consolidate:
+        change = plan(source.target, args.name, serve_command(hub_executable(), into), imported.hub_serves)
+        out.write("\n")
+        secrets = tuple(v for v in parse_env_file(imported.env.after).values() if len(v) >= MIN_SECRET_CHARS)
+        _report(_carry_out(change, args.dry_run), args.dry_run, out, secrets)
+    return 0
+
+
+def _default_into(paths: Paths) -> Path:
+    """servers.yaml as `hub serve` finds it; the user config directory's when there is none yet."""
+    from hub.cli import config_path
+
+    return Path(os.path.abspath(paths.cwd / Path(config_path(None)[0]).expanduser()))
+
+
+def _print_items(imported: ImportPlan, out: TextIO) -> None:
+    out.write(f"from {imported.source.target.file}:\n")
+    rows = [["SERVER", "ENTRY", "STATE", "NOTES"]]
+    for item in imported.items:
+        notes = list(item.converted.notes) + ([item.reason] if item.reason else [])
+        if item.converted.secrets and item.state == "added":
+            notes.append(f"secrets to {imported.env.path.name}: {', '.join(item.converted.secrets)}")
+        rows.append([item.prefix or "-", item.name, item.state, "; ".join(notes)])
+    widths = [max(len(row[i]) for row in rows) for i in range(3)]
+    for row in rows:
+        out.write("  ".join(cell.ljust(w) for cell, w in zip(row[:3], widths, strict=True)) + f"  {row[3]}".rstrip())
+        out.write("\n")
+
+
+def _what(imported: ImportPlan, path: Path) -> str:
+    added = sum(1 for i in imported.items if i.state == "added")
+    if path == imported.servers.path:
+        return f": {added} server{'s' if added != 1 else ''} added"
+    if path == imported.env.path:
+        return " (mode 0600): the secrets servers.yaml references"
+    return f": lists {imported.env.path.name}"
+
+
+def _print_dry(imported: ImportPlan, out: TextIO) -> None:
+    from hub.install.edit import unified_diff
+
+    for change in (imported.servers, imported.gitignore):
+        if change.changes:
+            out.write(unified_diff(change.path, change.before, change.after))
+    if imported.env.changes:
+        shown = ", ".join(imported.new_secrets)
+        out.write(f"would add to {imported.env.path} (mode 0600): {shown} (values not shown)\n")
+    out.write("dry run, nothing written\n")

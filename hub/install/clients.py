@@ -1,0 +1,225 @@
+"""The hosts `hub install` and `hub import` know: where each keeps its MCP servers, in which format, and what the
+hub's entry looks like there.
+
+Every location is computed from a `Paths` (home directory, platform, environment, working directory), never from
+the running system directly, so that tests can lay out a Windows or macOS home in a temporary directory.
+
+- claude-desktop: `mcpServers` in `Claude/claude_desktop_config.json` under the desktop applications' directory
+  (`~/Library/Application Support` on macOS, `%APPDATA%` on Windows, `$XDG_CONFIG_HOME` else `~/.config` on Linux);
+  no project scope.
+- claude-code: `mcpServers` at the top of `~/.claude.json` (`$CLAUDE_CONFIG_DIR/.claude.json`); project: `.mcp.json`.
+- cursor: `mcpServers` in `~/.cursor/mcp.json`; project: `.cursor/mcp.json`.
+- vscode: `servers` (entries with `"type": "stdio"`) in `Code/User/mcp.json` under the same directory as Claude
+  Desktop's; project: `.vscode/mcp.json`.
+- windsurf: `mcpServers` in `~/.codeium/windsurf/mcp_config.json`; no project scope.
+- zed: `context_servers` (entries with `"source": "custom"`) in `~/.config/zed/settings.json` on macOS,
+  `%APPDATA%\\Zed\\settings.json` on Windows, `$XDG_CONFIG_HOME/zed/settings.json` on Linux; project:
+  `.zed/settings.json`.
+- gemini: `mcpServers` in `~/.gemini/settings.json`; project: `.gemini/settings.json`.
+- codex: `[mcp_servers.NAME]` tables in `~/.codex/config.toml` (`$CODEX_HOME/config.toml`); project:
+  `.codex/config.toml` (read by Codex in trusted projects only).
+
+Every JSON file is edited as JSON with comments (hub.install.jsonc): Zed's and VS Code's settings have comments,
+Gemini's may, and an edit that keeps comments keeps plain JSON as it was too.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import sys
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+Scope = Literal["user", "project"]
+SCOPES: tuple[Scope, ...] = ("user", "project")
+
+
+@dataclass(frozen=True)
+class Paths:
+    """The system as far as host config files go: whose home, which platform, which environment, which project."""
+
+    home: Path
+    platform: str  # "linux", "darwin" or "win32" (sys.platform; anything else is laid out as Linux)
+    env: Mapping[str, str]
+    cwd: Path
+
+    @classmethod
+    def current(cls) -> Paths:
+        return cls(Path.home(), sys.platform, dict(os.environ), Path.cwd())
+
+    def _variable(self, name: str) -> Path | None:
+        value = self.env.get(name, "")
+        return Path(value) if value and Path(value).is_absolute() else None
+
+    def app_data(self) -> Path:
+        """Where desktop applications keep per-user settings: Application Support on macOS, %APPDATA% on Windows,
+        $XDG_CONFIG_HOME (else ~/.config) on Linux."""
+        if self.platform == "darwin":
+            return self.home / "Library" / "Application Support"
+        if self.platform == "win32":
+            return self._variable("APPDATA") or self.home / "AppData" / "Roaming"
+        return self._variable("XDG_CONFIG_HOME") or self.home / ".config"
+
+    def variable_or(self, name: str, default: Path) -> Path:
+        """The directory an environment variable names (if absolute), else `default`."""
+        return self._variable(name) or default
+
+    def which(self, program: str) -> str | None:
+        """`program` as found on this environment's PATH (None when there is no PATH)."""
+        path = self.env.get("PATH")
+        return shutil.which(program, path=path) if path else None
+
+
+def _zed_settings(paths: Paths) -> Path:
+    if paths.platform == "darwin":  # Zed keeps ~/.config/zed on macOS too, not Application Support
+        return paths.home / ".config" / "zed" / "settings.json"
+    if paths.platform == "win32":
+        return paths.app_data() / "Zed" / "settings.json"
+    return paths.app_data() / "zed" / "settings.json"
+
+
+def _plain(command: list[str]) -> dict[str, Any]:
+    return {"command": command[0], "args": command[1:]}
+
+
+def _typed(command: list[str]) -> dict[str, Any]:
+    return {"type": "stdio", **_plain(command)}
+
+
+def _zed(command: list[str]) -> dict[str, Any]:
+    return {"source": "custom", "enabled": True, **_plain(command)}
+
+
+@dataclass(frozen=True)
+class Client:
+    """One host: its config file for each scope, where its servers are in it, and the hub's entry there."""
+
+    name: str
+    title: str
+    key: tuple[str, ...]  # the path of the servers' mapping from the top of the file
+    user_file: Callable[[Paths], Path]
+    project_file: str | None  # relative to the project directory; None: the client has no project scope
+    entry: Callable[[list[str]], dict[str, Any]]  # the hub's entry for a command line
+    toml: bool = False
+    cli: str | None = None  # a command that edits the file itself, used when it is on PATH (Claude Code's `claude`)
+
+    def file(self, paths: Paths, scope: Scope) -> Path:
+        """The config file of this scope.
+
+        Raises:
+            ValueError: the client has no project scope.
+        """
+        if scope == "user":
+            return self.user_file(paths)
+        if self.project_file is None:
+            raise ValueError(f"{self.name} has no project scope; use --scope user")
+        return paths.cwd / self.project_file
+
+
+CLIENTS: dict[str, Client] = {
+    c.name: c
+    for c in (
+        Client(
+            "claude-desktop",
+            "Claude Desktop",
+            ("mcpServers",),
+            lambda p: p.app_data() / "Claude" / "claude_desktop_config.json",
+            None,
+            _plain,
+        ),
+        Client(
+            "claude-code",
+            "Claude Code",
+            ("mcpServers",),
+            lambda p: p.variable_or("CLAUDE_CONFIG_DIR", p.home) / ".claude.json",
+            ".mcp.json",
+            _typed,
+            cli="claude",
+        ),
+        Client(
+            "cursor", "Cursor", ("mcpServers",), lambda p: p.home / ".cursor" / "mcp.json", ".cursor/mcp.json", _plain
+        ),
+        Client(
+            "vscode",
+            "VS Code",
+            ("servers",),
+            lambda p: p.app_data() / "Code" / "User" / "mcp.json",
+            ".vscode/mcp.json",
+            _typed,
+        ),
+        Client(
+            "windsurf",
+            "Windsurf",
+            ("mcpServers",),
+            lambda p: p.home / ".codeium" / "windsurf" / "mcp_config.json",
+            None,
+            _plain,
+        ),
+        Client("zed", "Zed", ("context_servers",), _zed_settings, ".zed/settings.json", _zed),
+        Client(
+            "gemini",
+            "Gemini CLI",
+            ("mcpServers",),
+            lambda p: p.home / ".gemini" / "settings.json",
+            ".gemini/settings.json",
+            _plain,
+        ),
+        Client(
+            "codex",
+            "Codex",
+            ("mcp_servers",),
+            lambda p: p.variable_or("CODEX_HOME", p.home / ".codex") / "config.toml",
+            ".codex/config.toml",
+            _plain,
+            toml=True,
+        ),
+    )
+}
+
+# A file given by path to `hub import`: which entry shape goes with which key (for --consolidate).
+ENTRY_FOR_KEY: dict[str, Callable[[list[str]], dict[str, Any]]] = {
+    "mcpServers": _plain,
+    "servers": _typed,
+    "context_servers": _zed,
+    "mcp_servers": _plain,
+}
+
+
+def hub_executable(executable: str | None = None, windows: bool = sys.platform == "win32") -> list[str]:
+    """The command that runs this hub, by absolute path: the `hub` script next to the interpreter (a venv's bin/
+    or Scripts\\), else the interpreter with `-m hub`. A host starts it with a PATH of its own, often minimal.
+
+    The interpreter's path is made absolute but not resolved: in a venv it is a link to the base interpreter, and
+    only the link's directory has the venv's packages.
+    """
+    python = os.path.abspath(executable or sys.executable)
+    script = Path(python).parent / ("hub.exe" if windows else "hub")
+    return [str(script)] if script.is_file() else [python, "-m", "hub"]
+
+
+def serve_command(executable: list[str], config: Path) -> list[str]:
+    """The command line a host runs: the hub serving `config` (an absolute path) on stdio."""
+    return [*executable, "serve", "--config", str(config)]
+
+
+def runs_hub(entry: Mapping[str, Any]) -> bool:
+    """Whether a host's entry starts a hub: `.../hub serve ...` or `.../python -m hub serve ...` (any name)."""
+    command, args = entry.get("command"), entry.get("args")
+    if not isinstance(command, str) or not isinstance(args, list):
+        return False
+    program = Path(command.replace("\\", "/")).name.lower().removesuffix(".exe")
+    if program == "hub":
+        return args[:1] in (["serve"], ["connect"])
+    return program.startswith("python") and args[:2] == ["-m", "hub"] and args[2:3] in (["serve"], ["connect"])
+
+
+def config_of(entry: Mapping[str, Any]) -> str | None:
+    """The `--config` a hub entry passes, if any."""
+    args = entry.get("args")
+    if isinstance(args, list) and "--config" in args:
+        at = args.index("--config") + 1
+        return str(args[at]) if at < len(args) else None
+    return None

@@ -1,0 +1,261 @@
+"""A host's server entry as a servers.yaml child, with its secrets moved out to the env file.
+
+The hosts write one server in a few shapes; all map onto the child's keys (hub/config/schema.py `ServerConfig`):
+
+- stdio: `command`, `args`, `env`, `cwd` (everywhere); Zed's older `"command": {"path", "args", "env"}`;
+  Codex's `env_vars` (names passed through from the host's environment) become `inherit_env`.
+- URL: `url` (most), `serverUrl` (Windsurf), `httpUrl` (Gemini, Streamable HTTP; Gemini's `url` is SSE), with
+  `headers`; `type: sse | http` picks the transport; Codex's `bearer_token_env_var`, `http_headers` and
+  `env_http_headers` become headers, with `${VAR}` for the variables.
+- `disabled: true` or `enabled: false` -> `enabled: false`; Gemini's `includeTools`/`excludeTools` and Codex's
+  `enabled_tools`/`disabled_tools` -> `tools.allow`/`tools.deny`.
+
+Variables: `${env:NAME}` (VS Code, Cursor, Windsurf) becomes the hub's `${NAME}`; VS Code's `${userHome}` and
+`${workspaceFolder}` become the paths they stand for. Keys the hub has no use for are named in the notes, never
+dropped silently.
+
+Secrets (hub.install.secrets) in `env`, `headers`, `args` and a URL's query become `${VAR}`, the value kept in the
+`SecretStore` for the env file; a header's scheme stays visible (`Authorization: Bearer ${LINEAR_TOKEN}`).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from hub.install.secrets import (
+    SecretStore,
+    is_reference,
+    looks_secret,
+    secret_env,
+    secret_header,
+    secret_name,
+    split_scheme,
+    variable_name,
+)
+
+PREFIX = re.compile(r"[a-z][a-z0-9-]{0,31}")
+_KNOWN = frozenset(
+    {
+        "command",
+        "args",
+        "env",
+        "cwd",
+        "url",
+        "serverUrl",
+        "httpUrl",
+        "headers",
+        "type",
+        "transport",
+        "source",
+        "enabled",
+        "disabled",
+        "env_vars",
+        "bearer_token_env_var",
+        "http_headers",
+        "env_http_headers",
+        "includeTools",
+        "excludeTools",
+        "enabled_tools",
+        "disabled_tools",
+        "settings",
+    }
+)
+_TRANSPORTS = {
+    "sse": "sse",
+    "http": "streamable-http",
+    "streamable-http": "streamable-http",
+    "streamableHttp": "streamable-http",
+}
+_ENV_REFERENCE = re.compile(r"\$\{env:([A-Za-z_][A-Za-z0-9_]*)\}")
+_QUERY = re.compile(r"([?&])([^=&#]+)=([^&#]*)")
+_HEADER_ARG = re.compile(r"^([A-Za-z0-9-]+):\s*(\S.*)$")
+
+
+class Unusable(ValueError):
+    """An entry that is neither a command nor a URL (or otherwise cannot be a child); the message says why."""
+
+
+@dataclass
+class Converted:
+    """A child's keys for servers.yaml, what the person should know about it, and the secrets it now references."""
+
+    child: dict[str, Any]
+    notes: list[str] = field(default_factory=list)
+    secrets: list[str] = field(default_factory=list)
+
+
+def fit_prefix(name: str) -> str:
+    """An entry's name fitted to the prefix rules: lowercase letters, digits and '-', starting with a letter, at most
+    32 characters (`GitHub MCP` -> `github-mcp`, `@org/server` -> `org-server`); `server` if nothing is left."""
+    fitted = re.sub(r"[^a-z0-9]+", "-", name.lower()).strip("-")
+    fitted = re.sub(r"^[0-9-]+", "", fitted)[:32].rstrip("-")
+    return fitted or "server"
+
+
+def convert(raw: Mapping[str, Any], variables: Mapping[str, str], gemini: bool = False) -> Converted:
+    """The child for a host's entry; `variables` are the host's own path variables (`userHome`, `workspaceFolder`).
+
+    Raises:
+        Unusable: the entry has neither a command nor a URL.
+    """
+    raw = _flatten_zed(raw)
+    converted = Converted({})
+    if isinstance(raw.get("command"), str) and raw["command"]:
+        _stdio(raw, converted.child)
+    elif _url(raw):
+        _remote(raw, converted.child, gemini)
+    else:
+        raise Unusable("neither a command nor a URL")
+    if raw.get("disabled") is True or raw.get("enabled") is False:
+        converted.child["enabled"] = False
+    _tool_filter(raw, converted.child)
+    unknown = sorted(set(raw) - _KNOWN)
+    if unknown:
+        converted.notes.append(f"not imported: {', '.join(unknown)}")
+    converted.child = _substitute(converted.child, variables, converted.notes)
+    return converted
+
+
+def _flatten_zed(raw: Mapping[str, Any]) -> Mapping[str, Any]:
+    command = raw.get("command")
+    if not isinstance(command, dict):
+        return raw
+    flat = {k: v for k, v in raw.items() if k != "command"}
+    return {**flat, "command": command.get("path"), "args": command.get("args", []), "env": command.get("env", {})}
+
+
+def _url(raw: Mapping[str, Any]) -> str | None:
+    for key in ("url", "serverUrl", "httpUrl"):
+        if isinstance(raw.get(key), str) and raw[key]:
+            return str(raw[key])
+    return None
+
+
+def _strings(value: Any) -> dict[str, str]:
+    return {str(k): str(v) for k, v in value.items()} if isinstance(value, dict) else {}
+
+
+def _stdio(raw: Mapping[str, Any], child: dict[str, Any]) -> None:
+    child["command"] = str(raw["command"])
+    args = raw.get("args")
+    if isinstance(args, list) and args:
+        child["args"] = [str(a) for a in args]
+    if _strings(raw.get("env")):
+        child["env"] = _strings(raw.get("env"))
+    if isinstance(raw.get("cwd"), str) and raw["cwd"]:
+        child["cwd"] = raw["cwd"]
+    passed = raw.get("env_vars")
+    if isinstance(passed, list) and passed:
+        child["inherit_env"] = [str(name) for name in passed]
+
+
+def _remote(raw: Mapping[str, Any], child: dict[str, Any], gemini: bool) -> None:
+    child["url"] = _url(raw)
+    kind = raw.get("type") or raw.get("transport")
+    if isinstance(kind, str) and kind in _TRANSPORTS:
+        child["transport"] = _TRANSPORTS[kind]
+    elif "httpUrl" in raw:
+        child["transport"] = "streamable-http"
+    elif gemini and "url" in raw:
+        child["transport"] = "sse"  # Gemini CLI: `url` is an SSE endpoint, `httpUrl` a Streamable HTTP one
+    headers = {**_strings(raw.get("headers")), **_strings(raw.get("http_headers"))}
+    headers |= {name: f"${{{var}}}" for name, var in _strings(raw.get("env_http_headers")).items()}
+    if isinstance(raw.get("bearer_token_env_var"), str):
+        headers["Authorization"] = f"Bearer ${{{raw['bearer_token_env_var']}}}"
+    if headers:
+        child["headers"] = headers
+
+
+def _tool_filter(raw: Mapping[str, Any], child: dict[str, Any]) -> None:
+    allow = raw.get("includeTools") or raw.get("enabled_tools")
+    deny = raw.get("excludeTools") or raw.get("disabled_tools")
+    tools: dict[str, list[str]] = {}
+    if isinstance(allow, list) and allow:
+        tools["allow"] = [str(t) for t in allow]
+    if isinstance(deny, list) and deny:
+        tools["deny"] = [str(t) for t in deny]
+    if tools:
+        child["tools"] = tools
+
+
+def _substitute(value: Any, variables: Mapping[str, str], notes: list[str]) -> Any:
+    """`${env:NAME}` -> `${NAME}`, the host's path variables by their paths, in every string of `value`."""
+    if isinstance(value, dict):
+        return {k: _substitute(v, variables, notes) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_substitute(v, variables, notes) for v in value]
+    if not isinstance(value, str):
+        return value
+    text = _ENV_REFERENCE.sub(r"${\1}", value)
+    for name, path in variables.items():
+        text = text.replace(f"${{{name}}}", path)
+    for unresolved in re.findall(r"\$\{(input:[^}]*|workspaceFolder|userHome)\}", text):
+        notes.append(f"uses ${{{unresolved}}}, which only its host can fill: replace it in servers.yaml")
+    return text
+
+
+def hide_secrets(prefix: str, converted: Converted, store: SecretStore) -> None:
+    """Replace every secret of the child by a `${VAR}` whose value goes to `store` (named in `converted.secrets`)."""
+    child = converted.child
+    label = variable_name(prefix)
+    for name, value in list(child.get("env", {}).items()):
+        if secret_env(name, value):
+            child["env"][name] = _reference(store, converted, value, name, variable_name(prefix, name))
+    for name, value in list(child.get("headers", {}).items()):
+        if secret_header(name, value):
+            shown, credential = split_scheme(value)
+            var = variable_name(prefix, "token" if shown else name)
+            child["headers"][name] = shown + _reference(store, converted, credential, var)
+    if "args" in child:
+        child["args"] = _hide_in_args(child["args"], label, store, converted)
+    if "url" in child:
+        child["url"] = _QUERY.sub(lambda m: _query(m, label, store, converted), child["url"])
+
+
+def _reference(store: SecretStore, converted: Converted, value: str, *names: str) -> str:
+    var = store.put(value, *names)
+    if var not in converted.secrets:
+        converted.secrets.append(var)
+    return f"${{{var}}}"
+
+
+def _hide_in_args(args: list[str], label: str, store: SecretStore, converted: Converted) -> list[str]:
+    """Secrets among the arguments: `--token=...`, the argument after `--api-key` and the like, a header given as
+    an argument (`--header "Authorization: Bearer ..."`, as mcp-remote takes it), a secret-looking argument."""
+    return [
+        _hide_arg(arg, args[index - 1] if index > 0 else "", index, label, store, converted)
+        for index, arg in enumerate(args)
+    ]
+
+
+def _hide_arg(arg: str, flag: str, index: int, label: str, store: SecretStore, converted: Converted) -> str:
+    name, equals, value = arg.partition("=")
+    header = _HEADER_ARG.match(arg)
+    if equals and name.startswith("-") and value and secret_name(name) and not is_reference(value):
+        return f"{name}=" + _reference(store, converted, value, variable_name(label, name))
+    if flag.startswith("-") and "=" not in flag and secret_name(flag) and arg and not is_reference(arg):
+        return _reference(store, converted, arg, variable_name(label, flag))
+    if header and secret_header(header.group(1), header.group(2)) and secret_name(header.group(1)):
+        shown, credential = split_scheme(header.group(2))
+        var = variable_name(label, "token" if shown else header.group(1))
+        return f"{header.group(1)}: {shown}" + _reference(store, converted, credential, var)
+    if looks_secret(arg):
+        return _reference(store, converted, arg, variable_name(label, "arg", str(index + 1)))
+    return arg
+
+
+def _query(match: re.Match[str], label: str, store: SecretStore, converted: Converted) -> str:
+    separator, name, value = match.groups()
+    if not value or is_reference(value) or not (secret_name(name) or looks_secret(value)):
+        return match.group(0)
+    return f"{separator}{name}=" + _reference(store, converted, value, variable_name(label, name))
+
+
+def identity(child: Mapping[str, Any]) -> tuple[Any, ...]:
+    """What makes two children the same server: the command and its arguments, or the URL."""
+    if child.get("command"):
+        return ("command", child["command"], tuple(child.get("args") or ()))
+    return ("url", child.get("url"))

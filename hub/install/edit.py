@@ -1,0 +1,249 @@
+"""Changing a host's config file safely: atomic writes, timestamped backups, the restore of the latest one, and
+the servers' mapping of a JSON (with comments) or TOML file edited entry by entry.
+
+- A write goes to a temporary file in the same directory, then `os.replace`s the old one: a host (or a crash)
+  never sees half a file. The old file's mode is kept (`~/.claude.json` is the user's alone).
+- Before a file is changed, its bytes are copied to `<name>.bak-<YYYYmmddTHHMMSS>` beside it (`-2`, `-3` ... when
+  two changes fall in one second). A change that changes nothing writes nothing and backs nothing up.
+- Text is read and written as bytes decoded as UTF-8, without newline translation, so that a file with Windows
+  line ends keeps them.
+"""
+
+from __future__ import annotations
+
+import difflib
+import os
+import re
+import shutil
+import stat
+import tempfile
+from abc import ABC, abstractmethod
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from hub.install import jsonc
+
+BACKUP_MARK = ".bak-"
+_STAMP = re.compile(r"\.bak-(\d{8}T\d{6})(?:-(\d+))?$")
+
+
+class EditError(Exception):
+    """A config file that cannot be read, parsed or changed as asked; phrased for the person running the command."""
+
+
+def read_text(path: Path) -> str | None:
+    """The file's text (None if it does not exist).
+
+    Raises:
+        EditError: it cannot be read or is not UTF-8.
+    """
+    try:
+        return path.read_bytes().decode("utf-8")
+    except FileNotFoundError:
+        return None
+    except UnicodeDecodeError:
+        raise EditError(f"{path}: not UTF-8 text; left as it is") from None
+    except OSError as exc:
+        raise EditError(f"{path}: cannot read it: {exc.strerror}") from None
+
+
+def write_atomic(path: Path, data: str | bytes, mode: int | None = None) -> None:
+    """Replace `path` with `data` in one step (a temporary file, then `os.replace`), creating its directory.
+
+    `mode`: the new file's permission bits; default: the old file's, else what the umask gives.
+
+    Raises:
+        EditError: the directory or file cannot be written.
+    """
+    raw = data.encode("utf-8") if isinstance(data, str) else data
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        if mode is None and path.exists():
+            mode = stat.S_IMODE(path.stat().st_mode)
+        fd, temporary = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+        try:
+            with os.fdopen(fd, "wb") as out:
+                out.write(raw)
+                out.flush()
+                os.fsync(out.fileno())
+            os.chmod(temporary, mode if mode is not None else 0o666 & ~_umask())
+            os.replace(temporary, path)
+        except BaseException:
+            Path(temporary).unlink(missing_ok=True)
+            raise
+    except OSError as exc:
+        raise EditError(f"{path}: cannot write it: {exc.strerror}") from None
+
+
+def _umask() -> int:
+    current = os.umask(0o022)
+    os.umask(current)
+    return current
+
+
+def backup(path: Path, now: datetime) -> Path | None:
+    """A copy of `path` as `<name>.bak-<stamp>` beside it (None when there is no file to keep).
+
+    Raises:
+        EditError: the copy cannot be made.
+    """
+    if not path.exists():
+        return None
+    stem = f"{path.name}{BACKUP_MARK}{now.strftime('%Y%m%dT%H%M%S')}"
+    target, number = path.with_name(stem), 1
+    while target.exists():
+        number += 1
+        target = path.with_name(f"{stem}-{number}")
+    try:
+        shutil.copy2(path, target)
+    except OSError as exc:
+        raise EditError(f"{path}: cannot back it up to {target}: {exc.strerror}") from None
+    return target
+
+
+def backups(path: Path) -> list[Path]:
+    """The backups of `path`, oldest first."""
+    found: list[tuple[str, int, Path]] = []
+    if path.parent.is_dir():
+        for candidate in path.parent.glob(f"{glob_escape(path.name)}{BACKUP_MARK}*"):
+            match = _STAMP.search(candidate.name[len(path.name) :])
+            if match and candidate.name[: len(path.name)] == path.name:
+                found.append((match.group(1), int(match.group(2) or 1), candidate))
+    return [p for _, _, p in sorted(found)]
+
+
+def glob_escape(name: str) -> str:
+    return re.sub(r"([*?\[])", r"[\1]", name)
+
+
+def unified_diff(path: Path, before: str | None, after: str) -> str:
+    """What a change does to `path`, as a unified diff (empty when nothing changes)."""
+    lines = difflib.unified_diff(
+        (before or "").splitlines(keepends=True),
+        after.splitlines(keepends=True),
+        fromfile=str(path) if before is not None else "/dev/null",
+        tofile=str(path),
+    )
+    return "".join(line if line.endswith("\n") else line + "\n\\ No newline at end of file\n" for line in lines)
+
+
+class ServersDoc(ABC):
+    """A config file's text and the mapping of MCP servers in it, changed one entry at a time."""
+
+    def __init__(self, text: str | None, key: tuple[str, ...]) -> None:
+        self.text = text or ""
+        self.key = key
+
+    @abstractmethod
+    def entries(self) -> dict[str, dict[str, Any]]:
+        """The servers in the file: name -> entry (as the format's parser reads it)."""
+
+    @abstractmethod
+    def _set(self, path: tuple[str, ...], value: Any) -> None: ...
+
+    @abstractmethod
+    def remove_entry(self, name: str) -> None:
+        """Take out the entry `name` and nothing else (nothing happens if it is absent)."""
+
+    def set_entry(self, name: str, entry: dict[str, Any]) -> None:
+        """Make the entry `name` hold `entry`'s keys: the whole entry when it is new, else only the keys that differ
+        (keys of the entry that `entry` does not name, an `env` someone added, stay)."""
+        current = self.entries().get(name)
+        if current is None:
+            self._set((name,), entry)
+            return
+        for key, value in entry.items():
+            if current.get(key) != value:
+                self._set((name, key), value)
+
+
+class JsonServers(ServersDoc):
+    """JSON or JSON with comments: edits change only the text of the entry (hub.install.jsonc)."""
+
+    def entries(self) -> dict[str, dict[str, Any]]:
+        try:
+            data = jsonc.loads(self.text)
+        except jsonc.JsoncError as exc:
+            raise EditError(f"not valid JSON: {exc}") from None
+        for key in self.key:
+            data = data.get(key) if isinstance(data, dict) else None
+        if not isinstance(data, dict):
+            return {}
+        return {name: entry for name, entry in data.items() if isinstance(entry, dict)}
+
+    def _set(self, path: tuple[str, ...], value: Any) -> None:
+        try:
+            self.text = jsonc.set_value(self.text, (*self.key, *path), value)
+        except jsonc.JsoncError as exc:
+            raise EditError(f"cannot change it: {exc}") from None
+
+    def remove_entry(self, name: str) -> None:
+        try:
+            self.text = jsonc.remove_member(self.text, (*self.key, name))
+        except jsonc.JsoncError as exc:
+            raise EditError(f"not valid JSON: {exc}") from None
+
+
+class TomlServers(ServersDoc):
+    """TOML (Codex): `[mcp_servers.NAME]` tables, edited with tomlkit, which keeps comments and layout."""
+
+    def _document(self) -> Any:
+        import tomlkit
+        from tomlkit.exceptions import ParseError
+
+        try:
+            return tomlkit.parse(self.text)
+        except ParseError as exc:
+            raise EditError(f"not valid TOML: {exc}") from None
+
+    def entries(self) -> dict[str, dict[str, Any]]:
+        servers = self._document().get(self.key[0])
+        if servers is None or not hasattr(servers, "unwrap"):
+            return {}
+        return {name: entry for name, entry in servers.unwrap().items() if isinstance(entry, dict)}
+
+    def _set(self, path: tuple[str, ...], value: Any) -> None:
+        import tomlkit
+
+        document = self._document()
+        servers = document.get(self.key[0])
+        if servers is None:
+            servers = tomlkit.table(is_super_table=True)
+            document[self.key[0]] = servers
+        if len(path) == 1:
+            table = tomlkit.table()
+            for key, item in value.items():
+                table[key] = item
+            table.add(tomlkit.nl())  # a blank line before whatever table follows it
+            servers[path[0]] = table
+        else:
+            servers[path[0]][path[1]] = value
+        self._store(tomlkit.dumps(document))
+
+    def remove_entry(self, name: str) -> None:
+        import tomlkit
+
+        document = self._document()
+        servers = document.get(self.key[0])
+        if servers is None or name not in servers:
+            return
+        del servers[name]
+        if not servers and getattr(servers, "is_super_table", lambda: False)():
+            del document[self.key[0]]  # `[mcp_servers.NAME]` made it; with no NAME left it has no text of its own
+        self._store(tomlkit.dumps(document))
+
+    def _store(self, text: str) -> None:
+        """Keep the file's ending: tomlkit separates an appended table with blank lines that, at the end of the
+        file, would change the bytes an uninstall gives back."""
+        if not text.strip():
+            self.text = ""
+        elif not self.text.strip():
+            self.text = text.rstrip("\n") + "\n"
+        else:
+            self.text = text.rstrip("\n") + ("\n" if self.text.endswith("\n") else "")
+
+
+def open_servers(text: str | None, key: tuple[str, ...], toml: bool) -> ServersDoc:
+    """The servers' mapping at `key` in a file's text, in that file's format."""
+    return TomlServers(text, key) if toml else JsonServers(text, key)

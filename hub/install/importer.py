@@ -1,0 +1,317 @@
+"""`hub import`: the servers a host already has, as children in servers.yaml; their secrets in the env file.
+
+What happens to each entry of the host's file (`Item.state`):
+
+- `added`: converted (hub.install.convert) under a prefix fitted from its name; a prefix already taken (by a
+  child of servers.yaml or an earlier entry of this import) gets `-2`, `-3` ... and the collision is reported;
+- `present`: servers.yaml already has a child with the same command and arguments (or URL), under any name: it is
+  not added again, so importing twice changes nothing;
+- `skipped`: the hub's own entry, or an entry the hub cannot run (the reason is given).
+
+servers.yaml is edited with ruamel.yaml's round trip, so its comments and order stay; the result is validated
+against the hub's schema before anything is written. Secrets go to the env file beside it (`servers.env`, mode
+0600, hub.config.envfile), which a `.gitignore` beside it keeps out of git: servers.yaml stays shareable, and the
+hub reads the env file when it loads servers.yaml, so the imported servers run as they did in the host.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import io
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+from hub.config.envfile import EnvFileError, env_file_path, format_env_line, parse_env_file
+from hub.install.clients import CLIENTS, ENTRY_FOR_KEY, Client, Paths, Scope, runs_hub
+from hub.install.convert import Converted, Unusable, convert, fit_prefix, hide_secrets, identity
+from hub.install.edit import EditError, open_servers, read_text, write_atomic
+from hub.install.installer import Target, client_target
+from hub.install.secrets import SecretStore
+
+ENV_MODE = 0o600
+_SOURCE_KEYS = ("mcpServers", "servers", "context_servers")
+
+
+@dataclass(frozen=True)
+class Source:
+    """The host file an import reads: where, in which format, and the target to consolidate it into."""
+
+    target: Target
+    entries: dict[str, dict[str, Any]]
+    client: Client | None
+
+
+def open_source(spec: str, paths: Paths, scope: Scope) -> Source:
+    """A client's config file (by the client's name), or a file by path (JSON with `mcpServers`, `servers` or
+    `context_servers`; TOML with `[mcp_servers.*]`).
+
+    Raises:
+        EditError: the file is missing, unreadable, or has no servers where they are looked for.
+    """
+    client = CLIENTS.get(spec)
+    if client is not None:
+        target = client_target(client, paths, scope)
+    else:
+        file = Path(spec).expanduser()
+        file = file if file.is_absolute() else paths.cwd / file
+        target = _file_target(file)
+    text = read_text(target.file)
+    if text is None:
+        raise EditError(f"{target.file}: no such file")
+    try:
+        entries = open_servers(text, target.key, target.toml).entries()
+    except EditError as exc:
+        raise EditError(f"{target.file}: {exc}") from None
+    return Source(target, entries, client)
+
+
+def _file_target(file: Path) -> Target:
+    if file.suffix == ".toml":
+        return Target(str(file), file, ("mcp_servers",), True, ENTRY_FOR_KEY["mcp_servers"])
+    from hub.install import jsonc
+
+    try:
+        data = jsonc.loads(read_text(file) or "")
+    except jsonc.JsoncError as exc:
+        raise EditError(f"{file}: not valid JSON: {exc}") from None
+    key = next((k for k in _SOURCE_KEYS if isinstance(data, dict) and isinstance(data.get(k), dict)), None)
+    if key is None:
+        raise EditError(f"{file}: no servers found (looked for {', '.join(_SOURCE_KEYS)} at the top level)")
+    return Target(str(file), file, (key,), False, ENTRY_FOR_KEY[key])
+
+
+@dataclass
+class Item:
+    """One entry of the host's file, and what the import does with it."""
+
+    name: str
+    state: Literal["added", "present", "skipped"]
+    prefix: str = ""
+    converted: Converted = field(default_factory=lambda: Converted({}))
+    reason: str = ""
+
+
+@dataclass
+class FileChange:
+    path: Path
+    before: str | None
+    after: str
+    mode: int | None = None
+
+    @property
+    def changes(self) -> bool:
+        return (self.before or "") != self.after
+
+
+@dataclass
+class ImportPlan:
+    """Everything an import would write: the items, servers.yaml, the env file and the .gitignore."""
+
+    source: Source
+    items: list[Item]
+    servers: FileChange
+    env: FileChange
+    gitignore: FileChange
+    new_secrets: list[str] = field(default_factory=list)  # names only: values never leave the env file
+
+    @property
+    def hub_serves(self) -> list[str]:
+        """The host's entries that servers.yaml now has (what --consolidate replaces with the hub's entry)."""
+        return [i.name for i in self.items if i.state in ("added", "present")]
+
+
+def plan_import(source: Source, into: Path, paths: Paths) -> ImportPlan:
+    """What importing `source` into the servers.yaml `into` writes.
+
+    Raises:
+        EditError: servers.yaml or its env file cannot be read, or the result would not be a valid configuration.
+    """
+    yaml_text = read_text(into)
+    env_path = env_file_path(into)
+    env_text = read_text(env_path)
+    try:
+        store = SecretStore(parse_env_file(env_text or "", str(env_path)), paths.env)
+    except EnvFileError as exc:
+        raise EditError(str(exc)) from None
+    existing = _existing_children(yaml_text, into)
+    variables = {"userHome": str(paths.home), "workspaceFolder": str(paths.cwd)}
+    items = _items(source, existing, store, variables)
+    added = [i for i in items if i.state == "added"]
+    label = source.client.name if source.client else source.target.file.name
+    after = add_children(
+        yaml_text, [(i.prefix, i.converted.child, f"imported from {label} ({i.name!r})") for i in added]
+    )
+    _validate(after, into)
+    env_after = _env_text(env_text, store.added)
+    gitignore = _gitignore(into.parent / ".gitignore", env_path.name) if store.added or env_text else None
+    return ImportPlan(
+        source,
+        items,
+        FileChange(into, yaml_text, after if added else (yaml_text or "")),
+        FileChange(env_path, env_text, env_after, ENV_MODE),
+        gitignore or FileChange(into.parent / ".gitignore", None, ""),
+        list(store.added),
+    )
+
+
+def _items(
+    source: Source, existing: dict[str, dict[str, Any]], store: SecretStore, variables: Mapping[str, str]
+) -> list[Item]:
+    taken = set(existing) | {str(c.get("prefix")) for c in existing.values() if c.get("prefix")}
+    known = {identity(child): name for name, child in existing.items()}
+    items: list[Item] = []
+    gemini = source.client is not None and source.client.name == "gemini"
+    for name, raw in source.entries.items():
+        if runs_hub(raw):
+            items.append(Item(name, "skipped", reason="the hub itself"))
+            continue
+        try:
+            converted = convert(raw, variables, gemini)
+        except Unusable as exc:
+            items.append(Item(name, "skipped", reason=str(exc)))
+            continue
+        prefix = _free_prefix(fit_prefix(name), taken)
+        kept = dict(store.added)
+        hide_secrets(prefix, converted, store)
+        same = known.get(identity(converted.child))
+        if same is not None:
+            store.added = kept  # servers.yaml's child has its own references: the env file gets nothing of this one
+            items.append(Item(name, "present", same, converted, f"servers.yaml has it as {same!r}"))
+            continue
+        if prefix != fit_prefix(name):
+            converted.notes.append(f"{fit_prefix(name)!r} is taken (servers.yaml or this import): named {prefix!r}")
+        taken.add(prefix)
+        known[identity(converted.child)] = prefix
+        items.append(Item(name, "added", prefix, converted))
+    return items
+
+
+def _free_prefix(wanted: str, taken: set[str]) -> str:
+    if wanted not in taken:
+        return wanted
+    number = 2
+    while f"{wanted[: 32 - len(str(number)) - 1]}-{number}" in taken:
+        number += 1
+    return f"{wanted[: 32 - len(str(number)) - 1]}-{number}"
+
+
+def _existing_children(text: str | None, into: Path) -> dict[str, dict[str, Any]]:
+    if not text or not text.strip():
+        return {}
+    import yaml
+
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        raise EditError(f"{into}: not valid YAML: {exc}") from None
+    servers = data.get("servers") if isinstance(data, dict) else None
+    return {str(k): v for k, v in servers.items() if isinstance(v, dict)} if isinstance(servers, dict) else {}
+
+
+def add_children(text: str | None, children: list[tuple[str, dict[str, Any], str]]) -> str:
+    """servers.yaml's text with `children` (prefix, keys, a comment) added under `servers:`, through ruamel.yaml's
+    round trip: comments, order and quoting of the rest stay. Lists of plain values are written in flow style
+    (`args: [-y, server]`), as the default servers.yaml does."""
+    from ruamel.yaml import YAML
+    from ruamel.yaml.comments import CommentedMap
+    from ruamel.yaml.util import load_yaml_guess_indent
+
+    yaml = YAML()
+    yaml.preserve_quotes = True
+    yaml.width = 4096  # never fold a long command line
+    indent = 2
+    if text and text.strip():
+        _, sequence, offset = load_yaml_guess_indent(text)
+        indent = _mapping_indent(text)
+        yaml.indent(mapping=indent, sequence=sequence or indent, offset=offset or 0)
+        document = yaml.load(text)
+    else:
+        document = CommentedMap()
+    if document.get("servers") is None:
+        document["servers"] = CommentedMap()
+    servers = document["servers"]
+    if not servers:
+        servers.fa.set_block_style()
+    for prefix, child, comment in children:
+        servers[prefix] = _commented(child)
+        servers.yaml_set_comment_before_after_key(prefix, before=comment, indent=indent)
+    out = io.StringIO()
+    yaml.dump(document, out)
+    return out.getvalue()
+
+
+def _mapping_indent(text: str) -> int:
+    """The file's mapping indentation: that of its first indented key (ruamel.yaml guesses only sequences')."""
+    for line in text.splitlines():
+        match = re.match(r"^( +)[^\s#-][^:]*:(\s|$)", line)
+        if match:
+            return len(match.group(1))
+    return 2
+
+
+def _commented(value: Any) -> Any:
+    from ruamel.yaml.comments import CommentedMap, CommentedSeq
+
+    if isinstance(value, dict):
+        mapping = CommentedMap()
+        for key, item in value.items():
+            mapping[key] = _commented(item)
+        return mapping
+    if isinstance(value, list):
+        sequence = CommentedSeq(value)
+        sequence.fa.set_flow_style()
+        return sequence
+    return value
+
+
+class _AnyValue(dict[str, str]):
+    """An environment in which every variable is set: validation of the result must not depend on this shell."""
+
+    def get(self, key: str, default: Any = None) -> str:
+        return "x"
+
+
+def _validate(text: str, into: Path) -> None:
+    from hub.config.loader import ConfigError, parse_config
+
+    try:
+        parse_config(text, into, _AnyValue())
+    except ConfigError as exc:
+        raise EditError(f"the imported servers would not make a valid configuration: {exc}") from None
+
+
+def _env_text(before: str | None, added: Mapping[str, str]) -> str:
+    text = before or ""
+    if added and text and not text.endswith("\n"):
+        text += "\n"
+    if added and not text:
+        text = "# Secrets of servers.yaml's servers (hub import). Keep this file out of git; the hub reads it.\n"
+    return text + "".join(format_env_line(name, value) + "\n" for name, value in added.items())
+
+
+def _gitignore(path: Path, name: str) -> FileChange | None:
+    """The .gitignore beside servers.yaml with the env file listed (None if it already is)."""
+    before = read_text(path)
+    patterns = [line.strip().lstrip("/") for line in (before or "").splitlines()]
+    if any(p and not p.startswith("#") and fnmatch.fnmatch(name, p) for p in patterns):
+        return None
+    separator = "" if not before or before.endswith("\n") else "\n"
+    return FileChange(path, before, f"{before or ''}{separator}{name}\n")
+
+
+def write_import(plan: ImportPlan) -> list[Path]:
+    """Write what the plan changes: the env file first (mode 0600 from its creation), then the .gitignore, then
+    servers.yaml, so that servers.yaml never references a secret that is not there. Returns the files written.
+
+    Raises:
+        EditError: a file cannot be written.
+    """
+    written = []
+    for change in (plan.env, plan.gitignore, plan.servers):
+        if change.changes:
+            write_atomic(change.path, change.after, change.mode)
+            written.append(change.path)
+    return written

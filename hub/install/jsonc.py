@@ -1,0 +1,388 @@
+"""JSON with comments (Zed's and VS Code's settings; plain JSON too), read and edited in place.
+
+A host's settings file is the person's own: it has comments, an order, a layout and other entries that are none of
+the hub's business. So an edit never re-serialises the document: the text is parsed into values with their spans,
+and an edit replaces, inserts or deletes the text of one member only. Everything else stays byte for byte.
+
+Removing a member undoes inserting it exactly: an insertion after the last member goes at the end of that member's
+line (after its comma and any comment on that line), one indentation like it, with a comma added after the previous
+value (or after the new one, when the object already ends with a trailing comma); removal takes the line back out
+and that comma with it. An object left empty by a removal is written `{}`.
+
+Accepted: JSON, `//` and `/* */` comments, trailing commas, a byte-order mark. Not accepted: the rest of JSON5
+(single quotes, bare keys), which no host's settings file uses.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+_NUMBER = re.compile(r"-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?")
+_STRING = re.compile(r'"(?:[^"\\\x00-\x1f]|\\.)*"')
+_LITERALS = {"true": True, "false": False, "null": None}
+DEFAULT_INDENT = "  "
+
+
+class JsoncError(ValueError):
+    """The text is not JSON with comments; the message names the line and column."""
+
+
+@dataclass
+class Member:
+    """`"key": value` in an object: where the key starts, the value, and the comma after it (if any)."""
+
+    key: str
+    key_start: int
+    value: Node
+    comma: int | None = None
+
+
+@dataclass
+class Node:
+    """A value with its span `[start, end)` in the text; an object's members in order."""
+
+    start: int
+    end: int
+    data: Any
+    members: list[Member] = field(default_factory=list)
+    is_object: bool = False
+
+    def member(self, key: str) -> Member | None:
+        """The member named `key` (the last one, as JSON.parse keeps the last of duplicate keys)."""
+        found = [m for m in self.members if m.key == key]
+        return found[-1] if found else None
+
+
+class _Parser:
+    def __init__(self, text: str) -> None:
+        self.text = text
+        self.pos = 0
+
+    def fail(self, what: str) -> JsoncError:
+        line = self.text.count("\n", 0, self.pos) + 1
+        column = self.pos - (self.text.rfind("\n", 0, self.pos) + 1) + 1
+        return JsoncError(f"line {line}, column {column}: {what}")
+
+    def skip(self) -> None:
+        """Past blanks and comments."""
+        text = self.text
+        while self.pos < len(text):
+            if text[self.pos] in " \t\r\n\ufeff":
+                self.pos += 1
+            elif text.startswith("//", self.pos):
+                end = text.find("\n", self.pos)
+                self.pos = len(text) if end < 0 else end
+            elif text.startswith("/*", self.pos):
+                end = text.find("*/", self.pos + 2)
+                if end < 0:
+                    raise self.fail("a /* comment is not closed")
+                self.pos = end + 2
+            else:
+                return
+
+    def at(self, char: str) -> bool:
+        return self.text.startswith(char, self.pos)
+
+    def value(self) -> Node:
+        self.skip()
+        if self.at("{"):
+            return self.object()
+        if self.at("["):
+            return self.array()
+        if self.at('"'):
+            start = self.pos
+            data = self.string()
+            return Node(start, self.pos, data)
+        return self.scalar()
+
+    def string(self) -> str:
+        match = _STRING.match(self.text, self.pos)
+        if match is None:
+            raise self.fail("expected a string in double quotes")
+        self.pos = match.end()
+        decoded: str = json.loads(match.group())
+        return decoded
+
+    def scalar(self) -> Node:
+        start = self.pos
+        for word, data in _LITERALS.items():
+            if self.text.startswith(word, start):
+                self.pos += len(word)
+                return Node(start, self.pos, data)
+        match = _NUMBER.match(self.text, start)
+        if match is None:
+            raise self.fail("expected a value")
+        self.pos = match.end()
+        return Node(start, self.pos, json.loads(match.group()))
+
+    def object(self) -> Node:
+        node = Node(self.pos, self.pos, {}, is_object=True)
+        self.pos += 1
+        self.skip()
+        while not self.at("}"):
+            if node.members and node.members[-1].comma is None:
+                raise self.fail("expected ',' or '}'")
+            node.members.append(self.member())
+            node.data[node.members[-1].key] = node.members[-1].value.data
+        self.pos += 1
+        node.end = self.pos
+        return node
+
+    def member(self) -> Member:
+        key_start = self.pos
+        key = self.string()
+        self.skip()
+        if not self.at(":"):
+            raise self.fail("expected ':'")
+        self.pos += 1
+        member = Member(key, key_start, self.value())
+        self.skip()
+        if self.at(","):
+            member.comma = self.pos
+            self.pos += 1
+            self.skip()
+        elif self.pos >= len(self.text):
+            raise self.fail("an object is not closed")
+        return member
+
+    def array(self) -> Node:
+        node = Node(self.pos, self.pos, [])
+        self.pos += 1
+        self.skip()
+        while not self.at("]"):
+            node.data.append(self.value().data)
+            self.skip()
+            if self.at(","):
+                self.pos += 1
+                self.skip()
+            elif not self.at("]"):
+                raise self.fail("expected ',' or ']'")
+        self.pos += 1
+        node.end = self.pos
+        return node
+
+
+def parse(text: str) -> Node | None:
+    """The document's top-level value with its spans; None for a text of only blanks and comments.
+
+    Raises:
+        JsoncError: the text is not JSON with comments.
+    """
+    parser = _Parser(text)
+    parser.skip()
+    if parser.pos >= len(text):
+        return None
+    root = parser.value()
+    parser.skip()
+    if parser.pos < len(text):
+        raise parser.fail("unexpected text after the document")
+    return root
+
+
+def loads(text: str) -> Any:
+    """The document's data (None for an empty document), as `json.loads` would give it without the comments.
+
+    Raises:
+        JsoncError: the text is not JSON with comments.
+    """
+    root = parse(text)
+    return None if root is None else root.data
+
+
+def _newline(text: str) -> str:
+    return "\r\n" if "\r\n" in text else "\n"
+
+
+def _line_start(text: str, pos: int) -> int:
+    return text.rfind("\n", 0, pos) + 1
+
+
+def _own_line_indent(text: str, pos: int) -> str | None:
+    """The blanks before `pos` if nothing else precedes it on its line; else None."""
+    before = text[_line_start(text, pos) : pos]
+    return before if before.strip() == "" else None
+
+
+def _indent_unit(root: Node, text: str) -> str:
+    """The file's indentation step: the indentation of the top-level object's first member, if on its own line."""
+    if root.members:
+        indent = _own_line_indent(text, root.members[0].key_start)
+        if indent:
+            return indent
+    return DEFAULT_INDENT
+
+
+def _line_indent(text: str, pos: int) -> str:
+    start = _line_start(text, pos)
+    return text[start : start + len(text[start:pos]) - len(text[start:pos].lstrip(" \t"))]
+
+
+def _same_line_end(text: str, pos: int, limit: int) -> int:
+    """From `pos`, past blanks and the comments that start on this line: where the line's content ends (before its
+    line break), or the first other character, or `limit`."""
+    while pos < limit:
+        if text[pos] in " \t":
+            pos += 1
+        elif text.startswith("//", pos):
+            end = text.find("\n", pos, limit)
+            pos = limit if end < 0 else end
+        elif text.startswith("/*", pos):
+            pos = text.find("*/", pos + 2) + 2
+        else:
+            break
+    if pos < limit and text[pos] == "\n" and text[pos - 1] == "\r":
+        pos -= 1
+    return pos
+
+
+def _render(value: Any, indent: str | None, unit: str, newline: str) -> str:
+    """`value` as JSON: on one line when `indent` is None; else objects one member a line, indented from `indent`,
+    and a list of plain values on one line (`"args": ["serve", "--config", "..."]`), as hosts' files have them."""
+    if indent is None or not isinstance(value, dict | list) or not value:
+        return json.dumps(value, ensure_ascii=False)
+    if isinstance(value, list):
+        if not any(isinstance(v, dict | list) for v in value):
+            return json.dumps(value, ensure_ascii=False)
+        items = [_render(v, indent + unit, unit, newline) for v in value]
+        return "[" + "".join(f"{newline}{indent}{unit}{item}," for item in items)[:-1] + f"{newline}{indent}]"
+    members = [
+        f"{newline}{indent}{unit}{json.dumps(k, ensure_ascii=False)}: {_render(v, indent + unit, unit, newline)},"
+        for k, v in value.items()
+    ]
+    return "{" + "".join(members)[:-1] + f"{newline}{indent}}}"
+
+
+@dataclass(frozen=True)
+class _Edit:
+    start: int
+    end: int
+    text: str
+
+
+def _apply(text: str, edits: list[_Edit]) -> str:
+    """The edits applied from the end backwards; of two at one place, the first listed ends up first."""
+    for _, edit in sorted(enumerate(edits), key=lambda pair: (pair[1].start, pair[0]), reverse=True):
+        text = text[: edit.start] + edit.text + text[edit.end :]
+    return text
+
+
+def _nested(path: Sequence[str], value: Any) -> Any:
+    for key in reversed(path):
+        value = {key: value}
+    return value
+
+
+def set_value(text: str, path: Sequence[str], value: Any) -> str:
+    """`text` with the member at `path` (object keys from the top) set to `value`, creating the objects on the way.
+
+    Only that member's text changes (or is inserted): comments, layout and every other member stay as they were.
+
+    Raises:
+        JsoncError: the text is not JSON with comments, or something on the path is not an object.
+    """
+    root = parse(text)
+    newline = _newline(text)
+    if root is None:
+        lead = text if not text or text.endswith("\n") else text + newline
+        return lead + _render(_nested(path, value), "", DEFAULT_INDENT, newline) + newline
+    unit = _indent_unit(root, text)
+    node = root
+    for depth, key in enumerate(path):
+        if not node.is_object:
+            raise JsoncError(f"{'.'.join(path[:depth]) or 'the top level'} is not an object")
+        member = node.member(key)
+        if member is None:
+            return _apply(text, _insert(text, node, key, _nested(path[depth + 1 :], value), unit, newline))
+        if depth == len(path) - 1:
+            rendered = _render(value, _own_line_indent(text, member.key_start), unit, newline)
+            return _apply(text, [_Edit(member.value.start, member.value.end, rendered)])
+        node = member.value
+    raise JsoncError("an empty path names no member")
+
+
+def _insert(text: str, node: Node, key: str, value: Any, unit: str, newline: str) -> list[_Edit]:
+    """The edits that add `"key": value` as the last member of the object `node`."""
+    closing = node.end - 1
+    if not node.members:
+        outer = _line_indent(text, node.start)
+        inner = outer + unit
+        member = f"{json.dumps(key, ensure_ascii=False)}: {_render(value, inner, unit, newline)}"
+        if _own_line_indent(text, closing) is not None:  # `{` ... newline, `}` alone on its line
+            return [_Edit(_line_start(text, closing), _line_start(text, closing), f"{inner}{member}{newline}")]
+        return [_Edit(node.start + 1, closing, f"{newline}{inner}{member}{newline}{outer}")]
+    last = node.members[-1]
+    indent = _own_line_indent(text, last.key_start)
+    rendered = _render(value, indent, unit, newline)
+    member = f"{json.dumps(key, ensure_ascii=False)}: {rendered}"
+    if indent is None:  # an object written on one line: stay on it
+        if last.comma is None:
+            return [_Edit(last.value.end, last.value.end, f", {member}")]
+        return [_Edit(last.comma + 1, last.comma + 1, f" {member},")]
+    after = last.value.end if last.comma is None else last.comma + 1
+    at = _same_line_end(text, after, closing)
+    if last.comma is None:
+        return [_Edit(last.value.end, last.value.end, ","), _Edit(at, at, f"{newline}{indent}{member}")]
+    return [_Edit(at, at, f"{newline}{indent}{member},")]
+
+
+def remove_member(text: str, path: Sequence[str]) -> str:
+    """`text` without the member at `path`, and without the comma that only it needed; unchanged if it is absent.
+
+    Raises:
+        JsoncError: the text is not JSON with comments.
+    """
+    root = parse(text)
+    node = root
+    for key in path[:-1]:
+        member = node.member(key) if node is not None and node.is_object else None
+        node = member.value if member is not None else None
+    if node is None or not node.is_object or node.member(path[-1]) is None:
+        return text
+    target = node.member(path[-1])
+    assert target is not None
+    index = max(i for i, m in enumerate(node.members) if m is target)
+    edits = _removal(text, node, index)
+    result = _apply(text, edits)
+    if len(node.members) == 1:  # the object is empty now: `{}` (what an insertion into `{}` started from)
+        again = parse(result)
+        emptied = _find(again, path[:-1])
+        if emptied is not None and result[emptied.start + 1 : emptied.end - 1].strip() == "":
+            result = result[: emptied.start + 1] + result[emptied.end - 1 :]
+    return result
+
+
+def _find(node: Node | None, path: Sequence[str]) -> Node | None:
+    for key in path:
+        member = node.member(key) if node is not None and node.is_object else None
+        node = member.value if member is not None else None
+    return node
+
+
+def _removal(text: str, node: Node, index: int) -> list[_Edit]:
+    """The edits that take the member at `index` out of the object `node`: its text, and one comma."""
+    member = node.members[index]
+    previous = node.members[index - 1] if index > 0 else None
+    after = member.value.end if member.comma is None else member.comma + 1
+    closing = node.end - 1
+    if _own_line_indent(text, member.key_start) is not None:
+        start = _line_start(text, member.key_start) - 1  # the line break before it
+        start -= 1 if start > 0 and text[start - 1] == "\r" else 0
+        edits = [_Edit(max(start, node.start + 1), _same_line_end(text, after, closing), "")]
+    elif previous is not None and previous.comma is not None and member.comma is None:
+        return [_Edit(previous.comma, member.value.end, "")]
+    elif member.comma is not None:
+        start = previous.comma + 1 if previous is not None and previous.comma is not None else node.start + 1
+        end = member.comma + 1
+        while previous is None and end < closing and text[end] in " \t":
+            end += 1
+        return [_Edit(start, end, "")]
+    else:
+        edits = [_Edit(member.key_start, member.value.end, "")]
+    last = index == len(node.members) - 1
+    if last and member.comma is None and previous is not None and previous.comma is not None:
+        edits.append(_Edit(previous.comma, previous.comma + 1, ""))
+    return edits

@@ -1,0 +1,122 @@
+"""`hub import` and `hub install` as a person runs them, with HOME pointed at a temporary directory; then the hub
+started exactly as the host would start it, from the entry written in the host's JSON.
+
+A Claude Desktop config with real servers (`mcp-server-time`, `mcp-server-git`, installed with the hub) is
+imported, its secret moved to servers.env; `hub install claude-desktop` writes the hub's entry; the SDK's client
+spawns that entry's command with a desktop host's minimal environment (PATH=/usr/bin:/bin, working directory `/`)
+and lists and calls the imported servers' tools through the hub. The hub reads the secret back from servers.env at
+start: the child sees it.
+
+Also: the commands that docs/cli.md shows for `hub install` and `hub import` are run, and print what it says.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shlex
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from mcp import StdioServerParameters
+
+from tests.conftest import REPO, WAIT, connect_hub
+
+pytestmark = pytest.mark.integration
+
+SECRET = "sk-proj-Xw3Rt8Yb1Nc6Vd0Zp4Hs5Gj9fKq2Lm7"
+HOST_VARIABLES = ("XDG_CONFIG_HOME", "APPDATA", "HUB_CONFIG", "CLAUDE_CONFIG_DIR", "VIRTUAL_ENV")
+
+
+def run_hub(home: Path, cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    env = {k: v for k, v in os.environ.items() if k not in HOST_VARIABLES} | {"HOME": str(home)}
+    return subprocess.run(
+        [sys.executable, "-m", "hub", *args], cwd=cwd, env=env, capture_output=True, text=True, timeout=WAIT
+    )
+
+
+def claude_desktop(home: Path) -> Path:
+    file = home / ".config" / "Claude" / "claude_desktop_config.json"
+    file.parent.mkdir(parents=True)
+    document = {
+        "mcpServers": {
+            "time": {
+                "command": "mcp-server-time",
+                "args": ["--local-timezone", "UTC"],
+                "env": {"OPENAI_API_KEY": SECRET},  # mcp-server-time ignores it; it is here to travel
+            },
+            "git": {"command": "mcp-server-git", "args": ["--repository", str(REPO)]},
+        },
+        "globalShortcut": "Alt+Space",
+    }
+    file.write_text(json.dumps(document, indent=2) + "\n")
+    return file
+
+
+@pytest.mark.anyio
+async def test_import_install_and_the_host_starts_the_hub_from_its_entry(tmp_path: Path) -> None:
+    home, project = tmp_path / "home", tmp_path / "project"
+    project.mkdir()
+    host_file = claude_desktop(home)
+    imported = run_hub(home, project, "import", "claude-desktop", "--into", "servers.yaml")
+    assert imported.returncode == 0, imported.stderr
+    assert SECRET not in (project / "servers.yaml").read_text() and SECRET not in imported.stdout
+    assert f"OPENAI_API_KEY={SECRET}" in (project / "servers.env").read_text()
+    assert (project / "servers.env").stat().st_mode & 0o777 == 0o600
+
+    installed = run_hub(home, project, "install", "claude-desktop", "--config", "servers.yaml")
+    assert installed.returncode == 0, installed.stderr
+    entry = json.loads(host_file.read_text())["mcpServers"]["hub"]
+    assert Path(entry["command"]).is_absolute()
+    assert entry["args"] == ["serve", "--config", str(project / "servers.yaml")]
+    again = run_hub(home, project, "install", "claude-desktop", "--config", "servers.yaml")
+    assert "is up to date" in again.stdout
+
+    # As Claude Desktop starts it: the entry's command, a PATH of its own, its own working directory.
+    params = StdioServerParameters(
+        command=entry["command"], args=entry["args"], env={"HOME": str(home), "PATH": "/usr/bin:/bin"}, cwd="/"
+    )
+    async with connect_hub(params) as client:
+        names = {t.name for t in (await client.list_tools()).tools}
+        assert {"time_get_current_time", "git_git_status"} <= names
+        result = await client.call_tool("time_get_current_time", {"timezone": "UTC"})
+        assert not result.is_error
+        assert '"timezone": "UTC"' in result.content[0].text  # type: ignore[union-attr]
+
+
+def documented() -> list[tuple[str, list[str]]]:
+    """The `$ hub install|import ...` commands of docs/cli.md's ```text blocks, with the lines each prints (blank
+    lines apart)."""
+    out: list[tuple[str, list[str]]] = []
+    inside = False
+    for line in (REPO / "docs" / "cli.md").read_text().splitlines():
+        if line.startswith("```"):
+            inside = line.startswith("```text") and not inside
+            continue
+        if inside and line.startswith(("$ hub install", "$ hub import")):
+            out.append((line[2:], []))
+        elif inside and out and not line.startswith("$ ") and line.strip():
+            out[-1][1].append(line)
+        elif inside and line.startswith("$ "):
+            inside = False  # a block of other commands
+    return out
+
+
+def test_the_install_and_import_examples_in_the_docs_print_what_they_show(tmp_path: Path) -> None:
+    """Run in order in one home (`/home/me` in the docs), with the hub at `/opt/hub/.venv/bin/hub` in the docs."""
+    examples = documented()
+    assert len(examples) >= 6, "docs/cli.md lost its hub install / hub import examples"
+    home, project = tmp_path / "home", tmp_path / "home" / "project"
+    project.mkdir(parents=True)
+    claude_desktop(home)
+    hub = Path(sys.executable).parent / "hub"
+    for command, shown in examples:
+        result = run_hub(home, project, *shlex.split(command)[1:])
+        assert result.returncode in (0, 1), result.stderr
+        printed = result.stdout.replace(str(home), "/home/me").replace(str(hub), "/opt/hub/.venv/bin/hub")
+        printed = printed.replace(str(REPO), "/home/me/src/hub")
+        printed = re.sub(r"\.bak-\d{8}T\d{6}(-\d+)?", ".bak-20261201T163000", printed)
+        assert [line for line in printed.splitlines() if line.strip()] == shown, command
