@@ -28,14 +28,17 @@ from hub.protocol.jsonrpc import Request
 from hub.protocol.revisions import load_models
 from hub.redaction import configured_secrets
 from hub.relay.attribution import Attribution
-from hub.relay.catalog import HEALTH_TOOL, HEALTH_TOOL_DEF, Catalog
+from hub.relay.catalog import HEALTH_TOOL_DEF, Catalog
 from hub.relay.hosts import Hosts
+from hub.relay.meta_tools import CALL_TOOL_DEF, SEARCH_TOOL_DEF, search_exposed
 from hub.relay.naming import expose_uri
 from hub.relay.router import Router
 from hub.upstream.child import Child, ChildState, Launch
 from hub.upstream.connection import Connection
 from hub.upstream.credentials import personal
 
+# The most the hub's generated instructions take (characters): hosts put them in the model's context.
+INSTRUCTIONS_LIMIT = 1500
 # How long a broadcast to the children (logging/setLevel) may take.
 NOTIFY_TIMEOUT = 5.0
 
@@ -57,7 +60,7 @@ class Hub:
         self.started = time.monotonic() if started is None else started  # the process's start, from hub.cli
         self.watchdog = Watchdog()
         self.hosts = Hosts()
-        self.catalog = Catalog(self._reserved, lambda: self.loaded.lock, lambda: self.loaded.config.hub.name_budget)
+        self.catalog = Catalog(self._reserved, lambda: self.loaded.lock, lambda: self.loaded.config.hub)
         self.router = Router(
             self.catalog,
             self.hosts,
@@ -240,10 +243,39 @@ class Hub:
     # ---- what the host sees of the hub itself -----------------------------------------------------------------
 
     def _reserved(self) -> frozenset[str]:
-        return frozenset({HEALTH_TOOL}) if self.loaded.config.hub.health_tool else frozenset()
+        return frozenset(str(t["name"]) for t in self.builtin_tools())
 
     def builtin_tools(self) -> tuple[dict[str, Any], ...]:
-        return (HEALTH_TOOL_DEF,) if self.loaded.config.hub.health_tool else ()
+        """The hub's own tools: hub_health unless turned off; the search tools when some tools are not listed."""
+        settings = self.loaded.config.hub
+        health = (HEALTH_TOOL_DEF,) if settings.health_tool else ()
+        if search_exposed(settings, self.loaded.config.servers.values()):
+            return (*health, SEARCH_TOOL_DEF, CALL_TOOL_DEF)
+        return health
+
+    def instructions(self) -> str:
+        """What the hub tells a host at initialize: one line per server from what it offers now (its prefix, its
+        own first line of instructions, its tools), within INSTRUCTIONS_LIMIT, so that a host's tool search and
+        the model know what is behind the one entry."""
+        namespace = self.catalog.namespace
+        searching = search_exposed(self.loaded.config.hub, self.loaded.config.servers.values())
+        owned: dict[str, list[str]] = {}
+        for exposed, route in namespace.tool_routes.items():
+            owned.setdefault(route.child, []).append(exposed)
+        lines = [f"This MCP hub serves the tools of {len(self.children)} servers, each under its own prefix:"]
+        per_line = max(80, (INSTRUCTIONS_LIMIT - 200) // max(1, len(self.children)))
+        for child in self.children.values():
+            tools = owned.get(child.name, [])
+            about = (child.instructions or "").strip().splitlines()
+            head = f"- {child.prefix + '_' if child.prefix else '(no prefix)'} {child.name}"
+            head += f": {about[0]}" if about else ""
+            listed = ", ".join(t.removeprefix(f"{child.prefix}_") for t in tools) if tools else str(child.state)
+            line = f"{head} ({len(tools)} tools: {listed})"
+            lines.append(line if len(line) <= per_line else line[: per_line - 4] + "...)")
+        if searching:
+            lines.append("Some tools are not listed: find them with hub_search_tools and call them with hub_call_tool.")
+        text = "\n".join(lines)
+        return text if len(text) <= INSTRUCTIONS_LIMIT else text[: INSTRUCTIONS_LIMIT - 3] + "..."
 
     def health(self) -> dict[str, Any]:
         namespace = self.catalog.namespace

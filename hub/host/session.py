@@ -252,7 +252,7 @@ class HostSession:
                 )
             )
             return
-        result = revisions.initialize_result(params["protocolVersion"])
+        result = revisions.initialize_result(params["protocolVersion"], self.hub.instructions())
         self.version = result["protocolVersion"]
         self.capabilities = capabilities
         self.client_info = params.get("clientInfo")
@@ -279,7 +279,9 @@ class HostSession:
         if method not in MODERN_METHODS:
             stream.end(error_line(request.id, METHOD_NOT_FOUND, f"Method not found: {method!r}"[:300]))
         elif method == "server/discover":
-            stream.end(result_line(request.id, revisions.stamp(revisions.discover_result(), method)))
+            stream.end(
+                result_line(request.id, revisions.stamp(revisions.discover_result(self.hub.instructions()), method))
+            )
         else:
             self._serve(Received(self, request, envelope.version, stream, envelope), stream)
 

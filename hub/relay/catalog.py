@@ -10,6 +10,7 @@ valid exactly as long as that namespace is the current one, and never answers fo
 
 from __future__ import annotations
 
+import fnmatch
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -18,11 +19,12 @@ import structlog
 
 from hub.access.policy import View
 from hub.config.lock import FieldChange, Lock
-from hub.config.schema import DEFAULT_NAME_BUDGET
+from hub.config.schema import HubSettings
 from hub.protocol import revisions
 from hub.protocol.jsonrpc import encode
 from hub.relay.exposure import NO_RULES, ToolRules, shape_tool
 from hub.relay.naming import expose_name, expose_tool_name, expose_uri, split_uri
+from hub.relay.search import ToolIndex
 from hub.upstream.child import Child, ChildState, Listing
 
 HEALTH_TOOL = "hub_health"
@@ -102,7 +104,9 @@ class Namespace(Listing):
     tool_rules: dict[str, ToolRules] = field(default_factory=dict)
     held_back: dict[str, tuple[str, str]] = field(default_factory=dict)
     quarantined: tuple[Quarantined, ...] = ()
+    unlisted: frozenset[str] = frozenset()  # routed tools a listing leaves out (`exposure: search`): found by search
     _encoded: dict[tuple[str, str, int, View | None], bytes] = field(default_factory=dict, compare=False, repr=False)
+    _index: dict[int, ToolIndex] = field(default_factory=dict, compare=False, repr=False)  # made on the first search
 
     def route_uri(self, exposed: str) -> Route | None:
         """The child that owns an exposed URI: listed, prefixed, or matched by an unprefixed child's template."""
@@ -118,6 +122,13 @@ class Namespace(Listing):
                 return Route(name, uri)
         return Route(unprefixed[0], uri) if len(unprefixed) == 1 else None
 
+    def search(self, query: str, limit: int, view: View) -> list[dict[str, Any]]:
+        """The routed tools (listed or not) that best match `query`, among those `view` allows (`hub.relay.search`)."""
+        index = self._index.get(0)
+        if index is None:
+            index = self._index[0] = ToolIndex(self.tools)
+        return index.search(query, limit, lambda name: view.allows(name, writes=self.writes(name)))
+
     def writes(self, tool: str) -> bool:
         """Whether the exposed `tool` may change something: not effectively read-only (policy `read_only`)."""
         return not self.tool_rules.get(tool, NO_RULES).read_only
@@ -132,6 +143,8 @@ class Namespace(Listing):
         if encoded is None:
             result_key = LISTS[method]
             items = (*builtin, *getattr(self, _ATTRIBUTES[method]))
+            if method == "tools/list" and self.unlisted:
+                items = tuple(i for i in items if i.get("name") not in self.unlisted)
             if view is not None and not view.open:
                 key_name = _NAME_KEYS[method]
                 tools = method == "tools/list"
@@ -150,12 +163,17 @@ class Namespace(Listing):
         return encoded
 
 
+_DEFAULT_SETTINGS = HubSettings()
+
+
 class _Merger:
     """The namespace being built, child by child in config order; the first to expose a name keeps it."""
 
-    def __init__(self, reserved: frozenset[str], lock: Lock | None, name_budget: int) -> None:
+    def __init__(self, reserved: frozenset[str], lock: Lock | None, settings: HubSettings) -> None:
         self.lock = lock
-        self.name_budget = name_budget
+        self.settings = settings
+        self.name_budget = settings.name_budget
+        self.unlisted: set[str] = set()
         self.items: dict[str, list[dict[str, Any]]] = {"tool": [], "prompt": [], "resource": [], "template": []}
         self.routes: dict[str, dict[str, Route]] = {
             "tool": {n: Route("hub", n) for n in reserved},
@@ -197,6 +215,18 @@ class _Merger:
             "tool", shaped.definition, exposed, Route(child.name, name), "name"
         ):
             self.rules[exposed] = shaped.rules
+            if not self._listed(child, name, exposed):
+                self.unlisted.add(exposed)
+
+    def _listed(self, child: Child, name: str, exposed: str) -> bool:
+        """Whether a host's tools/list shows the tool, by its child's (else the hub's) `exposure`."""
+        mode = child.config.exposure or self.settings.exposure
+        if mode == "full":
+            return True
+        return mode == "hybrid" and (
+            any(fnmatch.fnmatchcase(name, g) for g in child.config.always_visible)
+            or any(fnmatch.fnmatchcase(exposed, g) for g in self.settings.always_visible)
+        )
 
     def add_child(self, child: Child) -> None:
         listing, prefix = child.listing, child.prefix
@@ -260,12 +290,12 @@ def build_namespace(
     children: Sequence[Child],
     reserved: frozenset[str] = frozenset(),
     lock: Lock | None = None,
-    name_budget: int = DEFAULT_NAME_BUDGET,
+    settings: HubSettings = _DEFAULT_SETTINGS,
 ) -> Namespace:
     """Merge the listings of `children` (in config order) into one namespace; `reserved` tool names are the hub's.
     With a `lock`, what differs from its pin is quarantined (each child's `on_change`); every exposed tool name is
-    at most `name_budget` characters."""
-    merger = _Merger(reserved, lock, name_budget)
+    at most `settings.name_budget` characters; `exposure` decides which tools a listing shows."""
+    merger = _Merger(reserved, lock, settings)
     for child in children:
         merger.add_child(child)
     tool_routes = {name: route for name, route in merger.routes["tool"].items() if name not in reserved}
@@ -286,6 +316,7 @@ def build_namespace(
         tool_rules=merger.rules,
         held_back={n: why for n, why in merger.held_back.items() if n not in tool_routes},
         quarantined=tuple(merger.quarantined),
+        unlisted=frozenset(merger.unlisted),
     )
 
 
@@ -310,13 +341,13 @@ class Catalog:
         self,
         reserved: Callable[[], frozenset[str]],
         pins: Callable[[], Lock | None] = lambda: None,
-        name_budget: Callable[[], int] = lambda: DEFAULT_NAME_BUDGET,
+        settings: Callable[[], HubSettings] = lambda: _DEFAULT_SETTINGS,
     ) -> None:
         self.children: dict[str, Child] = {}
         self.namespace = Namespace()
-        self._reserved = reserved
+        self.reserved = reserved  # the hub's own tool names now (they depend on the config)
         self._pins = pins  # servers.lock as the config last loaded it
-        self._name_budget = name_budget
+        self._settings = settings
         self._reported_collisions: set[tuple[str, str, str]] = set()
         self._reported_renames: set[tuple[str, str]] = set()
         self._reported_quarantines: set[tuple[str, str, str, str]] = set()
@@ -325,7 +356,7 @@ class Catalog:
         """Make the namespace anew from the children's listings; the kinds whose listing changed."""
         old = self.namespace
         new = self.namespace = build_namespace(
-            list(self.children.values()), self._reserved(), self._pins(), self._name_budget()
+            list(self.children.values()), self.reserved(), self._pins(), self._settings()
         )
         self._report(new)
         return [

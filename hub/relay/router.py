@@ -28,6 +28,7 @@ from hub.relay.catalog import HEALTH_TOOL, Catalog
 from hub.relay.deadlines import Deadlines
 from hub.relay.exposure import NO_RULES, check_arguments
 from hub.relay.hosts import Hosts
+from hub.relay.meta_tools import CALL_TOOL, SEARCH_TOOL, Forwarded, search_arguments
 from hub.relay.ports import AskFailed, HostRequest
 from hub.relay.quotas import Quotas
 from hub.upstream.child import Child, ChildState
@@ -161,11 +162,16 @@ class Router:
             self._resume(request, name, state.removeprefix(BRIDGE_PREFIX))
             return
         route = self.catalog.namespace.tool_routes.get(name)
-        if route is None and name == HEALTH_TOOL and self.settings().health_tool:
+        if route is None and name in (HEALTH_TOOL, SEARCH_TOOL, CALL_TOOL) and name in self.catalog.reserved():
             decision = self.policy().decide(request.session.identity, name)
             if not decision.allowed:
                 raise errors.Denied(errors.UnknownName(f"Unknown tool: {_named(name)}"), decision.rule)
-            self._health(request, decision.rule)
+            if name == HEALTH_TOOL:
+                self._health(request, decision.rule)
+            elif name == SEARCH_TOOL:
+                self._search(request, decision.rule)
+            else:  # the named tool's own call, routed as if the host had sent it
+                self._tool_call(Forwarded(request), waited)
             return
         self._dispatch(request, waited, "tool", name, route, {**params, "name": route.original} if route else params)
 
@@ -480,6 +486,28 @@ class Router:
         body = encode(result)
         request.respond(body)
         self._log_line(request, "hub", HEALTH_TOOL, None, started, "ok", None, len(body), None, rule, None)
+
+    def _search(self, request: HostRequest, rule: str | None) -> None:
+        """hub_search_tools: the best matches among the tools the caller's policy shows, as full definitions."""
+        started = time.perf_counter()
+        try:
+            query, limit = search_arguments(request.params)
+        except errors.HubError as error:
+            self.refuse(request, error, "hub", rule)
+            return
+        view = self.policy().view(request.session.identity)
+        found = self.catalog.namespace.search(query, limit, view)
+        report = {"tools": found}
+        names = ", ".join(str(t.get("name")) for t in found) or "none"
+        result: dict[str, Any] = {
+            "content": [{"type": "text", "text": f"{len(found)} tools found: {names}\n{json.dumps(report)}"}],
+            "structuredContent": report,
+        }
+        if revisions.is_modern(request.version):
+            result = revisions.stamp(result, "tools/call")
+        body = encode(result)
+        request.respond(body)
+        self._log_line(request, "hub", SEARCH_TOOL, None, started, "ok", None, len(body), None, rule, None)
 
     def _visible_health(self, identity: Identity) -> dict[str, Any]:
         """The health report as `identity` may see it: the servers (and collisions) of names its policy shows."""

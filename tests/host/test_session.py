@@ -123,10 +123,12 @@ async def test_initialize_answers_with_the_hosts_version_if_spoken_else_the_late
                     "protocolVersion": answered,
                     "capabilities": revisions.SERVER_CAPABILITIES,
                     "serverInfo": revisions.SERVER_INFO,
+                    "instructions": hub.instructions(),
                 },
             },
         )
     ]
+    assert hub.instructions().startswith("This MCP hub serves the tools of")
     assert (session.era, session.version, session.client_info) == ("handshake", answered, {"name": "host"})
     assert session.declared("roots") and not session.declared("sampling")
 

@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 
 from hub.config import ServerConfig, ToolFilter
+from hub.config.schema import HubSettings
 from hub.platform.watchdog import Watchdog
 from hub.protocol import revisions
 from hub.relay.catalog import HEALTH_TOOL_DEF, Catalog, Collision, Renamed, Route, build_namespace
@@ -188,7 +189,10 @@ def test_a_tool_name_that_needs_renaming_is_recorded_and_routed_to_the_original(
     exposed = names(ns.tools)
     assert exposed[:2] == ["fs_read-file", "fs_plain"]
     assert len("mcp__hub__" + exposed[2]) == 64  # fits the default name_budget: Claude Code's prefix included
-    assert len(build_namespace([child("fs", tools=[long_name])], name_budget=64).tools[0]["name"]) == 64
+    assert (
+        len(build_namespace([child("fs", tools=[long_name])], settings=HubSettings(name_budget=64)).tools[0]["name"])
+        == 64
+    )
     assert ns.renamed == (Renamed("fs", "read.file", "fs_read-file"), Renamed("fs", long_name, exposed[2]))
     assert ns.tool_routes["fs_read-file"] == Route("fs", "read.file")
     assert ns.tool_routes[exposed[2]] == Route("fs", long_name)

@@ -1,0 +1,37 @@
+"""BM25 over tool definitions: words, ranking, the caller's filter."""
+
+from __future__ import annotations
+
+from hub.relay.search import ToolIndex, tokens
+
+TOOLS = [
+    {"name": "pg_query", "description": "Run a read-only SQL query against the database."},
+    {"name": "pg_listTables", "description": "List the tables of a schema."},
+    {"name": "icinga_get_host", "description": "The state of one monitored host.",
+     "inputSchema": {"type": "object", "properties": {"hostname": {"type": "string", "description": "FQDN"}}}},
+    {"name": "icinga_restart_service", "description": "Restart a service on a host."},
+]  # fmt: skip
+
+
+def test_words_split_on_case_and_punctuation_and_lose_plain_suffixes() -> None:
+    assert tokens("listTables get-host the_Services") == ["list", "table", "get", "host", "service"]
+    assert tokens("") == []
+
+
+def test_the_best_match_comes_first_and_names_count_most() -> None:
+    index = ToolIndex(TOOLS)
+    assert index.search("list tables", 2, lambda _: True)[0]["name"] == "pg_listTables"
+    assert index.search("sql database query", 1, lambda _: True)[0]["name"] == "pg_query"
+    assert index.search("fqdn", 5, lambda _: True) == [TOOLS[2]], "parameter descriptions are searched"
+    assert index.search("nothing matches this", 5, lambda _: True) == []
+
+
+def test_what_the_filter_refuses_is_never_found() -> None:
+    index = ToolIndex(TOOLS)
+    found = index.search("host", 5, lambda name: name != "icinga_restart_service")
+    assert [t["name"] for t in found] == ["icinga_get_host"]
+
+
+def test_equal_scores_keep_the_namespace_order() -> None:
+    twins = [{"name": f"t{i}", "description": "same words"} for i in range(5)]
+    assert [t["name"] for t in ToolIndex(twins).search("same", 5, lambda _: True)] == [f"t{i}" for i in range(5)]
