@@ -1,8 +1,9 @@
-"""Command line: `hub serve`, `hub check`, `hub list`, `hub call`, `hub pin`, `hub reload`, `hub token`.
+"""Command line: `hub serve`, `hub check`, `hub list`, `hub tokens`, `hub call`, `hub pin`, `hub reload`,
+`hub token`, `hub logs`, `hub install`, `hub import`.
 
 `serve` speaks MCP to the host on stdio (or Streamable HTTP with --http). The other commands start the hub in this
 process, wait (bounded) for the children, and talk to it as a host would (`hub.host.inprocess`); `pin` reads the
-children's own definitions into `servers.lock` (`hub.cli_pin`).
+children's own definitions into `servers.lock` (`hub.cli_pin`); `logs` reads a call log (`hub.cli_logs`).
 
 Start-up order: the configuration is loaded and the children are started before anything heavy is imported, so
 that they boot on the other cores while the hub loads the rest (a desktop host times the hub's start).
@@ -20,6 +21,9 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, TextIO
 
 from hub import __version__
+from hub.cli_install import add_parsers as add_install_parsers
+from hub.cli_install import run_install_command
+from hub.cli_logs import add_logs_parser, run_logs
 
 if TYPE_CHECKING:
     from hub.app import Hub
@@ -68,6 +72,10 @@ def _parser() -> argparse.ArgumentParser:
 
     commands.add_parser("check", parents=[common], help="start every server and report its state")
     listing = commands.add_parser("list", parents=[common], help="print the merged catalog as the host sees it")
+    tokens = commands.add_parser(
+        "tokens", parents=[common], help="what the tool listing costs the model's context, per tool and server"
+    )
+    tokens.add_argument("--json", action="store_true", help="machine-readable output")
     listing.add_argument("--json", action="store_true", help="machine-readable output")
     call = commands.add_parser("call", parents=[common], help="call one tool and print the result")
     call.add_argument("name", help="exposed tool name, e.g. time_get_current_time")
@@ -100,7 +108,7 @@ def _parser() -> argparse.ArgumentParser:
         help="accept CHILD as it is now (tools, prompts, instructions; tools no longer listed lose their pins), or "
         "only its TOOL (its own name or the exposed <prefix>_<name>); writes servers.lock",
     )
-    for sub in (serve, listing, call):
+    for sub in (serve, listing, tokens, call):
         sub.add_argument(
             "--as",
             dest="identity",
@@ -121,7 +129,9 @@ def _parser() -> argparse.ArgumentParser:
     target = reload.add_mutually_exclusive_group(required=True)
     target.add_argument("--pid", type=int, help="process id of a hub (sends it SIGHUP)")
     target.add_argument("--url", help="base URL of a hub serving HTTP, e.g. http://127.0.0.1:8000 (POST /reload)")
-    for sub in (commands.choices["check"], listing, call, pin):
+    add_logs_parser(commands)
+    add_install_parsers(commands, common)
+    for sub in (commands.choices["check"], listing, tokens, call, pin):
         sub.add_argument(
             "--wait",
             type=float,
@@ -175,6 +185,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     if args.command == "reload":
         return _reload(args.pid, args.url)
+    if args.command in ("install", "import"):  # edits files: no hub, no children
+        return run_install_command(args)
+    if args.command == "logs":  # reads a file: no hub, no children
+        path, missing = config_path(args.config)
+        return run_logs(args, None if missing else path)
     if args.command == "token":
         from hub.cli_token import run_token_command
 
@@ -220,14 +235,17 @@ async def _run(args: argparse.Namespace, started: float) -> int:
     from hub.logs import configure_logging
 
     serving = args.command == "serve"
+    loaded = _load(args.config)  # first: the log file's place and rotation are settings (nothing logs before)
+    if isinstance(loaded, int):
+        return loaded
+    rotate = loaded.config.hub.log_rotate
     call_log = configure_logging(
         args.log_format or ("json" if serving else "console"),
         args.log_level or ("info" if serving else "warning"),
-        args.log_file,
+        args.log_file or (str(loaded.log_path) if serving and loaded.log_path else None),
+        rotate.max_bytes,
+        rotate.backups,
     )
-    loaded = _load(args.config)
-    if isinstance(loaded, int):
-        return loaded
     from hub.access.identity import local_user
     from hub.app import Hub
 
@@ -304,12 +322,17 @@ async def _one_shot(hub: Hub, args: argparse.Namespace) -> int:
             return _print_check(hub, sys.stdout)
         host = InProcessHost(hub)
         await host.start()
+        if args.command == "tokens":
+            from hub.cli_tokens import run_tokens
+
+            return await run_tokens(hub, host, args.json, sys.stdout)
         if args.command == "list":
             return await _print_list(hub, host, args.json, sys.stdout)
         return await _print_call(host, args.name, args.arguments, sys.stdout)
 
 
-def _table(rows: list[list[str]], out: TextIO) -> None:
+def print_table(rows: list[list[str]], out: TextIO) -> None:
+    """Rows as left-aligned columns, the first row a header."""
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
     for row in rows:
         out.write("  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip() + "\n")
@@ -331,7 +354,7 @@ def _print_check(hub: Hub, out: TextIO) -> int:
                 s["last_error"] or "",
             ]
         )
-    _table(rows, out)
+    print_table(rows, out)
     for c in report["collisions"]:
         out.write(f"collision: {c['kind']} {c['exposed']!r} kept from '{c['kept']}', dropped from '{c['dropped']}'\n")
     for s in report["servers"]:
@@ -393,7 +416,7 @@ async def _print_list(hub: Hub, host: InProcessHost, as_json: bool, out: TextIO)
         description = (tool.get("description") or "").strip().splitlines()
         first = description[0] if description else ""
         rows.append([tool["name"], owner.get(tool["name"], "hub"), first[:70] + ("..." if len(first) > 70 else "")])
-    _table(rows, out)
+    print_table(rows, out)
     for kind, items, key in (
         ("resource", resources, "uri"),
         ("template", templates, "uriTemplate"),
@@ -405,7 +428,7 @@ async def _print_list(hub: Hub, host: InProcessHost, as_json: bool, out: TextIO)
     rows = [["SERVER", "STATE", "TOOLS", "LISTING_BYTES", "~TOKENS"]]
     rows += [[s["name"], s["state"], str(s["tools"]), str(s["bytes"]), str(s["approx_tokens"])] for s in servers]
     rows.append(["total", "", str(len(tools)), str(total_bytes), str(total_tokens)])
-    _table(rows, out)
+    print_table(rows, out)
     for c in namespace.collisions:
         out.write(f"collision: {c.kind} {c.exposed!r} kept from '{c.kept}', dropped from '{c.dropped}'\n")
     return 0

@@ -39,6 +39,9 @@ OutputMode = Literal["none", "wrap"]
 # What happens when a child's tool no longer matches its pin in servers.lock (hub.config.lock): held back until
 # `hub pin --approve`, listed with a warning, or not checked.
 OnChange = Literal["quarantine", "warn", "off"]
+# What a host's tools/list shows of a child's tools: all of them; none, found through the hub's search tool
+# (hub.relay.search); or the search plus the tools named in `always_visible`.
+ExposureMode = Literal["full", "search", "hybrid"]
 # Longest exposed tool name by default: 64 (what hosts and LLM APIs allow) minus `mcp__hub__`, the longest prefix a
 # host puts before a server's tools (Claude Code), for a hub entry named `hub`.
 DEFAULT_NAME_BUDGET = 64 - len("mcp__hub__")
@@ -73,7 +76,19 @@ class ToolFilter(_Strict):
 # The keys of a server that only decide what the host sees of it and how calls are checked, read on every rebuild
 # of the namespace and every call; changing them needs no restart of the child.
 EXPOSURE_KEYS = frozenset(
-    {"tools", "overrides", "read_only", "confirm", "on_change", "output", "redact_output", "log_arguments", "secrets"}
+    {
+        "tools",
+        "overrides",
+        "read_only",
+        "confirm",
+        "on_change",
+        "output",
+        "redact_output",
+        "log_arguments",
+        "secrets",
+        "exposure",
+        "always_visible",
+    }
 )
 
 
@@ -144,6 +159,12 @@ class ServerConfig(_Strict):
     )
     secrets: tuple[str, ...] = Field(
         default=(), description="Further values never written to a log line (e.g. ${DB_PASSWORD})."
+    )
+    exposure: ExposureMode | None = Field(
+        default=None, description="'search' or 'hybrid': the server's tools are found through hub_search_tools."
+    )
+    always_visible: tuple[str, ...] = Field(
+        default=(), description="With exposure: hybrid, globs of the server's own tool names listed anyway."
     )
 
     @field_validator("prefix")
@@ -229,6 +250,17 @@ class IdentityLimits(_Strict):
     requests_per_minute: int | None = Field(default=None, ge=1, description="Requests per minute; unset: no limit.")
 
 
+class LogRotation(_Strict):
+    """Rotation by size of the hub's log file (hub.logfile): hub.log becomes hub.log.1, and so on."""
+
+    max_bytes: int = Field(
+        default=10 * 1024 * 1024,
+        ge=0,
+        description="Rotate before a line would take the file past this size; 0: never (logrotate, then SIGHUP).",
+    )
+    backups: int = Field(default=5, ge=1, le=1000, description="Rotated files kept (hub.log.1 ... hub.log.N).")
+
+
 class HubSettings(_Strict):
     """Settings of the hub itself."""
 
@@ -245,6 +277,14 @@ class HubSettings(_Strict):
     )
     output: OutputMode = Field(
         default="none", description="'wrap': every child's text results inside an untrusted-data boundary."
+    )
+    exposure: ExposureMode = Field(
+        default="full",
+        description="'full': every tool listed; 'search': hosts find tools with hub_search_tools and call them with "
+        "hub_call_tool; 'hybrid': search plus always_visible. A server's own `exposure` overrides it.",
+    )
+    always_visible: tuple[str, ...] = Field(
+        default=(), description="With hybrid exposure, globs of exposed tool names listed anyway."
     )
     name_budget: int = Field(
         default=DEFAULT_NAME_BUDGET,
@@ -265,6 +305,12 @@ class HubSettings(_Strict):
             "starting, so that a host's first listing is complete; 0 answers at once with the servers already up."
         ),
     )
+    log_file: str | None = Field(
+        default=None,
+        description="Where `hub serve` appends its logs when --log-file is not given (relative: to servers.yaml); "
+        "what `hub logs` reads by default.",
+    )
+    log_rotate: LogRotation = LogRotation()
 
 
 # JWT signature algorithms a hub accepts unless told otherwise: asymmetric only. "none" and the HMAC family are
@@ -397,6 +443,12 @@ class LoadedConfig:
         if auth is None or auth.tokens is None:
             return None
         return self.path.parent / Path(auth.tokens).expanduser()
+
+    @cached_property
+    def log_path(self) -> Path | None:
+        """`hub.log_file`, relative paths taken from the directory of servers.yaml."""
+        value = self.config.hub.log_file
+        return None if value is None else self.path.parent / Path(value).expanduser()
 
     @cached_property
     def secrets(self) -> Secrets:
