@@ -1,5 +1,5 @@
 """Command line: `hub serve`, `hub check`, `hub list`, `hub tokens`, `hub call`, `hub pin`, `hub reload`,
-`hub token`, `hub logs`, `hub install`, `hub import`.
+`hub token`, `hub logs`, `hub install`, `hub import`, `hub connect`.
 
 `serve` speaks MCP to the host on stdio (or Streamable HTTP with --http). The other commands start the hub in this
 process, wait (bounded) for the children, and talk to it as a host would (`hub.host.inprocess`); `pin` reads the
@@ -21,6 +21,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, TextIO
 
 from hub import __version__
+from hub.cli_connect import add_connect_parser, run_connect
 from hub.cli_install import add_parsers as add_install_parsers
 from hub.cli_install import run_install_command
 from hub.cli_logs import add_logs_parser, run_logs
@@ -130,6 +131,7 @@ def _parser() -> argparse.ArgumentParser:
     target.add_argument("--pid", type=int, help="process id of a hub (sends it SIGHUP)")
     target.add_argument("--url", help="base URL of a hub serving HTTP, e.g. http://127.0.0.1:8000 (POST /reload)")
     add_logs_parser(commands)
+    add_connect_parser(commands)
     add_install_parsers(commands, common)
     for sub in (commands.choices["check"], listing, tokens, call, pin):
         sub.add_argument(
@@ -183,6 +185,8 @@ def config_path(given: str | None) -> tuple[str, str | None]:
 def main(argv: Sequence[str] | None = None) -> int:
     started = time.monotonic()  # a host's first listing is timed from here (Hub.startup_wait_left)
     args = _parser().parse_args(argv)
+    if args.command == "connect":  # a bridge to a hub at a URL: no servers.yaml, no children
+        return run_connect(args)
     if args.command == "reload":
         return _reload(args.pid, args.url)
     if args.command in ("install", "import"):  # edits files: no hub, no children
@@ -361,9 +365,32 @@ def _print_check(hub: Hub, out: TextIO) -> int:
         if s["quarantined"]:
             held = ", ".join(s["quarantined"])
             out.write(f"quarantined: {s['name']}: {held} (changed since servers.lock: hub pin --diff {s['name']})\n")
+    if len(hub.loaded.files) > 1:  # includes: where each server, and each key another file replaced, came from
+        for name, (file, overridden) in hub.loaded.origins.items():
+            line = f"from: {name}: {_relative(file, hub.loaded.path)}"
+            if overridden:
+                keys = ", ".join(f"{key} ({_relative(where, hub.loaded.path)})" for key, where in overridden.items())
+                line += f"; overridden: {keys}"
+            out.write(line + "\n")
     failed = [s["name"] for s in report["servers"] if s["state"] != "ready"]
     out.write(f"{len(report['servers']) - len(failed)}/{len(report['servers'])} servers ready ({hub.loaded.path})\n")
     return 1 if failed else 0
+
+
+def _origin(hub: Hub, name: str) -> dict[str, Any]:
+    """`source` (the file a server came from) and `overridden` (key -> file), for `hub list --json`."""
+    if name not in hub.loaded.origins:
+        return {}
+    file, overridden = hub.loaded.origins[name]
+    return {"source": str(file), "overridden": {key: str(where) for key, where in overridden.items()}}
+
+
+def _relative(file: Any, config: Any) -> str:
+    """A file of the configuration as the user wrote it: relative to servers.yaml's directory when inside it."""
+    try:
+        return str(file.relative_to(config.parent))
+    except ValueError:
+        return str(file)
 
 
 def _tokens(value: Any) -> tuple[int, int]:
@@ -392,6 +419,7 @@ async def _print_list(hub: Hub, host: InProcessHost, as_json: bool, out: TextIO)
                 "tools": len(per_child.get(name, [])),
                 "bytes": size,
                 "approx_tokens": tokens,
+                **_origin(hub, name),
             }
         )
     total_bytes, total_tokens = _tokens(tools)

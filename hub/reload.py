@@ -6,6 +6,7 @@ running configuration stays in force.
 
 from __future__ import annotations
 
+import glob
 import os
 import signal
 from collections.abc import Iterable
@@ -16,6 +17,7 @@ import structlog
 
 from hub.app import Hub
 from hub.config import ConfigError, load_config
+from hub.config.envfile import env_file_path
 from hub.config.lock import lock_path
 from hub.logs import reopen_log_file
 
@@ -56,19 +58,27 @@ def _stamp(path: Path) -> tuple[int, int] | None:
 
 
 async def watch_config(hub: Hub) -> None:
-    """Reload when the file's (or its servers.lock's) modification time or size changes; editors that replace the
-    file are covered too, and so is `hub pin --approve` writing the lock."""
-    path = hub.loaded.path
-    lock = lock_path(path)
-    last = (_stamp(path), _stamp(lock))
+    """Reload when a file of the configuration changes (modification time or size): servers.yaml, every file it
+    includes (and a new file matching an include glob), its servers.lock (`hub pin --approve`) and its servers.env.
+    Editors that replace a file are covered too."""
+    last = _stamps(hub)
     while True:
         await anyio.sleep(WATCH_INTERVAL)
         if not hub.loaded.config.hub.watch:
             continue
-        current = (_stamp(path), _stamp(lock))
-        if current[0] is not None and current != last:
+        current = _stamps(hub)
+        if current[hub.loaded.path] is not None and current != last:
             last = current
             await reload_from_disk(hub, "file changed")
+            last = _stamps(hub)  # the files of the configuration now in force
+
+
+def _stamps(hub: Hub) -> dict[Path, tuple[int, int] | None]:
+    loaded = hub.loaded
+    files = {loaded.path, *loaded.files, lock_path(loaded.path), env_file_path(loaded.path)}
+    for pattern in loaded.globs:
+        files.update(Path(p) for p in glob.glob(pattern))
+    return {f: _stamp(f) for f in files}
 
 
 async def handle_signals(hub: Hub, stop: anyio.CancelScope, signals: Iterable[signal.Signals]) -> None:

@@ -21,6 +21,7 @@ from pydantic import BaseModel, ValidationError
 
 from hub.config.envfile import EnvFileError, environment_with_env_file
 from hub.config.expansion import expand_env
+from hub.config.include import IncludeError, resolve
 from hub.config.lock import LockError, load_lock, lock_path
 from hub.config.schema import (
     PREFIX_PATTERN,
@@ -59,27 +60,67 @@ def _construct_mapping(loader: _LineLoader, node: yaml.MappingNode) -> dict[Any,
 
 
 class _Mapping(dict[Any, Any]):
+    """A YAML mapping that knows the line of each key, and the file of each key once several files are merged
+    (`include:`, hub.config.include), so that an error names the file and line a value came from."""
+
     def __init__(self, data: dict[Any, Any], lines: dict[Any, int], line: int) -> None:
         super().__init__(data)
         self.lines = lines
         self.line = line
+        self.file: Path | None = None
+        self.files: dict[Any, Path] = {}
+
+    def copy_mapping(self) -> _Mapping:
+        copy = _Mapping(dict(self), dict(self.lines), self.line)
+        copy.file = self.file
+        copy.files = dict(self.files)
+        return copy
+
+    def file_of(self, key: Any) -> Path | None:
+        return self.files.get(key, self.file)
+
+    def take_position(self, key: Any, source: Any) -> None:
+        """`key` now holds `source`'s value: its line and file are `source`'s."""
+        if isinstance(source, _Mapping):
+            self.lines[key] = source.lines.get(key, source.line)
+            where = source.file_of(key)
+            if where is not None:
+                self.files[key] = where
 
 
 _LineLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _construct_mapping)
 
 
 def _line_of(tree: Any, loc: tuple[int | str, ...]) -> int | None:
+    return _position(tree, loc)[1]
+
+
+def _position(tree: Any, loc: tuple[int | str, ...]) -> tuple[Path | None, int | None]:
+    """The file (when files were merged) and line of the value at `loc`: the deepest key that exists."""
     line: int | None = getattr(tree, "line", None)
+    file: Path | None = getattr(tree, "file", None)
     node = tree
     for part in loc:
         if isinstance(node, _Mapping) and part in node:
             line = node.lines.get(part, line)
+            file = node.file_of(part) or file
             node = node[part]
         elif isinstance(node, list) and isinstance(part, int) and part < len(node):
             node = node[part]
         else:
             break
-    return line
+    return file, line
+
+
+def _stamp(tree: Any, file: Path) -> None:
+    """Every mapping of a file's tree knows the file (for errors in a merged configuration)."""
+    if isinstance(tree, _Mapping):
+        tree.file = file
+        for value in tree.values():
+            _stamp(value, file)
+    elif isinstance(tree, list):
+        for value in tree:
+            _stamp(value, file)
 
 
 def _expand_tree(tree: Any, environ: Mapping[str, str], path: tuple[str | int, ...], root: Any, file: Path) -> Any:
@@ -93,7 +134,8 @@ def _expand_tree(tree: Any, environ: Mapping[str, str], path: tuple[str | int, .
         try:
             return expand_env(tree, environ)
         except KeyError as missing:
-            where = _format_where(file, _line_of(root, path), path)
+            source, line = _position(root, path)
+            where = _format_where(source or file, line, path)
             raise ConfigError(
                 f"{where}: environment variable {missing.args[0]} is not set; export it before starting the hub, "
                 f"or give a default as ${{{missing.args[0]}:-value}}"
@@ -137,7 +179,8 @@ def _model_in(annotation: Any) -> tuple[type[BaseModel], bool] | None:
 
 def _describe(error: Any, file: Path, tree: Any) -> str:
     loc: tuple[int | str, ...] = tuple(error["loc"])
-    where = _format_where(file, _line_of(tree, loc), loc)
+    source, line = _position(tree, loc)
+    where = _format_where(source or file, line, loc)
     kind = error["type"]
     if kind == "extra_forbidden":
         allowed = _allowed_keys(loc)
@@ -177,10 +220,19 @@ def shown(loc: tuple[int | str, ...], value: Any) -> str:
 
 
 def parse_config(text: str, file: Path, environ: Mapping[str, str] | None = None) -> HubConfig:
-    """Parse and validate the text of a servers.yaml.
+    """Parse and validate the text of a servers.yaml (its `include:` not followed: `load_config` does that).
 
     Raises:
         ConfigError: the text is not valid YAML or not a valid configuration.
+    """
+    return validate_tree(read_tree(text, file), file, environ)
+
+
+def read_tree(text: str, file: Path) -> _Mapping:
+    """The YAML tree of one file, every mapping knowing its lines and the file.
+
+    Raises:
+        ConfigError: the text is not valid YAML, or not a mapping.
     """
     try:
         tree = yaml.load(text, Loader=_LineLoader)
@@ -190,13 +242,26 @@ def parse_config(text: str, file: Path, environ: Mapping[str, str] | None = None
         mark = getattr(exc, "problem_mark", None)
         line = f":{mark.line + 1}" if mark is not None else ""
         raise ConfigError(f"{file}{line}: not valid YAML: {getattr(exc, 'problem', exc)}") from None
-    if tree is None or (isinstance(tree, _Mapping) and "servers" not in tree):
+    if tree is None:
         # An editor that truncates the file before writing it leaves exactly this for a moment: a reload of it
         # would stop every child. A hub without servers says so.
-        what = "is empty" if tree is None else "has no 'servers:' key"
-        raise ConfigError(f"{file} {what}; list the servers under 'servers:', or write 'servers: {{}}' for none")
+        raise ConfigError(f"{file} is empty; list the servers under 'servers:', or write 'servers: {{}}' for none")
     if not isinstance(tree, _Mapping):
         raise ConfigError(f"{file}: the top level must be a mapping with a 'servers:' key")
+    _stamp(tree, file)
+    return tree
+
+
+def validate_tree(tree: _Mapping, file: Path, environ: Mapping[str, str] | None = None) -> HubConfig:
+    """Expand `${VAR}` in a (merged) tree and validate it.
+
+    Raises:
+        ConfigError: naming each problem's file, line and key path.
+    """
+    if "servers" not in tree:
+        raise ConfigError(
+            f"{file} has no 'servers:' key; list the servers under 'servers:', or write 'servers: {{}}' for none"
+        )
     tree = _expand_tree(tree, os.environ if environ is None else environ, (), tree, file)
     problems = _name_problems(tree, file)
     try:
@@ -218,7 +283,8 @@ def _name_problems(tree: _Mapping, file: Path) -> list[str]:
     problems = []
     owners: dict[str, str] = {}
     for name, server in servers.items():
-        where = _format_where(file, _line_of(tree, ("servers", name)), ("servers", name))
+        source, line = _position(tree, ("servers", name))
+        where = _format_where(source or file, line, ("servers", name))
         if isinstance(server, dict) and server.get("prefix") is None and not re.fullmatch(PREFIX_PATTERN, str(name)):
             problems.append(
                 f"{where}: server name {name!r} cannot be used as a prefix (1-32 lowercase letters, digits or '-', "
@@ -244,21 +310,39 @@ def load_config(path: str | Path, environ: Mapping[str, str] | None = None) -> L
         ConfigError: the file is missing, unreadable or invalid, or its env file cannot be read.
     """
     file = Path(path)
-    try:
-        text = file.read_text(encoding="utf-8")
-    except FileNotFoundError:
+    if not file.exists():
         hint = "pass --config PATH or create it (see docs/configuration.md)"
-        raise ConfigError(f"{file}: no such file; {hint}") from None
-    except OSError as exc:
-        raise ConfigError(f"{file}: cannot read it: {exc.strerror}") from None
+        raise ConfigError(f"{file}: no such file; {hint}")
     try:  # servers.env beside it (hub import puts secrets there); the process environment wins over it
         environ = environment_with_env_file(file, os.environ if environ is None else environ)
     except EnvFileError as exc:
         raise ConfigError(str(exc)) from None
-    config = parse_config(text, file, environ)
+    try:
+        merged = resolve(file, _read_file)
+    except IncludeError as exc:
+        raise ConfigError(str(exc)) from None
+    config = validate_tree(merged.tree, file, environ)
     lock_file = lock_path(file.resolve())
     try:
         lock = load_lock(lock_file)
     except LockError as exc:
         raise ConfigError(str(exc)) from None
-    return LoadedConfig(path=file.resolve(), config=config, lock=lock)
+    origins = {name: (o.file, dict(o.overridden)) for name, o in merged.origins.items()}
+    return LoadedConfig(
+        path=file.resolve(),
+        config=config,
+        lock=lock,
+        files=tuple(merged.files),
+        globs=tuple(merged.globs),
+        origins=origins,
+    )
+
+
+def _read_file(file: Path) -> _Mapping:
+    try:
+        text = file.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise ConfigError(f"{file}: no such file") from None
+    except OSError as exc:
+        raise ConfigError(f"{file}: cannot read it: {exc.strerror}") from None
+    return read_tree(text, file)

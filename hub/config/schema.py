@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import fnmatch
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
 from typing import Literal
@@ -391,6 +391,9 @@ class SecretsConfig(_Strict):
 
 
 class HubConfig(_Strict):
+    include: tuple[str, ...] = Field(
+        default=(), description="Files merged under this one (relative to it, globs allowed): hub.config.include."
+    )
     hub: HubSettings = HubSettings()
     auth: AuthConfig | None = None
     secrets: SecretsConfig = SecretsConfig()
@@ -414,6 +417,10 @@ class LoadedConfig:
     path: Path
     config: HubConfig
     lock: Lock | None = None  # servers.lock beside the file (`hub pin`), None when there is none
+    files: tuple[Path, ...] = ()  # every file read: this one and what it includes (the reload watcher's list)
+    globs: tuple[str, ...] = ()  # the include globs: a file that newly matches one is a change too
+    # Each server's file, and the keys a later file replaced (with that file): `hub check`, `hub list --json`.
+    origins: dict[str, tuple[Path, dict[str, Path]]] = field(default_factory=dict)
 
     @cached_property
     def policy(self) -> Policy:
