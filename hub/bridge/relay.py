@@ -1,0 +1,240 @@
+"""The host's side of the bridge: the lines the host writes go to the hub in order; answers and errors come back.
+
+A line is decoded as the hub's stdio front decodes it (`hub.protocol.jsonrpc`): what is not a message gets the
+JSON-RPC error it calls for when it has a usable id, and is logged otherwise (at most once a second); the bridge never
+exits on a line. Messages reach the hub in the order the host wrote them: a notification or an answer is delivered
+(the hub said 202) before the next line is taken, and a request is sent from a task of its own (its response streams
+for as long as the call runs), so that `notifications/initialized` reaches the hub before the requests after it.
+
+Every request of the host's gets exactly one answer: the hub's; or, when its connection drops, the hub cannot be
+reached or the token is refused, an error saying so. A request the host cancelled gets none (the hub's "cancelled"
+answer is dropped). Toward 2026-07-28 a cancellation closes the request's POST, which is how that revision cancels;
+the host's other notifications have nowhere to go in that revision and are dropped.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import deque
+from collections.abc import Callable
+from typing import Any
+
+import anyio
+import structlog
+from anyio.abc import TaskGroup
+
+from hub.bridge.remote import Remote, RemoteError
+from hub.logs import Throttle
+from hub.protocol import revisions
+from hub.protocol.jsonrpc import (
+    CONNECTION_CLOSED,
+    INTERNAL_ERROR,
+    INVALID_REQUEST,
+    EncodeError,
+    Invalid,
+    Message,
+    Notification,
+    Request,
+    RequestId,
+    Response,
+    encode,
+    error_line,
+    is_id,
+    leading_id,
+    notification_line,
+    parse,
+    quote,
+)
+
+# Lines the host may have written ahead of what has reached the hub (while the hub restarts, say); beyond that a
+# request is answered at once with an error, and anything else is dropped (and logged).
+MAX_QUEUED = 10_000
+_LISTS = ("tools", "prompts", "resources")
+
+_log = structlog.get_logger("hub.connect")
+
+
+def _answers(line: bytes, request_id: RequestId) -> bool:
+    """Whether `line` is the answer (a result or an error) to the request `request_id`."""
+    message = parse(line)
+    if isinstance(message, Response) or (isinstance(message, Invalid) and message.response):
+        return type(message.id) is type(request_id) and message.id == request_id
+    return False
+
+
+class Relay:
+    """Between the host's lines and the `Remote` session; `write` puts one line on the host's wire."""
+
+    def __init__(self, remote: Remote, write: Callable[[bytes], None], tg: TaskGroup) -> None:
+        self.remote = remote
+        self._write = write
+        self._tg = tg
+        self._queue: deque[tuple[bytes, Message]] = deque()
+        self._wake = anyio.Event()
+        self._in_flight: dict[RequestId, anyio.CancelScope] = {}
+        self._cancelled: set[RequestId] = set()
+        self._era: str | None = None  # "handshake" or "modern", from the host's first request
+        self._dropped = Throttle()
+
+    # ---- from the host --------------------------------------------------------------------------------------
+
+    def line(self, line: bytes) -> None:
+        """One line from the host (without its newline); never raises."""
+        message = parse(line)
+        if isinstance(message, list):
+            for item in message:  # batches are not part of MCP: each request in one is told so, as the hub does
+                if isinstance(item, Request):
+                    self.send(
+                        error_line(
+                            item.id,
+                            INVALID_REQUEST,
+                            "invalid request: JSON-RPC batches are not supported; send one message per line",
+                        )
+                    )
+                elif isinstance(item, Invalid) and item.id is not None and not item.response:
+                    self.send(error_line(item.id, item.code, item.reason))
+            return
+        if isinstance(message, Invalid):
+            self._invalid(message)
+        elif len(self._queue) >= MAX_QUEUED:
+            self._overflow(message)
+        else:
+            self._queue.append((line, message))
+            self._wake.set()
+
+    def oversized(self, head: bytes, size: int, limit: int) -> None:
+        """A line over `limit` bytes was dropped as it arrived; answered if its id could be found."""
+        request_id = leading_id(head)
+        reason = f"invalid request: the message is {size} bytes, over hub connect's limit of {limit}"
+        if request_id is not None:
+            self.send(error_line(request_id, INVALID_REQUEST, reason))
+        else:
+            self._noisy(reason)
+
+    def _invalid(self, message: Invalid) -> None:
+        """What is not a usable message. An unusable answer to a request of the hub's fails that request at the
+        hub (it is never answered back to the host, which would take that for an answer of its own)."""
+        if message.response and message.id is not None:
+            reason = f"the host's answer was invalid ({message.reason})"
+            answer = Response(message.id, None, {"code": message.code, "message": reason})
+            self._queue.append((error_line(message.id, message.code, reason), answer))
+            self._wake.set()
+        elif message.id is not None and not message.response:
+            self.send(error_line(message.id, message.code, message.reason))
+        else:
+            self._noisy(message.reason)
+
+    def _overflow(self, message: Message) -> None:
+        if isinstance(message, Request):
+            reason = f"hub connect has {MAX_QUEUED} messages waiting for the hub at {self.remote.url}; try again later"
+            self.send(error_line(message.id, CONNECTION_CLOSED, reason))
+        else:
+            self._noisy(f"dropped: {MAX_QUEUED} messages are waiting for the hub")
+
+    def _noisy(self, reason: str) -> None:
+        if self._dropped.tick():
+            _log.warning("connect_host_message_dropped", reason=reason, dropped=self._dropped.count)
+
+    # ---- to the hub ---------------------------------------------------------------------------------------------
+
+    async def run(self) -> None:
+        """Send the host's messages to the hub in order, for as long as the bridge runs."""
+        while True:
+            while not self._queue:
+                self._wake = anyio.Event()
+                await self._wake.wait()
+            line, message = self._queue.popleft()
+            if isinstance(message, Request):
+                self._start(message)
+            else:
+                await self._deliver(line, message)
+
+    def _start(self, request: Request) -> None:
+        if self._era is None:
+            modern = request.method != "initialize" and revisions.has_envelope(request.params)
+            self._era = "modern" if modern else "handshake"
+        scope = anyio.CancelScope()
+        self._in_flight[request.id] = scope
+        self._tg.start_soon(self._request, request, scope)
+
+    async def _request(self, request: Request, scope: anyio.CancelScope) -> None:
+        """One request, to its answer (or the error that stands for it)."""
+        answered = False
+
+        def deliver(line: bytes) -> None:
+            nonlocal answered
+            if not answered and _answers(line, request.id):
+                answered = True
+                if request.id in self._cancelled:
+                    return  # the host cancelled it: it takes no answer
+            self.send(line)
+
+        failure: bytes | None = None
+        with scope:
+            try:
+                await self.remote.request(request, deliver, self._era == "modern")
+            except RemoteError as exc:
+                failure = exc.line(request.id)
+                _log.warning("connect_request_failed", method=request.method[:100], error=str(exc))
+            except Exception as exc:  # a fault of the bridge's own: the host is answered, the bridge goes on
+                _log.error("connect_request_fault", method=request.method[:100], exc_info=exc)
+                failure = error_line(
+                    request.id, INTERNAL_ERROR, f"hub connect: internal error in {quote(request.method)}"
+                )
+        if self._in_flight.get(request.id) is scope:
+            del self._in_flight[request.id]
+        cancelled = request.id in self._cancelled
+        self._cancelled.discard(request.id)
+        if answered or cancelled:
+            return
+        self.send(
+            failure
+            or error_line(
+                request.id, CONNECTION_CLOSED, f"the hub at {self.remote.url} ended its response without an answer"
+            )
+        )
+
+    async def _deliver(self, line: bytes, message: Message) -> None:
+        """A notification or an answer of the host's, to the hub."""
+        initialized = False
+        if isinstance(message, Notification):
+            if message.method == "notifications/cancelled":
+                self._cancel(message.params)
+            if self._era == "modern":
+                return
+            initialized = message.method == "notifications/initialized"
+        method = message.method[:100] if isinstance(message, Notification) else "(an answer)"
+        try:
+            await self.remote.post(line, initialized)
+        except RemoteError as exc:
+            _log.warning("connect_message_failed", method=method, error=str(exc))
+        except Exception as exc:  # a fault of the bridge's own: logged, and the next line is taken
+            _log.error("connect_message_fault", method=method, exc_info=exc)
+
+    def _cancel(self, params: dict[str, Any]) -> None:
+        request_id = params.get("requestId")
+        if not is_id(request_id) or request_id not in self._in_flight:
+            return
+        self._cancelled.add(request_id)
+        if self._era == "modern":
+            self._in_flight[request_id].cancel()
+
+    # ---- to the host --------------------------------------------------------------------------------------------
+
+    def send(self, line: bytes) -> None:
+        """One message to the host, as one line."""
+        line = line.strip()
+        if b"\n" in line or b"\r" in line:  # JSON spread over lines (whitespace between tokens): one line for the wire
+            try:
+                line = encode(json.loads(line))
+            except (ValueError, RecursionError, EncodeError):
+                self._noisy("the hub sent a message that is not JSON; not passed on")
+                return
+        self._write(line + b"\n")
+
+    def renewed(self, capabilities: dict[str, Any]) -> None:
+        """The hub forgot the host's session and a new one was made: the host is told its lists may have changed
+        (they are the lists of a hub that restarted, perhaps with another configuration)."""
+        for kind in _LISTS:
+            if kind in capabilities:
+                self.send(notification_line(f"notifications/{kind}/list_changed", None))

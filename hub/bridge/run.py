@@ -1,0 +1,52 @@
+"""One bridge: the host on stdio, the hub at a URL, until the host leaves."""
+
+from __future__ import annotations
+
+import signal
+
+import anyio
+import structlog
+
+from hub.bridge.relay import Relay
+from hub.bridge.remote import Remote, new_client
+from hub.bridge.token import Token
+from hub.bridge.wire import MAX_LINE_BYTES, host_wire
+from hub.platform import WINDOWS
+
+# Each ends the bridge as the host leaving does: the session is ended at the hub first.
+STOP_SIGNALS = () if WINDOWS else (signal.SIGHUP, signal.SIGTERM, signal.SIGINT)
+
+_log = structlog.get_logger("hub.connect")
+
+
+async def run_bridge(url: str, token: Token) -> None:
+    """Relay between the host on stdin/stdout and the hub at `url` until the host closes stdin (or stops reading,
+    or a stop signal comes); then the hub's session is ended (DELETE, bounded)."""
+    _log.info("connect_started", url=url, token_source=token.source, token=token.value is not None)
+    async with new_client(token) as http:
+        remote = Remote(url, token, http, lambda capabilities: relay.renewed(capabilities))
+        # The wire calls the relay only from the event loop, which runs nothing before `relay` is set below.
+        async with (
+            anyio.create_task_group() as tg,
+            host_wire(
+                tg, lambda line: relay.line(line), lambda head, size: relay.oversized(head, size, MAX_LINE_BYTES)
+            ) as wire,
+        ):
+            relay = Relay(remote, wire.write, tg)
+            tg.start_soon(relay.run)
+            tg.start_soon(remote.listen, relay.send)
+            tg.start_soon(_stop_on_signal, wire.gone)
+            await wire.gone.wait()
+            tg.cancel_scope.cancel()
+        await remote.close()
+    _log.info("connect_stopped", url=url)
+
+
+async def _stop_on_signal(gone: anyio.Event) -> None:
+    if not STOP_SIGNALS:
+        return
+    with anyio.open_signal_receiver(*STOP_SIGNALS) as received:
+        async for signum in received:
+            _log.info("connect_stopping", signal=signal.Signals(signum).name)
+            gone.set()
+            return

@@ -1,0 +1,92 @@
+"""The host's wire: this process's stdin and stdout, newline-delimited JSON-RPC, and nothing else on stdout.
+
+As in the hub's stdio front (`hub.host.stdio`), the wire is kept on private duplicates of fd 0 and 1, and fd 1 is
+pointed at stderr while the bridge runs, so that nothing printed by accident can corrupt the protocol. The
+duplicates are read and written with the hub's pipe machinery (`hub.platform.pipes`): without blocking, from the
+event loop, on POSIX; by a daemon thread per direction elsewhere (and with HUB_PORTABLE=1).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager, suppress
+
+import anyio
+from anyio.abc import TaskGroup
+
+from hub.platform import LINUX, portable
+from hub.platform.pipes import Broken, FdReader, FdWriter, Lines, ThreadReader, ThreadWriter, Writer
+
+# The longest line taken from the host; a longer one is dropped as it arrives (and answered, if its id is found).
+MAX_LINE_BYTES = 64 * 1024 * 1024
+# How long the lines already written may take to reach the host once the bridge stops.
+FLUSH_LIMIT = 2.0
+
+
+class HostWire:
+    """Lines to the host; `gone` is set once the host closed stdin or stopped reading stdout."""
+
+    def __init__(self, writer: Writer) -> None:
+        self._writer = writer
+        self.gone = anyio.Event()
+
+    def write(self, line: bytes) -> None:
+        try:
+            self._writer.write(line)
+        except Broken:
+            self.gone.set()  # the host stopped reading: nothing can reach it any more
+
+
+@asynccontextmanager
+async def host_wire(
+    tg: TaskGroup, on_line: Callable[[bytes], None], on_oversized: Callable[[bytes, int], None]
+) -> AsyncIterator[HostWire]:
+    """The wire for the life of the block: each line the host writes to `on_line` (an over-long one's head and
+    size to `on_oversized`); on leaving, what was written is flushed (bounded) and fd 0 and 1 are put back."""
+    wire_in, wire_out = os.dup(0), os.dup(1)
+    null = os.open(os.devnull, os.O_RDONLY)
+    os.dup2(null, 0)
+    os.close(null)
+    os.dup2(2, 1)
+    writer: FdWriter | ThreadWriter
+    try:
+        if portable():
+            writer = ThreadWriter(wire_out)
+        else:
+            writer = FdWriter(wire_out)
+            if LINUX:
+                from hub.platform.linux import widen_pipe
+
+                widen_pipe(wire_out)
+        wire = HostWire(writer)
+        lines = Lines(MAX_LINE_BYTES, on_line, lambda head, tail, size: on_oversized(head, size))
+        reader = _reader(wire_in, lines.feed, wire.gone.set, tg)
+        try:
+            yield wire
+        finally:
+            reader.close()
+            with anyio.move_on_after(FLUSH_LIMIT, shield=True):
+                while writer.pending:  # noqa: ASYNC110 - the pipe has no "drained" event
+                    await anyio.sleep(0.01)
+            writer.close()
+    finally:
+        with suppress(OSError):
+            os.dup2(wire_in, 0)
+            os.dup2(wire_out, 1)
+        for fd in (wire_in, wire_out):
+            with suppress(OSError):
+                os.close(fd)
+
+
+def _reader(
+    fd: int, feed: Callable[[bytes], None], on_end: Callable[[], None], tg: TaskGroup
+) -> FdReader | ThreadReader:
+    """The event loop watches stdin where it can; a regular file (`hub connect URL < requests.jsonl`), which an
+    event loop cannot watch, and the portable path read it in a thread."""
+    if not portable():
+        try:
+            return FdReader(fd, feed, on_end)
+        except (PermissionError, ValueError, OSError):
+            pass
+    return ThreadReader(fd, feed, on_end, tg)

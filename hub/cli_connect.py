@@ -1,0 +1,95 @@
+"""`hub connect URL`: the command line of the stdio ↔ Streamable HTTP bridge (`hub.bridge`).
+
+It starts no hub and reads no servers.yaml: the hub is at the URL. The token comes from an environment variable
+(`--token-env`, default HUB_TOKEN) or the OS keyring (`--keyring`), never from the command line. Logs go to stderr
+(or --log-file); stdout carries the protocol alone.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from urllib.parse import urlsplit
+
+from hub.bridge.token import DEFAULT_ENV, DEFAULT_KEYRING_USER, Token, TokenError, from_env, from_keyring
+
+EXIT_USAGE = 2
+
+
+def add_connect_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """The `hub connect` command and its options."""
+    connect = commands.add_parser(
+        "connect",
+        help="bridge a host that starts local processes (stdio) to a hub served over HTTP",
+        description="Speaks MCP on stdin/stdout to the host that started it, and relays every message both ways "
+        "to the hub at URL (Streamable HTTP, `hub serve --http`): requests and answers, notifications, the hub's "
+        "requests to the host, cancellations. A hub that restarts is connected to again without the host noticing "
+        "(it is sent list_changed). Starts no hub and reads no servers.yaml.",
+    )
+    connect.add_argument("url", metavar="URL", help="the hub's MCP endpoint, e.g. https://hub.example.com/mcp")
+    source = connect.add_mutually_exclusive_group()
+    source.add_argument(
+        "--token-env",
+        metavar="VAR",
+        help=f"the environment variable holding the bearer token (default: {DEFAULT_ENV}; unset there: no token)",
+    )
+    source.add_argument(
+        "--keyring",
+        metavar="SERVICE",
+        help="read the token from the OS keyring's entry for SERVICE (needs the 'keyring' package)",
+    )
+    connect.add_argument(
+        "--keyring-user",
+        metavar="USER",
+        default=DEFAULT_KEYRING_USER,
+        help=f"the user name of the keyring entry (default: {DEFAULT_KEYRING_USER})",
+    )
+    connect.add_argument(
+        "--log-format", choices=["json", "console"], default="json", help="format of log lines (default: json)"
+    )
+    connect.add_argument("--log-level", default="info", help="debug, info, warning, error (default: info)")
+    connect.add_argument("--log-file", default=None, help="append logs to this file instead of stderr")
+
+
+def _token(args: argparse.Namespace) -> Token:
+    """Raises: TokenError."""
+    if args.keyring is not None:
+        return from_keyring(args.keyring, args.keyring_user)
+    return from_env(args.token_env or DEFAULT_ENV, os.environ, required=args.token_env is not None)
+
+
+def _url_problem(url: str) -> str | None:
+    parts = urlsplit(url)
+    if parts.scheme not in ("http", "https") or not parts.netloc:
+        return f"URL must be an http:// or https:// address, such as https://hub.example.com/mcp, not {url!r}"
+    if "access_token" in parts.query:
+        return "put the token in an environment variable (--token-env) or the keyring, not in the URL"
+    return None
+
+
+def run_connect(args: argparse.Namespace) -> int:
+    """`hub connect`: 0 once the host has closed stdin; 2 on bad usage or a token that cannot be had."""
+    problem = _url_problem(args.url)
+    if problem is not None:
+        print(f"hub connect: {problem}", file=sys.stderr)
+        return EXIT_USAGE
+    try:
+        token = _token(args)
+    except TokenError as exc:
+        print(f"hub connect: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    from hub.logs import configure_logging
+
+    call_log = configure_logging(args.log_format, args.log_level, args.log_file)
+    if token.value is not None:
+        call_log.redactor.add([token.value])  # never in a log line, even quoted back in a hub's error
+    import anyio
+
+    from hub.bridge.run import run_bridge
+
+    try:
+        anyio.run(run_bridge, args.url, token)
+    except KeyboardInterrupt:
+        return 130
+    return 0
