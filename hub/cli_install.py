@@ -17,7 +17,7 @@ import os
 import shlex
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
 if TYPE_CHECKING:
     from hub.install.clients import Paths
@@ -48,6 +48,17 @@ def add_parsers(commands: argparse._SubParsersAction[argparse.ArgumentParser], c
     action.add_argument("--restore", action="store_true", help="put back the latest backup of CLIENT's file")
     action.add_argument(
         "--status", action="store_true", help="where the hub is installed, and whether the entry drifted"
+    )
+    install.add_argument(
+        "--url",
+        help="a team hub's URL (hub serve --http) instead of a local hub: a native HTTP entry where the host takes "
+        "one, else a `hub connect URL` entry",
+    )
+    install.add_argument(
+        "--token-env",
+        default="HUB_TOKEN",
+        metavar="VAR",
+        help="with --url: the environment variable the token is read from (default HUB_TOKEN); never the token",
     )
     imports = commands.add_parser(
         "import",
@@ -122,6 +133,8 @@ def _install(args: argparse.Namespace, paths: Paths, out: TextIO) -> int:
         return _report(change, args.dry_run, out)
     if args.uninstall:
         return _report(_carry_out(uninstall_plan(target, args.name), args.dry_run), args.dry_run, out)
+    if args.url is not None:
+        return _install_url(args, client, target, out)
     config = _config(args.config, paths)
     if config is None:
         return EXIT_USAGE
@@ -130,6 +143,36 @@ def _install(args: argparse.Namespace, paths: Paths, out: TextIO) -> int:
     status = _report(change, args.dry_run, out)
     if change.changes and not args.dry_run:
         out.write(f"  runs: {shlex.join(command)}\n  restart {client.title} to start it\n")
+    return status
+
+
+def _install_url(args: argparse.Namespace, client: Any, target: Any, out: TextIO) -> int:
+    """`hub install CLIENT --url URL`: the host's own HTTP entry with the token from `--token-env` where it takes
+    one (written to the file directly: a host CLI would want the token itself), else a `hub connect` bridge."""
+    import dataclasses
+
+    from hub.install.clients import REMOTE, connect_command, hub_executable
+    from hub.install.installer import plan
+
+    url, variable = args.url, args.token_env
+    if not url.startswith(("http://", "https://")) or "?" in url:
+        print("hub: --url must be an http(s) URL without a query string (the token never goes in it)", file=sys.stderr)
+        return EXIT_USAGE
+    if not variable.replace("_", "").isalnum():
+        print(f"hub: --token-env {variable!r} is not an environment variable name", file=sys.stderr)
+        return EXIT_USAGE
+    remote = REMOTE.get(client.name)
+    if remote is not None:
+        target = dataclasses.replace(target, entry=lambda _command: remote(url, variable), cli=None)
+        command = [url]
+    else:
+        command = connect_command(hub_executable(), url, variable)
+    change = _carry_out(plan(target, args.name, command), args.dry_run)
+    status = _report(change, args.dry_run, out)
+    if change.changes and not args.dry_run:
+        how = "its own HTTP client" if remote is not None else f"`{shlex.join(command)}`"
+        out.write(f"  {client.title} reaches {url} through {how}, with the token from ${variable}\n")
+        out.write(f"  set {variable} in the environment {client.title} starts with, then restart it\n")
     return status
 
 

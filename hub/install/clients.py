@@ -179,6 +179,23 @@ CLIENTS: dict[str, Client] = {
     )
 }
 
+# A team hub at a URL, for the hosts that take a remote entry in their file, with the token read from an environment
+# variable by the host itself (never written into the file): name -> (url, variable) -> entry. The others (Claude
+# Desktop skips remote entries; Zed and Gemini expand no variables in headers) get `hub connect URL --token-env VAR`.
+REMOTE: dict[str, Callable[[str, str], dict[str, Any]]] = {
+    "claude-code": lambda url, var: {"type": "http", "url": url, "headers": {"Authorization": f"Bearer ${{{var}}}"}},
+    "cursor": lambda url, var: {"url": url, "headers": {"Authorization": f"Bearer ${{env:{var}}}"}},
+    "vscode": lambda url, var: {"type": "http", "url": url, "headers": {"Authorization": f"Bearer ${{env:{var}}}"}},
+    "windsurf": lambda url, var: {"serverUrl": url, "headers": {"Authorization": f"Bearer ${{env:{var}}}"}},
+    "codex": lambda url, var: {"url": url, "bearer_token_env_var": var},
+}
+
+
+def connect_command(executable: list[str], url: str, variable: str) -> list[str]:
+    """The command line of a stdio bridge to a team hub (`hub connect`), the token from `variable`."""
+    return [*executable, "connect", url, "--token-env", variable]
+
+
 # A file given by path to `hub import`: which entry shape goes with which key (for --consolidate).
 ENTRY_FOR_KEY: dict[str, Callable[[list[str]], dict[str, Any]]] = {
     "mcpServers": _plain,

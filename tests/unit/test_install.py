@@ -251,6 +251,8 @@ def args(command: str, **given: Any) -> argparse.Namespace:
         "uninstall": False,
         "restore": False,
         "status": False,
+        "url": None,
+        "token_env": "HUB_TOKEN",
     }
     return argparse.Namespace(**(defaults | given))
 
@@ -348,3 +350,34 @@ def test_restore_dry_run_shows_what_would_come_back_and_writes_nothing(tmp_path:
     assert file.read_bytes() == installed
     assert '-    "hub": {' in out.getvalue()
     assert "gemini: restored from settings.json.bak-20261201T163000" in out.getvalue()
+
+
+URL = "https://hub.example.com/mcp"
+
+
+@pytest.mark.parametrize("client", sorted(CLIENTS))
+def test_a_team_url_is_a_native_http_entry_or_a_hub_connect_bridge_and_never_holds_the_token(
+    client: str, tmp_path: Path
+) -> None:
+    paths = Paths(tmp_path, "linux", {"HUB_TOKEN": "hub_secret_never_written"}, tmp_path)
+    out = io.StringIO()
+    given = args("install", client=client, url=URL, token_env="TEAM_HUB_TOKEN")
+    assert run_install_command(given, paths, out) == 0, out.getvalue()
+    file = CLIENTS[client].file(paths, "user")
+    text = file.read_text()
+    assert "hub_secret_never_written" not in text and "TEAM_HUB_TOKEN" in text
+    host = next(h for h in HOSTS if h.client == client)
+    entry = servers_of(host, text)["hub"]
+    if client in ("claude-desktop", "zed", "gemini"):  # no remote entry (or no variables in headers): the bridge
+        assert entry["args"][-4:] == ["connect", URL, "--token-env", "TEAM_HUB_TOKEN"]
+    else:
+        assert URL in (entry.get("url"), entry.get("serverUrl"))
+    assert run_install_command(given, paths, io.StringIO()) == 0
+    assert file.read_text() == text, "running it twice changes nothing"
+
+
+def test_a_url_with_a_query_string_is_refused(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    paths = Paths(tmp_path, "linux", {}, tmp_path)
+    given = args("install", client="cursor", url=URL + "?access_token=x")
+    assert run_install_command(given, paths, io.StringIO()) == 2
+    assert "without a query string" in capsys.readouterr().err
