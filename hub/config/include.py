@@ -54,16 +54,18 @@ Reader = Callable[[Path], Any]  # a file's parsed YAML tree (hub.config.loader),
 def resolve(root: Path, read: Reader) -> Merged:
     """The tree of `root` with its includes merged in (`read` parses one file)."""
     merged = Merged(None, [], {}, [])
-    merged.tree = _resolve(root.resolve(), read, (), merged)
+    merged.tree = _resolve(root, read, (), merged)
     return merged
 
 
 def _resolve(file: Path, read: Reader, chain: tuple[Path, ...], merged: Merged) -> Any:
-    if file in chain:
+    """`file` as written (relative to the working directory, or to the including file's directory), so that
+    messages name it as the user does; `chain` is the files including it, for cycles and messages."""
+    if file.resolve() in {p.resolve() for p in chain}:
         names = " -> ".join(str(p) for p in (*chain, file))
         raise IncludeError(f"{chain[-1]}: include cycle: {names}")
     tree = read(file)
-    merged.files.append(file)
+    merged.files.append(file.resolve())
     if not isinstance(tree, dict) or "include" not in tree:
         _record(tree, file, merged.origins)
         return tree
@@ -90,11 +92,11 @@ def _resolve(file: Path, read: Reader, chain: tuple[Path, ...], merged: Merged) 
 def _expand(pattern: str, including: Path, chain: tuple[Path, ...]) -> list[Path]:
     path = including.parent / Path(pattern).expanduser()
     if glob.has_magic(pattern):
-        return [Path(p).resolve() for p in sorted(glob.glob(str(path)))]
+        return [Path(p) for p in sorted(glob.glob(str(path)))]
     if not path.is_file():
         names = " -> ".join(str(p) for p in (*chain, including))
         raise IncludeError(f"{including}: included file {pattern!r} does not exist ({path}); included from {names}")
-    return [path.resolve()]
+    return [path]
 
 
 def _record(tree: Any, file: Path, origins: dict[str, Origin]) -> None:

@@ -327,7 +327,9 @@ def load_config(path: str | Path, environ: Mapping[str, str] | None = None) -> L
         lock = load_lock(lock_file)
     except LockError as exc:
         raise ConfigError(str(exc)) from None
-    origins = {name: (o.file, dict(o.overridden)) for name, o in merged.origins.items()}
+    origins = {
+        n: (o.file.resolve(), {k: f.resolve() for k, f in o.overridden.items()}) for n, o in merged.origins.items()
+    }
     return LoadedConfig(
         path=file.resolve(),
         config=config,
