@@ -349,8 +349,13 @@ class AuthConfig(_Strict):
 
     tokens: str | None = Field(default=None, description="The token file of `hub token` (relative: to servers.yaml).")
     jwt: JwtConfig | None = None
-    admin_group: str = Field(default="admin", description="Members may POST /reload and read /metrics.")
+    admin_group: str = Field(
+        default="admin", description="Members may POST /reload, read /metrics and the status page (GET /)."
+    )
     metrics_group: str = Field(default="metrics", description="Members may read /metrics.")
+    status_group: str = Field(
+        default="status", description="Members may read the status page (GET /), as admin_group's may."
+    )
 
     @model_validator(mode="after")
     def _some_method(self) -> AuthConfig:

@@ -16,7 +16,8 @@ same path as over stdio: `HostSession.handle`. An error about a request carries 
 is never answered back (`hub.protocol.jsonrpc.Invalid`). `/healthz` says the hub is up; `/readyz` whether the
 required children are ready (503 while they are not, or while draining); `POST /reload` re-reads servers.yaml and
 `/metrics` serves Prometheus text (with `auth:`, for the admin and metrics groups; without, reload from loopback
-only); `/.well-known/oauth-protected-resource` is the RFC 9728 metadata.
+only); `/.well-known/oauth-protected-resource` is the RFC 9728 metadata; `/` (or `/status`) is the status page and
+`/status.json` its data, with `/login` and `/logout` for browsers (`hub.host.http_status`).
 """
 
 from __future__ import annotations
@@ -34,8 +35,11 @@ from hub.access.identity import Identity
 from hub.host.http_auth import WELL_KNOWN, Authenticator, Refusal
 from hub.host.http_checks import Checks
 from hub.host.http_sessions import HttpSession, Sessions, StandaloneStream
+from hub.host.http_status import PATHS as STATUS_PATHS
+from hub.host.http_status import StatusPage
 from hub.host.session import HostSession
 from hub.observe.metrics import ChildStats, Metrics
+from hub.observe.recent import Recent
 from hub.platform.pipes import EDGE
 from hub.protocol import revisions
 from hub.protocol.jsonrpc import (
@@ -156,6 +160,8 @@ class HttpFront:
         self.auth = Authenticator(hub)
         # Counted from here on (the front starts with the hub); not in stdio mode, which has no /metrics.
         hub.router.metrics = Metrics(self._child_stats, lambda: len(self.sessions))
+        hub.router.recent = recent = Recent()  # the status page's calls, recorded where the call log is written
+        self.status = StatusPage(hub, checks, self.auth, recent, self._refuse)
 
     def _child_stats(self) -> list[ChildStats]:
         held: dict[str, int] = {}
@@ -180,6 +186,8 @@ class HttpFront:
             await self._reload(scope, send)
         elif path == "/metrics":
             await self._metrics(scope, send)
+        elif path in STATUS_PATHS:
+            await self.status(scope, receive, send)
         elif path in (WELL_KNOWN, WELL_KNOWN + self.path):
             await self._metadata(scope, send)
         else:

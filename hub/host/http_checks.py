@@ -66,11 +66,12 @@ class Checks:
         self._inbound = inbound
         self._ready.set()
 
-    async def refused(self, scope: Scope) -> ASGIApp | None:
-        """The response refusing this request (bad Host or Origin: 421/403; a POST not JSON: 400), or None."""
+    async def refused(self, scope: Scope, json_post: bool = True) -> ASGIApp | None:
+        """The response refusing this request (bad Host or Origin: 421/403; with `json_post`, a POST not JSON: 400),
+        or None."""
         await self._ready.wait()
         response: ASGIApp | None = await self._security.validate_request(
-            HttpRequest(scope), is_post=scope["method"] == "POST"
+            HttpRequest(scope), is_post=json_post and scope["method"] == "POST"
         )
         return response
 

@@ -45,6 +45,7 @@ ROUTED = frozenset(
 )
 if TYPE_CHECKING:
     from hub.observe.metrics import Metrics
+    from hub.observe.recent import Recent
     from hub.observe.tracing import RequestSpan, Tracing
 
 CallLog = Callable[[dict[str, Any]], None]
@@ -79,6 +80,7 @@ class Router:
         self.catalog = catalog
         self.policy = policy
         self.metrics: Metrics | None = None  # with the HTTP front's /metrics: counted where the call log is written
+        self.recent: Recent | None = None  # with the HTTP front's status page: the last calls, the last hour's numbers
         self.tracing: Tracing | None = None  # with OTEL_* set and the otel extra installed: a span per request
         self.hosts = hosts
         self.call_log = call_log
@@ -590,6 +592,8 @@ class Router:
             kind = "tool_error" if outcome == "tool_error" else None if error is None else str(error.code)
             span.end(outcome, kind, message=None if error is None else error.message)
         self.call_log(fields)
+        if self.recent is not None:  # after the call log: its fields redacted as the line was
+            self.recent.record(fields)
         if self.metrics is not None:
             self.metrics.request(child, request.method, outcome, fields["duration_ms"] / 1000)
             if request.method == "tools/call":

@@ -125,6 +125,8 @@ class Child:
         self.listing = Listing()
         self._instructions: str | None = None
         self.last_error: str | None = None
+        # The error that ended the last run, and when (wall clock): kept once a restart succeeds (the status page).
+        self.last_failure: tuple[str, float] | None = None
         self.restarts = 0
         self.start_ms: float | None = None
         self.started_at: float | None = None
@@ -268,6 +270,7 @@ class Child:
                 while True:
                     began = time.monotonic()
                     await self._run_once()
+                    self.last_failure = (self.last_error or "", time.time())
                     if self.started_at is not None and time.monotonic() - self.started_at >= STABLE_AFTER:
                         failures = 0
                     failures += 1

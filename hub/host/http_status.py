@@ -1,0 +1,229 @@
+"""The status page on the HTTP front: `GET /` (or `/status`) for a person, `GET /status.json` for a script, and a
+sign-in form for browsers.
+
+Who may see it: without `auth:`, whoever may reach the front (loopback, unless the hub was told otherwise), like
+/mcp and /metrics. With `auth:`, members of `auth.status_group` or `auth.admin_group` only: the page names who
+called what, and shows error messages, which /metrics deliberately does not (so `metrics_group` alone is not
+enough). A refused browser gets the sign-in form (401) or a page naming the groups (403); `/status.json` gets the
+JSON refusals of the rest of the front.
+
+A browser cannot add an `Authorization` header by itself. It gets one from a reverse proxy that adds it, or signs in
+at `/login`: the token posted there is checked exactly as a header's would be and, if its identity may see the page,
+kept in the `hub_token` cookie (HttpOnly, Secure, SameSite=Strict, `COOKIE_HOURS` hours). The cookie is read on the
+status page's own GETs only (never on /mcp, /metrics or /reload, so it cannot be used to act across sites), and the
+token in it is checked on every request: a revoked or expired token stops working at once. A token in the URL is
+refused, as everywhere on the front. The Host and Origin checks (DNS rebinding) apply to every path here.
+
+Every response carries a strict Content-Security-Policy: nothing loads from anywhere, and the page's one inline
+style and script run under a nonce made for that response.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import secrets
+from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING
+from urllib.parse import parse_qs
+
+import anyio
+from starlette.types import Receive, Scope, Send
+
+from hub.access.identity import ANONYMOUS, Identity
+from hub.host.http_auth import MAX_TOKEN_CHARS, Authenticator, Refusal
+from hub.host.http_checks import Checks
+from hub.host.status_page import render_live, render_login, render_refused, render_status
+from hub.observe.recent import Recent
+from hub.observe.status import ListingTokens, snapshot
+
+if TYPE_CHECKING:
+    from hub.app import Hub
+
+PAGES = frozenset({"/", "/status"})
+DATA = "/status.json"
+PATHS = frozenset({*PAGES, DATA, "/login", "/logout"})
+COOKIE = "hub_token"
+COOKIE_HOURS = 12
+# A sign-in form holds one token: anything larger is not one.
+FORM_LIMIT = MAX_TOKEN_CHARS + 1024
+_ALLOW = {"/login": b"GET, HEAD, POST", "/logout": b"POST"}
+_TOKEN = re.compile(r"[A-Za-z0-9._~+/=-]+")
+_JSON = [
+    (b"content-type", b"application/json"),
+    (b"cache-control", b"no-store"),
+    (b"x-content-type-options", b"nosniff"),
+]
+
+Refuse = Callable[[Scope, Send, Refusal], Awaitable[None]]
+
+
+def _html_headers(nonce: str) -> list[tuple[bytes, bytes]]:
+    policy = (
+        f"default-src 'none'; script-src 'nonce-{nonce}'; style-src 'nonce-{nonce}'; connect-src 'self'; "
+        "img-src data:; form-action 'self'; base-uri 'none'; frame-ancestors 'none'"
+    )
+    return [
+        (b"content-type", b"text/html; charset=utf-8"),
+        (b"content-security-policy", policy.encode()),
+        (b"cache-control", b"no-store"),
+        (b"x-content-type-options", b"nosniff"),
+        (b"x-frame-options", b"DENY"),
+        (b"referrer-policy", b"same-origin"),  # no-referrer would make a form's Origin "null"
+    ]
+
+
+async def _send(send: Send, status: int, body: bytes, headers: list[tuple[bytes, bytes]]) -> None:
+    await send({"type": "http.response.start", "status": status, "headers": headers})
+    await send({"type": "http.response.body", "body": body})
+
+
+def _cookie(header: str) -> str | None:
+    """The `hub_token` cookie's value, if it has the shape of a token."""
+    for part in header.split(";"):
+        name, _, value = part.strip().partition("=")
+        if name == COOKIE and value and len(value) <= MAX_TOKEN_CHARS and _TOKEN.fullmatch(value):
+            return value
+    return None
+
+
+def _set_cookie(value: str, max_age: int) -> tuple[bytes, bytes]:
+    attributes = f"{COOKIE}={value}; Path=/; Max-Age={max_age}; HttpOnly; Secure; SameSite=Strict"
+    return b"set-cookie", attributes.encode()
+
+
+class StatusPage:
+    """The routes in `PATHS`; the contract is the module docstring."""
+
+    def __init__(
+        self,
+        hub: Hub,
+        checks: Checks,
+        auth: Authenticator,
+        recent: Recent,
+        refuse: Refuse,
+    ) -> None:
+        self.hub = hub
+        self.checks = checks
+        self.auth = auth
+        self.recent = recent
+        self.tokens = ListingTokens()
+        self._refuse = refuse
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        refused = await self.checks.refused(scope, json_post=False)
+        if refused is not None:
+            await refused(scope, receive, send)
+            return
+        path, method = scope["path"], scope["method"]
+        if method == "POST" and path == "/login":
+            await self._sign_in(receive, send)
+        elif method == "POST" and path == "/logout":
+            await _send(send, 303, b"", [(b"location", b"login"), _set_cookie("", 0)])
+        elif method not in ("GET", "HEAD") or path == "/logout":
+            allow = _ALLOW.get(path, b"GET, HEAD")
+            await _send(send, 405, b'{"error":"method not allowed"}', [*_JSON, (b"allow", allow)])
+        elif path == "/login":
+            if self.hub.loaded.config.auth is None:
+                await _send(send, 303, b"", [(b"location", b"./")])
+            else:
+                await self._login_page(send, 200)
+        else:
+            await self._show(scope, send, as_json=path == DATA)
+
+    async def _show(self, scope: Scope, send: Send, as_json: bool) -> None:
+        viewer = await self._viewer(scope, send, as_json)
+        if viewer is None:
+            return
+        data = snapshot(self.hub, self.recent, self.tokens, self.hub.call_log.redactor.value)
+        if as_json:
+            await _send(send, 200, json.dumps(data).encode(), _JSON)
+            return
+        nonce = secrets.token_urlsafe(16)
+        if b"part=live" in scope.get("query_string", b""):
+            page = render_live(data, signed_in=viewer[1])
+        else:
+            page = render_status(data, nonce, signed_in=viewer[1])
+        await _send(send, 200, page.encode(), _html_headers(nonce))
+
+    async def _viewer(self, scope: Scope, send: Send, as_json: bool) -> tuple[Identity, bool] | None:
+        """Who is looking, and whether through the cookie; None if refused (and answered)."""
+        config = self.hub.loaded.config.auth
+        if config is None:
+            return ANONYMOUS, False
+        headers = {k.decode("latin-1"): v.decode("latin-1") for k, v in scope["headers"]}
+        cookie = None if "authorization" in headers else _cookie(headers.get("cookie", ""))
+        if cookie is not None:
+            headers["authorization"] = f"Bearer {cookie}"
+        found = await self.auth.identify(headers, scope.get("query_string", b""))
+        if isinstance(found, Refusal):
+            if as_json or found.status != 401:
+                await self._refuse(scope, send, found)
+            else:
+                why = "Your sign-in is no longer valid: sign in again." if cookie is not None else ""
+                await self._login_page(send, 401, why)
+            return None
+        if not await self._allowed(found, send, as_json):
+            return None
+        return found, cookie is not None
+
+    async def _allowed(self, identity: Identity, send: Send, as_json: bool) -> bool:
+        """Whether `identity` may see the page (answered if not: 403)."""
+        config = self.hub.loaded.config.auth
+        assert config is not None
+        groups = (config.status_group, config.admin_group)
+        if identity.in_any(set(groups)):
+            return True
+        needed = " or ".join(repr(g) for g in groups)
+        if as_json:
+            body = json.dumps({"error": "insufficient_scope", "error_description": f"needs a member of {needed}"})
+            challenge = f'Bearer error="insufficient_scope", error_description="needs a member of {needed}"'
+            await _send(send, 403, body.encode(), [*_JSON, (b"www-authenticate", challenge.encode())])
+        else:
+            nonce = secrets.token_urlsafe(16)
+            message = f"{identity.name} may not see the status page: it is for members of {needed}."
+            await _send(send, 403, render_refused(nonce, message).encode(), _html_headers(nonce))
+        return False
+
+    async def _login_page(self, send: Send, status: int, message: str = "") -> None:
+        nonce = secrets.token_urlsafe(16)
+        extra = [(b"www-authenticate", b'Bearer realm="hub"')] if status == 401 else []
+        page = render_login(nonce, COOKIE_HOURS, message)
+        await _send(send, status, page.encode(), [*_html_headers(nonce), *extra])
+
+    async def _sign_in(self, receive: Receive, send: Send) -> None:
+        """POST /login: the form's token checked as a bearer token; if its identity may see the page, the cookie."""
+        if self.hub.loaded.config.auth is None:
+            await _send(send, 303, b"", [(b"location", b"./")])
+            return
+        body = await self._form(receive)
+        if body is None:
+            await self._login_page(send, 400, "The form did not arrive whole; try again.")
+            return
+        token = (parse_qs(body.decode("utf-8", "replace")).get("token") or [""])[0].strip()
+        if not token or len(token) > MAX_TOKEN_CHARS or not _TOKEN.fullmatch(token):
+            await self._login_page(send, 401, "That is not an access token.")
+            return
+        found = await self.auth.identify({"authorization": f"Bearer {token}"}, b"")
+        if isinstance(found, Refusal):
+            await self._login_page(send, 401, f"Not signed in: {found.description}.")
+        elif await self._allowed(found, send, as_json=False):
+            await _send(send, 303, b"", [(b"location", b"./"), _set_cookie(token, COOKIE_HOURS * 3600)])
+
+    async def _form(self, receive: Receive) -> bytes | None:
+        """The request's body, at most FORM_LIMIT bytes and within the front's request timeout; else None."""
+        chunks: list[bytes] = []
+        size = 0
+        with anyio.move_on_after(self.hub.loaded.config.hub.http.request_timeout):
+            while True:
+                message = await receive()
+                if message["type"] != "http.request":
+                    return None
+                chunk = message.get("body", b"")
+                size += len(chunk)
+                if size > FORM_LIMIT:
+                    return None
+                chunks.append(chunk)
+                if not message.get("more_body", False):
+                    return b"".join(chunks)
+        return None

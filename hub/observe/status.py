@@ -1,0 +1,128 @@
+"""The status page's numbers, as one JSON-ready snapshot (`GET /status.json`, and what `GET /` renders).
+
+Read where the work is done, at the moment of the request: each child's state, restarts, current error and uptime
+from `Hub.health()`, and the error that ended its last run (`Child.last_failure`, kept once it is back); readiness
+from `Hub.readiness()`; tool counts and token cost from the catalog's namespace (what hosts are shown); calls from
+the recent-calls recorder (`hub.observe.recent`), the only record kept for the page.
+
+Every text that came from a host or a child (tool names, error messages, a child's last error, logged arguments)
+goes through the call log's redactor here, the same one every log line goes through, so the page shows no more
+than the log does.
+
+Token cost is the listing's: per child, the compact JSON of each tool it has listed, counted as `hub tokens` counts
+it (`hub.cli_tokens.counter`: tiktoken's cl100k_base when installed and cached, else bytes / 4); tools found only
+through search (`exposure: search`) cost nothing until found. It is computed once per namespace.
+"""
+
+from __future__ import annotations
+
+import datetime
+import json
+import time
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from hub.cli_tokens import counter
+from hub.observe.recent import Recent
+
+if TYPE_CHECKING:
+    from hub.app import Hub
+    from hub.relay.catalog import Namespace
+
+
+class ListingTokens:
+    """Per child: tools routed to it and the approximate tokens of those listed; recomputed when the namespace
+    changes (a new namespace object is built on every change)."""
+
+    def __init__(self) -> None:
+        self._count, self.method = counter()
+        self._namespace: Namespace | None = None
+        self._per_child: dict[str, tuple[int, int]] = {}
+
+    def per_child(self, namespace: Namespace) -> dict[str, tuple[int, int]]:
+        """child -> (tools routed to it, tokens of those listed)."""
+        if namespace is not self._namespace:
+            found: dict[str, tuple[int, int]] = {}
+            for tool in namespace.tools:
+                name = tool.get("name")
+                route = namespace.tool_routes.get(name) if isinstance(name, str) else None
+                if route is None:
+                    continue
+                tools, tokens = found.get(route.child, (0, 0))
+                if name not in namespace.unlisted:
+                    tokens += self._count(json.dumps(tool, separators=(",", ":"), ensure_ascii=False))
+                found[route.child] = (tools + 1, tokens)
+            self._namespace, self._per_child = namespace, found
+        return self._per_child
+
+
+def _when(seconds: float) -> str:
+    moment = datetime.datetime.fromtimestamp(seconds, tz=datetime.UTC)
+    return moment.isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def _failure(failure: tuple[str, float] | None, redact: Callable[[Any], Any]) -> dict[str, str] | None:
+    return None if failure is None else {"error": redact(failure[0]), "at": _when(failure[1])}
+
+
+def snapshot(hub: Hub, recent: Recent, tokens: ListingTokens, redact: Callable[[Any], Any]) -> dict[str, Any]:
+    """The page's data now; every text from a host or a child passed through `redact`."""
+    health = hub.health()
+    ready, _ = hub.readiness()
+    per_child = tokens.per_child(hub.catalog.namespace)
+    failures = {name: child.last_failure for name, child in hub.children.items()}
+    servers = [
+        {
+            "name": s["name"],
+            "prefix": s["prefix"],
+            "state": s["state"],
+            "restarts": s["restarts"],
+            "last_error": redact(s["last_error"]),
+            "last_failure": _failure(failures.get(s["name"]), redact),
+            "tools": per_child.get(s["name"], (0, 0))[0],
+            "hidden_tools": s["hidden_tools"],
+            "tokens": per_child.get(s["name"], (0, 0))[1],
+            "uptime_s": s["uptime_s"],
+        }
+        for s in health["servers"]
+    ]
+    windows = recent.windows(s["name"] for s in servers)
+    activity = [
+        {
+            "child": w.child,
+            "calls": w.calls,
+            "errors": w.errors,
+            "error_rate": round(w.error_rate, 4),
+            "per_minute": w.per_minute,
+            "p50_ms": w.p50_ms,
+            "p95_ms": w.p95_ms,
+            "minutes": list(w.minutes),
+        }
+        for w in windows.values()
+    ]
+    calls = []
+    for c in recent.calls():
+        call: dict[str, Any] = {
+            "at": _when(c.at),
+            "identity": c.identity,
+            "child": c.child,
+            "method": c.method,
+            "name": redact(c.name),
+            "outcome": c.outcome,
+            "duration_ms": c.duration_ms,
+            "error": redact(c.error),
+        }
+        if c.arguments is not None:
+            call["arguments"] = redact(c.arguments)
+        calls.append(call)
+    return {
+        "at": _when(time.time()),
+        "version": health["version"],
+        "uptime_s": health["uptime_s"],
+        "ready": ready,
+        "draining": hub.draining,
+        "token_method": tokens.method,
+        "servers": servers,
+        "activity": activity,
+        "calls": calls,
+    }
