@@ -9,6 +9,9 @@ on top of a running hub; nothing here knows how a host is connected.
 from __future__ import annotations
 
 import gc
+import os
+import re
+import socket
 import time
 from collections.abc import AsyncIterator, Iterable
 from contextlib import asynccontextmanager
@@ -37,6 +40,16 @@ from hub.upstream.child import Child, ChildState, Launch
 from hub.upstream.connection import Connection
 from hub.upstream.credentials import personal
 
+
+def replica_id(given: str | None = None) -> str:
+    """The replica's name in session ids, input-round states and the call log: `given` (--replica-id), else
+    $HUB_REPLICA_ID, else the host name (a pod's name under Kubernetes); letters, digits and '-' only, so that it
+    can lead a session id that a load balancer reads."""
+    raw = given or os.environ.get("HUB_REPLICA_ID") or socket.gethostname() or "hub"
+    cleaned = re.sub(r"[^A-Za-z0-9-]", "-", raw)[:63].strip("-")
+    return cleaned or "hub"
+
+
 # The most the hub's generated instructions take (characters): hosts put them in the model's context.
 INSTRUCTIONS_LIMIT = 1500
 # How long a broadcast to the children (logging/setLevel) may take.
@@ -53,6 +66,7 @@ class Hub:
     ) -> None:
         self.loaded = loaded
         self.local = local or local_user()  # who a stdio host and the one-shot commands act for
+        self.replica = replica_id()  # this process among replicas of one hub (`hub serve --replica-id`)
         self.auth_required = False  # serving HTTP beyond loopback with auth: a reload may not drop `auth:`
         self.draining = False  # stopping: no new sessions, /readyz 503, calls in flight finish (`drain`)
         self.call_log = call_log or CallLog()
@@ -71,6 +85,7 @@ class Hub:
             lambda: self.loaded.policy,
         )
         self.router.redact = self.call_log.redactor.value
+        self.router.replica = self.replica
         self.attribution = Attribution(self.router, self.hosts)
         self._start_over = False  # every child started with the hub settled, or the listing wait ran out
         self._log = structlog.get_logger("hub")

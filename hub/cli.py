@@ -66,6 +66,12 @@ def _parser() -> argparse.ArgumentParser:
         help="extra Host/Origin allowed over HTTP (DNS-rebinding protection); repeatable",
     )
     serve.add_argument(
+        "--replica-id",
+        metavar="ID",
+        help="this replica's name among several behind one load balancer: it leads every session id, so a balancer "
+        "can route by it (default: $HUB_REPLICA_ID, else the host name)",
+    )
+    serve.add_argument(
         "--insecure-no-auth",
         action="store_true",
         help="serve HTTP on a non-loopback address without auth: (anyone who can reach it uses every tool)",
@@ -266,6 +272,10 @@ async def _run(args: argparse.Namespace, started: float) -> int:
             print(f"hub: {refusal}", file=sys.stderr)
             return EXIT_CONFIG
         hub.auth_required = loaded.config.auth is not None and not _loopback(args.http)
+    if getattr(args, "replica_id", None):
+        from hub.app import replica_id
+
+        hub.replica = hub.router.replica = replica_id(args.replica_id)
     from hub.host.serve import serve
 
     await serve(hub, args.http, args.allow_host)

@@ -240,7 +240,7 @@ class HttpFront:
         elif method == "DELETE":
             session = self._session(headers, identity)
             if session is None:
-                await _error(send, 404, INVALID_REQUEST, "Session not found")
+                await _error(send, 404, INVALID_REQUEST, self._not_found(headers))
                 return
             self.sessions.close(session.id, "ended by the host (DELETE)")
             await _reply(send, 200, b"")
@@ -277,6 +277,17 @@ class HttpFront:
         if waited.cancelled_caught:
             await _error(send, 408, INVALID_REQUEST, "the request body did not arrive in time")
         return None
+
+    def _not_found(self, headers: dict[str, str]) -> str:
+        """Why a session id is not known here: closed or expired, or opened on another replica (named)."""
+        owner, dot, _ = headers.get("mcp-session-id", "").partition(".")
+        if dot and owner and owner != self.hub.replica:
+            return (
+                f"Session not found: it was opened on replica {owner[:63]!r} and this is {self.hub.replica!r}; the "
+                "load balancer must send a session's requests to the replica that opened it (docs/deploy.md). "
+                "Initialize a new session"
+            )
+        return "Session not found"
 
     def _session(self, headers: dict[str, str], identity: Identity) -> HttpSession | None:
         """The request's session, if it is one of this caller's: another identity's session id is not found
@@ -322,7 +333,7 @@ class HttpFront:
             return
         session = self._session(headers, identity)
         if session is None:
-            await _error(send, 404, INVALID_REQUEST, "Session not found", _request_id(parsed))
+            await _error(send, 404, INVALID_REQUEST, self._not_found(headers), _request_id(parsed))
             return
         if not isinstance(parsed, Request):
             session.touch(used=False)
@@ -558,7 +569,7 @@ class HttpFront:
             return
         session = self._session(headers, identity)
         if session is None:
-            await _error(send, 404, INVALID_REQUEST, "Session not found")
+            await _error(send, 404, INVALID_REQUEST, self._not_found(headers))
             return
         stream = session.open_standalone()
         if stream is None:

@@ -62,7 +62,7 @@ class HttpSession:
     """A handshake-era host session over HTTP: its `HostSession`, its client, its GET stream, its activity."""
 
     def __init__(self, hub: Hub, client: str, identity: Identity) -> None:
-        self.id = secrets.token_hex(16)
+        self.id = f"{hub.replica}.{secrets.token_hex(16)}"  # the replica first: a balancer may route by it
         self.client = client
         self.host = HostSession(hub, self.id, None, era="handshake", identity=identity)
         self.created = self.active = time.monotonic()

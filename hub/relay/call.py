@@ -364,7 +364,8 @@ class Call:
             self.token = secrets.token_urlsafe(16)
         self.router.park(self)  # every round: the router forgets the request this round answers
         inputs = {key: {"method": r.method, "params": r.params} for key, r in self.asks.items()}
-        answer = {"resultType": "input_required", "inputRequests": inputs, "requestState": BRIDGE_PREFIX + self.token}
+        state = f"{BRIDGE_PREFIX}{self.router.replica}:{self.token}"  # the replica that holds the parked call
+        answer = {"resultType": "input_required", "inputRequests": inputs, "requestState": state}
         request.respond(encode(revisions.stamp(answer, self.method)))
         self.router.log_call(self, "input_required", None, 0)
         self._declared = {kind: request.declared(kind) for kind in ASKS.values()}

@@ -89,6 +89,7 @@ class Router:
         self._wait_for_start = starting  # bounded wait for children still starting with the hub
         self.deadlines = Deadlines()
         self.quotas = Quotas()
+        self.replica = ""  # this replica's name (hub.app.replica_id): in the call log and input-round states
         self.seals = confirmation.Seals()  # the requestState of confirmation rounds with 2026-07-28 hosts
         self.redact: Callable[[Any], Any] = lambda value: value  # what the user is shown of arguments to confirm
         self._calls: dict[tuple[object, RequestId], Call] = {}
@@ -440,7 +441,14 @@ class Router:
         if call.token is not None:
             self._parked.pop(call.token, None)
 
-    def _resume(self, request: HostRequest, name: str, token: str) -> None:
+    def _resume(self, request: HostRequest, name: str, state: str) -> None:
+        owner, _, token = state.rpartition(":")
+        if owner and owner != self.replica:
+            raise errors.BadRequest(
+                f"hub: this input-required round of {_named(name)} belongs to replica {owner[:63]!r} and this is "
+                f"{self.replica!r}: the load balancer must send a session's requests to one replica "
+                "(docs/deploy.md); call the tool again"
+            )
         call = self._parked.get(token)
         route = self.catalog.namespace.tool_routes.get(name)
         if (
@@ -568,6 +576,7 @@ class Router:
         identity = request.session.identity
         fields: dict[str, Any] = {
             "method": request.method,
+            "replica": self.replica,
             "host_session": request.session.label,
             "identity": identity.name,
             "auth": identity.method,

@@ -26,6 +26,7 @@ pytestmark = pytest.mark.anyio
 TEXT = {"content": [{"type": "text", "text": "12:00"}], "isError": False}
 LOG_FIELDS = {
     "method",
+    "replica",
     "host_session",
     "identity",
     "auth",
@@ -530,6 +531,7 @@ async def test_a_call_writes_one_log_line_with_the_documented_fields() -> None:
         assert isinstance(duration, float) and duration >= 0
         assert line == {
             "method": "tools/call",
+            "replica": "",
             "host_session": "conn-default",
             "identity": "anonymous",
             "auth": "none",

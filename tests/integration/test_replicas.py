@@ -1,0 +1,225 @@
+"""Three `hub serve --http` replicas behind a real HAProxy (Debian's), in the sticky topology of deploy/haproxy.cfg:
+HAProxy learns each session id from the answer that minted it. Every call is answered exactly once, each session's
+calls are served by one replica (the call log's `replica`), /metrics of the replicas sum to the calls made, and a
+replica killed mid-run costs only its own sessions, with a clear error, after which a new session works."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+from collections.abc import AsyncIterator
+from contextlib import AsyncExitStack, asynccontextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import anyio
+import httpx2
+import pytest
+from anyio.abc import Process
+from mcp.client import Client
+from mcp.shared.exceptions import MCPError
+from prometheus_client.parser import text_string_to_metric_families
+
+from tests.conftest import REPO, WAIT, connect_host, free_port, python_child, serve_http_command, wait_listening
+from tests.conftest import write_config as write_servers
+
+pytestmark = [pytest.mark.anyio, pytest.mark.integration]
+
+HAPROXY = shutil.which("haproxy") or ("/usr/sbin/haproxy" if os.path.exists("/usr/sbin/haproxy") else None)
+SESSIONS, CALLS = 50, 20
+
+
+@dataclass
+class Replica:
+    name: str
+    port: int
+    log: Path
+    process: Process
+
+
+def haproxy_config(port: int, replicas: list[Replica]) -> str:
+    """deploy/haproxy.cfg's stickiness and health check, on loopback with the test's replicas."""
+    servers = "\n".join(f"    server {r.name} 127.0.0.1:{r.port} check inter 300ms fall 2 rise 1" for r in replicas)
+    return f"""
+global
+    maxconn 2000
+defaults
+    mode http
+    timeout connect 5s
+    timeout client 2m
+    timeout server 2m
+    retries 3
+    option redispatch
+frontend mcp
+    bind 127.0.0.1:{port}
+    default_backend hub
+backend hub
+    balance roundrobin
+    stick-table type string len 96 size 10k expire 30m
+    stick match req.hdr(mcp-session-id)
+    stick store-response res.hdr(mcp-session-id)
+    option httpchk
+    http-check send meth GET uri /readyz
+    http-check expect status 200
+{servers}
+"""
+
+
+@asynccontextmanager
+async def replicas_behind_haproxy(tmp: Path, count: int = 3) -> AsyncIterator[tuple[str, list[Replica]]]:
+    config = write_servers(tmp, {"k": python_child("tests.children.kitchen", "--name", "k")}, {"log_arguments": True})
+    front = free_port()
+    async with AsyncExitStack() as stack:
+        replicas = []
+        for index in range(1, count + 1):
+            port, log = free_port(), tmp / f"r{index}.log"
+            # The Host the hosts use is the balancer's: allowed explicitly (DNS-rebinding protection).
+            extra = ("--replica-id", f"r{index}", "--allow-host", f"127.0.0.1:{front}")
+            command = serve_http_command(config, port, log, *extra)
+            process = await anyio.open_process(command, cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            stack.push_async_callback(_stop, process)
+            replicas.append(Replica(f"r{index}", port, log, process))
+        for replica in replicas:
+            await wait_listening(replica.process, replica.port)
+        (tmp / "haproxy.cfg").write_text(haproxy_config(front, replicas))
+        assert HAPROXY is not None
+        balancer = await anyio.open_process(
+            [HAPROXY, "-db", "-f", str(tmp / "haproxy.cfg")], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+        )
+        stack.push_async_callback(_stop, balancer)
+        await wait_listening(balancer, front)
+        url = f"http://127.0.0.1:{front}/mcp"
+        await _until_every_replica_is_checked_ready(replicas)
+        yield url, replicas
+
+
+async def _until_every_replica_is_checked_ready(replicas: list[Replica]) -> None:
+    """Each replica's /readyz answers 200 (its child is up); HAProxy's own check then marks it up at once (rise 1)."""
+    async with httpx2.AsyncClient(timeout=5) as http:
+        for replica in replicas:
+            for _ in range(int(WAIT * 10)):  # polling a probe: at most WAIT seconds
+                if (await http.get(f"http://127.0.0.1:{replica.port}/readyz")).status_code == 200:
+                    break
+                await anyio.sleep(0.1)
+            else:
+                raise AssertionError(f"replica {replica.name} never became ready")
+        await anyio.sleep(1)  # more than two check intervals of HAProxy (inter 300ms) after the last one is ready
+
+
+async def _stop(process: Process) -> None:
+    if process.returncode is None:
+        process.terminate()
+        with anyio.move_on_after(15):
+            await process.wait()
+    if process.returncode is None:
+        process.kill()
+        with anyio.CancelScope(shield=True), anyio.move_on_after(5):
+            await process.wait()
+
+
+def calls_in(replicas: list[Replica]) -> list[dict[str, Any]]:
+    lines = []
+    for replica in replicas:
+        for text in replica.log.read_text().splitlines() if replica.log.exists() else []:
+            if text.startswith("{"):
+                line = json.loads(text)
+                if line.get("event") == "call" and line.get("method") == "tools/call":
+                    lines.append(line)
+    return lines
+
+
+def echoed(result: Any) -> str:
+    return str(result.content[0].text)
+
+
+@pytest.mark.skipif(HAPROXY is None and not os.environ.get("CI"), reason="HAProxy is not installed (Debian: haproxy)")
+async def test_sessions_stick_to_one_replica_and_a_dead_replica_costs_only_its_own(tmp_path: Path) -> None:
+    async with replicas_behind_haproxy(tmp_path) as (url, replicas):
+
+        async def session(index: int) -> None:
+            async with connect_host(url) as client:
+                for call in range(CALLS):
+                    text = f"s{index}-c{call}"
+                    assert echoed(await client.call_tool("k_echo", {"text": text})) == text
+
+        with anyio.fail_after(240):
+            async with anyio.create_task_group() as tg:
+                for index in range(SESSIONS):
+                    tg.start_soon(session, index)
+
+        lines = calls_in(replicas)
+        texts = sorted(line["arguments"]["text"] for line in lines)
+        expected = sorted(f"s{i}-c{c}" for i in range(SESSIONS) for c in range(CALLS))
+        assert texts == expected, "every call answered exactly once"
+        served: dict[str, set[str]] = {}
+        for line in lines:
+            served.setdefault(line["host_session"], set()).add(line["replica"])
+            assert line["host_session"].startswith(line["replica"] + "."), "a session id names its replica"
+        assert len(served) == SESSIONS and all(len(r) == 1 for r in served.values()), "one replica per session"
+        assert len({r for rs in served.values() for r in rs}) == 3, "round robin spread the sessions"
+
+        total = 0.0
+        async with httpx2.AsyncClient(timeout=10) as http:
+            for replica in replicas:
+                text = (await http.get(f"http://127.0.0.1:{replica.port}/metrics")).text
+                for family in text_string_to_metric_families(text):
+                    for sample in family.samples:
+                        if sample.name == "hub_tool_calls_total" and sample.labels.get("tool") == "k_echo":
+                            total += sample.value
+        assert total == SESSIONS * CALLS, "the replicas' /metrics sum to the calls made"
+
+        await _a_dead_replica_costs_only_its_own_sessions(url, replicas)
+
+
+async def _a_dead_replica_costs_only_its_own_sessions(url: str, replicas: list[Replica]) -> None:
+    async with AsyncExitStack() as stack:
+        clients: list[tuple[Client, str]] = []
+        for index in range(6):
+            client = await stack.enter_async_context(connect_host(url))
+            text = f"probe-{index}"
+            assert echoed(await client.call_tool("k_echo", {"text": text})) == text
+            (line,) = [c for c in calls_in(replicas) if c.get("arguments", {}).get("text") == text]
+            clients.append((client, line["replica"]))
+        victim = next(r for r in replicas if r.name in {owner for _, owner in clients})
+        os.kill(victim.process.pid, signal.SIGKILL)
+        with anyio.fail_after(30):
+            await victim.process.wait()
+        for index, (client, owner) in enumerate(clients):
+            if owner == victim.name:
+                with pytest.raises(MCPError, match=f"it was opened on replica '{victim.name}'"):
+                    await client.call_tool("k_echo", {"text": "after"})
+            else:
+                assert echoed(await client.call_tool("k_echo", {"text": f"still-{index}"})) == f"still-{index}"
+    async with connect_host(url) as fresh:
+        assert echoed(await fresh.call_tool("k_echo", {"text": "again"})) == "again", "a new session works"
+    survivors = [r for r in replicas if r is not victim]
+    (line,) = [c for c in calls_in(survivors) if c.get("arguments", {}).get("text") == "again"]
+    assert line["replica"] != victim.name
+
+
+async def test_a_request_for_another_replicas_session_names_the_owner(tmp_path: Path) -> None:
+    """Without a balancer in between: a session id of r1 sent to r2 gets a 404 that says where the session is."""
+    config = write_servers(tmp_path, {"k": python_child("tests.children.kitchen", "--name", "k")})
+    port = free_port()
+    command = serve_http_command(config, port, tmp_path / "r2.log", "--replica-id", "r2")
+    process = await anyio.open_process(command, cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        await wait_listening(process, port)
+        headers = {
+            "mcp-session-id": "r1.0123456789abcdef0123456789abcdef",
+            "accept": "application/json, text/event-stream",
+            "content-type": "application/json",
+            "mcp-protocol-version": "2025-11-25",
+        }
+        body = {"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {}}
+        async with httpx2.AsyncClient(timeout=10) as http:
+            answer = await http.post(f"http://127.0.0.1:{port}/mcp", json=body, headers=headers)
+        assert answer.status_code == 404
+        message = answer.json()["error"]["message"]
+        assert "opened on replica 'r1' and this is 'r2'" in message and "Initialize a new session" in message
+    finally:
+        await _stop(process)
