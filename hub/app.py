@@ -67,6 +67,7 @@ class Hub:
         self.loaded = loaded
         self.local = local or local_user()  # who a stdio host and the one-shot commands act for
         self.replica = replica_id()  # this process among replicas of one hub (`hub serve --replica-id`)
+        self.stateless = False  # `hub serve --http --stateless`: every request on its own (hub.host.http)
         self.auth_required = False  # serving HTTP beyond loopback with auth: a reload may not drop `auth:`
         self.draining = False  # stopping: no new sessions, /readyz 503, calls in flight finish (`drain`)
         self.call_log = call_log or CallLog()

@@ -66,6 +66,12 @@ def _parser() -> argparse.ArgumentParser:
         help="extra Host/Origin allowed over HTTP (DNS-rebinding protection); repeatable",
     )
     serve.add_argument(
+        "--stateless",
+        action="store_true",
+        help="with --http: answer every request on its own, with no session to keep, so that any replica serves any "
+        "request behind plain round robin (what that gives up: docs/deploy.md)",
+    )
+    serve.add_argument(
         "--replica-id",
         metavar="ID",
         help="this replica's name among several behind one load balancer: it leads every session id, so a balancer "
@@ -272,6 +278,7 @@ async def _run(args: argparse.Namespace, started: float) -> int:
             print(f"hub: {refusal}", file=sys.stderr)
             return EXIT_CONFIG
         hub.auth_required = loaded.config.auth is not None and not _loopback(args.http)
+    hub.stateless = bool(getattr(args, "stateless", False))
     if getattr(args, "replica_id", None):
         from hub.app import replica_id
 

@@ -65,6 +65,8 @@ if TYPE_CHECKING:
 # Once an SSE response has started, a comment line this often keeps proxies from closing a quiet stream; a request
 # still silent after this long commits to SSE for the same reason.
 KEEPALIVE = 15.0
+# The revision a --stateless request without MCP-Protocol-Version is taken to speak (the transport spec's rule).
+STATELESS_DEFAULT_VERSION = "2025-03-26"
 _SSE = [(b"content-type", b"text/event-stream"), (b"cache-control", b"no-cache, no-transform")]
 _JSON = [(b"content-type", b"application/json")]
 # Messages a POST's stream holds before its answer while the client is slow to read; more are dropped.
@@ -157,6 +159,7 @@ class HttpFront:
         self.path = path
         self.checks = checks
         self.sessions = Sessions(hub, hub.loaded.config.hub.http)
+        self._stateless_count = 0  # the labels of --stateless requests' sessions
         self.auth = Authenticator(hub)
         # Counted from here on (the front starts with the hub); not in stdio mode, which has no /metrics.
         hub.router.metrics = Metrics(self._child_stats, lambda: len(self.sessions))
@@ -233,7 +236,16 @@ class HttpFront:
         identity = await self._caller(scope, headers, send)
         if identity is None:
             return
-        if method == "POST":
+        if method in ("GET", "DELETE") and self.hub.stateless:
+            await _error(
+                send,
+                405,
+                INVALID_REQUEST,
+                "Method Not Allowed: this hub serves statelessly (--stateless): there are no sessions, so no stream "
+                "of the hub's own messages (list_changed, log messages outside a request) and nothing to end",
+                extra=[(b"allow", b"POST")],
+            )
+        elif method == "POST":
             await self._post(scope, headers, identity, receive, send)
         elif method == "GET":
             await self._get(headers, identity, receive, send)
@@ -328,6 +340,9 @@ class HttpFront:
                 _request_id(parsed),
             )
             return
+        if self.hub.stateless:
+            await self._stateless(parsed, headers, identity, receive, send)
+            return
         if session_id is None:
             await self._initialize(scope, parsed, identity, send)
             return
@@ -368,6 +383,31 @@ class HttpFront:
             if answered is not None and answered.host.identity == identity:
                 answered.host.handle(parsed, _NOWHERE)
         await _error(send, 400, parsed.code, parsed.reason, _request_id(parsed))
+
+    async def _stateless(
+        self, message: Message, headers: dict[str, str], identity: Identity, receive: Receive, send: Send
+    ) -> None:
+        """`--stateless`: a handshake-era POST served on its own, by a host session that lives for that one request
+        (no Mcp-Session-Id is issued or needed), so that any replica can serve it. The host is taken to have
+        declared no capabilities: a child's sampling, elicitation or roots request gets a clear refusal, and
+        nothing reaches the host outside the answer to its own request (docs/deploy.md)."""
+        if not isinstance(message, Request):  # initialized, a cancellation, an answer: nothing to attach them to
+            await _reply(send, 202, b"")
+            return
+        self._stateless_count += 1
+        host = HostSession(
+            self.hub, f"{self.hub.replica}.stateless-{self._stateless_count}", None, era="handshake", identity=identity
+        )
+        try:
+            if message.method != "initialize":
+                version = headers.get("mcp-protocol-version") or STATELESS_DEFAULT_VERSION
+                params = {"protocolVersion": version, "capabilities": {}, "clientInfo": {"name": "stateless"}}
+                host.handle(Request(0, "initialize", params, b""), _NOWHERE)
+            stream = PostStream(message.id)
+            host.handle(message, stream)
+            await self._respond(stream, receive, send, None, None, handshake=True)
+        finally:
+            host.close()
 
     async def _initialize(self, scope: Scope, message: Message, identity: Identity, send: Send) -> None:
         if not isinstance(message, Request) or message.method != "initialize":
@@ -493,23 +533,26 @@ class HttpFront:
         send: Send,
         session: HttpSession | None,
         cancel: Callable[[], None] | None,
+        handshake: bool = False,
     ) -> None:
         """The request's answer as JSON when nothing comes before it; else an SSE stream of all its messages.
 
-        Over 2026-07-28 (`cancel` given) a client that closes the request cancels it.
+        Over 2026-07-28 (`cancel` given) a client that closes the request cancels it. A handshake-era request
+        without a session (`handshake`: --stateless) is answered as in a session: status 200, a cancelled answer.
         """
+        handshake = handshake or session is not None
         extra = [(b"mcp-session-id", session.id.encode())] if session is not None else []
         await self._wait(stream)
         if not (stream.ended and not stream.events):
             await send({"type": "http.response.start", "status": 200, "headers": [*_SSE, *extra]})
             async with anyio.create_task_group() as tg:
                 tg.start_soon(self._watch_disconnect, receive, tg.cancel_scope, cancel)
-                await self._events(stream, send, session is not None)
+                await self._events(stream, send, handshake)
                 tg.cancel_scope.cancel()
         elif stream.answer is not None:
-            status = self._status(stream.answer) if session is None else 200
+            status = 200 if handshake else self._status(stream.answer)
             await _reply(send, status, stream.answer.rstrip(b"\n"), [*_JSON, *extra])
-        elif session is not None:  # cancelled: the handshake era's stream ends with an answer, "cancelled" (the SDK's)
+        elif handshake:  # cancelled: the handshake era's stream ends with an answer, "cancelled" (the SDK's)
             await _error(send, 200, REQUEST_CANCELLED, "Request cancelled", stream.request_id, extra)
         else:  # 2026-07-28: the host closed the request; nothing is read any more
             await _reply(send, 204, b"", extra)

@@ -41,8 +41,15 @@ class Replica:
     process: Process
 
 
-def haproxy_config(port: int, replicas: list[Replica]) -> str:
-    """deploy/haproxy.cfg's stickiness and health check, on loopback with the test's replicas."""
+def haproxy_config(port: int, replicas: list[Replica], sticky: bool = True) -> str:
+    """deploy/haproxy.cfg's stickiness (or plain round robin) and health check, on loopback with the replicas."""
+    stick = (
+        """    stick-table type string len 96 size 10k expire 30m
+    stick match req.hdr(mcp-session-id)
+    stick store-response res.hdr(mcp-session-id)"""
+        if sticky
+        else ""
+    )
     servers = "\n".join(f"    server {r.name} 127.0.0.1:{r.port} check inter 300ms fall 2 rise 1" for r in replicas)
     return f"""
 global
@@ -59,9 +66,7 @@ frontend mcp
     default_backend hub
 backend hub
     balance roundrobin
-    stick-table type string len 96 size 10k expire 30m
-    stick match req.hdr(mcp-session-id)
-    stick store-response res.hdr(mcp-session-id)
+{stick}
     option httpchk
     http-check send meth GET uri /readyz
     http-check expect status 200
@@ -70,7 +75,9 @@ backend hub
 
 
 @asynccontextmanager
-async def replicas_behind_haproxy(tmp: Path, count: int = 3) -> AsyncIterator[tuple[str, list[Replica]]]:
+async def replicas_behind_haproxy(
+    tmp: Path, count: int = 3, stateless: bool = False
+) -> AsyncIterator[tuple[str, list[Replica]]]:
     config = write_servers(tmp, {"k": python_child("tests.children.kitchen", "--name", "k")}, {"log_arguments": True})
     front = free_port()
     async with AsyncExitStack() as stack:
@@ -78,14 +85,14 @@ async def replicas_behind_haproxy(tmp: Path, count: int = 3) -> AsyncIterator[tu
         for index in range(1, count + 1):
             port, log = free_port(), tmp / f"r{index}.log"
             # The Host the hosts use is the balancer's: allowed explicitly (DNS-rebinding protection).
-            extra = ("--replica-id", f"r{index}", "--allow-host", f"127.0.0.1:{front}")
+            extra = ("--replica-id", f"r{index}", "--allow-host", f"127.0.0.1:{front}", *(["--stateless"] * stateless))
             command = serve_http_command(config, port, log, *extra)
             process = await anyio.open_process(command, cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
             stack.push_async_callback(_stop, process)
             replicas.append(Replica(f"r{index}", port, log, process))
         for replica in replicas:
             await wait_listening(replica.process, replica.port)
-        (tmp / "haproxy.cfg").write_text(haproxy_config(front, replicas))
+        (tmp / "haproxy.cfg").write_text(haproxy_config(front, replicas, sticky=not stateless))
         assert HAPROXY is not None
         balancer = await anyio.open_process(
             [HAPROXY, "-db", "-f", str(tmp / "haproxy.cfg")], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
@@ -223,3 +230,31 @@ async def test_a_request_for_another_replicas_session_names_the_owner(tmp_path: 
         assert "opened on replica 'r1' and this is 'r2'" in message and "Initialize a new session" in message
     finally:
         await _stop(process)
+
+
+@pytest.mark.skipif(HAPROXY is None and not os.environ.get("CI"), reason="HAProxy is not installed (Debian: haproxy)")
+async def test_stateless_replicas_serve_both_eras_behind_plain_round_robin(tmp_path: Path) -> None:
+    async with replicas_behind_haproxy(tmp_path, stateless=True) as (url, replicas):
+
+        async def host(index: int, mode: str) -> None:
+            async with connect_host(url, mode=mode) as client:
+                assert "k_echo" in {t.name for t in (await client.list_tools()).tools}
+                for call in range(10):
+                    text = f"{mode}-{index}-{call}"
+                    assert echoed(await client.call_tool("k_echo", {"text": text})) == text
+
+        with anyio.fail_after(120):
+            async with anyio.create_task_group() as tg:
+                for index in range(5):
+                    tg.start_soon(host, index, "legacy")
+                    tg.start_soon(host, index, "2026-07-28")
+        lines = calls_in(replicas)
+        assert len(lines) == 100 and all(line["outcome"] == "ok" for line in lines)
+        one_host = {line["replica"] for line in lines if line["arguments"]["text"].startswith("legacy-0-")}
+        assert len(one_host) > 1, "a handshake-era host's calls went to several replicas: no session held them"
+        async with connect_host(url) as client:  # a child's request to the host: a clear error, never a hang
+            with pytest.raises(MCPError, match="did not declare the sampling capability"):
+                await client.call_tool("k_sample", {"prompt": "hi"})
+        async with httpx2.AsyncClient(timeout=10) as http:
+            stream = await http.get(url, headers={"accept": "text/event-stream"})
+        assert stream.status_code == 405 and "statelessly" in stream.json()["error"]["message"]
