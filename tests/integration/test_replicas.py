@@ -258,3 +258,66 @@ async def test_stateless_replicas_serve_both_eras_behind_plain_round_robin(tmp_p
         async with httpx2.AsyncClient(timeout=10) as http:
             stream = await http.get(url, headers={"accept": "text/event-stream"})
         assert stream.status_code == 405 and "statelessly" in stream.json()["error"]["message"]
+
+
+@pytest.mark.skipif(HAPROXY is None and not os.environ.get("CI"), reason="HAProxy is not installed (Debian: haproxy)")
+async def test_a_rolling_restart_under_load_fails_no_call_in_flight(tmp_path: Path) -> None:
+    """SIGTERM one replica at a time while hosts keep calling: the replica drains (its calls in flight finish,
+    /readyz turns 503 so HAProxy stops sending it sessions), exits, and comes back. A host whose session was on it
+    is told its session is gone and opens a new one; no call fails."""
+    async with replicas_behind_haproxy(tmp_path) as (url, replicas):
+        stop = anyio.Event()
+        failures: list[str] = []
+        done: list[int] = []
+
+        async def worker(index: int) -> None:
+            while not stop.is_set():
+                try:
+                    async with connect_host(url) as client:
+                        while not stop.is_set():
+                            result = await client.call_tool("k_progress", {"steps": 3, "delay": 0.05})
+                            if result.is_error:
+                                failures.append(f"worker {index}: {echoed(result)}")
+                            done.append(index)
+                except (MCPError, BaseExceptionGroup) as error:  # the session's replica went: a new session
+                    expected = ("Session not found", "shutting down")
+                    failures.extend(f"worker {index}: {m}" for m in _messages(error) if not m.startswith(expected))
+
+        with anyio.fail_after(180):
+            async with anyio.create_task_group() as tg:
+                for index in range(8):
+                    tg.start_soon(worker, index)
+                for replica in replicas:
+                    before = len(done)
+                    replica.process.terminate()
+                    await replica.process.wait()
+                    command = serve_http_command(
+                        tmp_path / "servers.yaml",
+                        replica.port,
+                        replica.log,
+                        "--replica-id",
+                        replica.name,
+                        "--allow-host",
+                        url.removeprefix("http://").removesuffix("/mcp"),
+                    )
+                    replica.process = await anyio.open_process(
+                        command, cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+                    )
+                    await wait_listening(replica.process, replica.port)
+                    await _until_every_replica_is_checked_ready([replica])
+                    assert len(done) > before, "calls went on while the replica restarted"
+                stop.set()
+        assert failures == []
+        drained = [e for r in replicas for e in _events(r.log) if e.get("event") == "hub_drained"]
+        assert len(drained) == 3 and not any(e["timed_out"] for e in drained)
+
+
+def _messages(error: BaseException) -> list[str]:
+    """The messages of an error, or of each error in a group (the SDK client's task group wraps them)."""
+    if isinstance(error, BaseExceptionGroup):
+        return [m for inner in error.exceptions for m in _messages(inner)]
+    return [str(error)]
+
+
+def _events(log: Path) -> list[dict[str, Any]]:
+    return [json.loads(t) for t in log.read_text().splitlines() if t.startswith("{")]
