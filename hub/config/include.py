@@ -19,6 +19,7 @@ nothing is not an error (an empty `servers.d/`).
 from __future__ import annotations
 
 import glob
+import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -65,7 +66,7 @@ def _resolve(file: Path, read: Reader, chain: tuple[Path, ...], merged: Merged) 
         names = " -> ".join(str(p) for p in (*chain, file))
         raise IncludeError(f"{chain[-1]}: include cycle: {names}")
     tree = read(file)
-    merged.files.append(file.resolve())
+    merged.files.append(Path(os.path.abspath(file)))  # links kept: a ConfigMap's swap must stay visible
     if not isinstance(tree, dict) or "include" not in tree:
         _record(tree, file, merged.origins)
         return tree

@@ -322,22 +322,29 @@ def load_config(path: str | Path, environ: Mapping[str, str] | None = None) -> L
     except IncludeError as exc:
         raise ConfigError(str(exc)) from None
     config = validate_tree(merged.tree, file, environ)
-    lock_file = lock_path(file.resolve())
+    # Absolute, but symlinks not followed: a Kubernetes ConfigMap is a link swapped to a new directory on every
+    # update, and the watcher must keep reading the link, not the directory the kubelet is about to delete.
+    where = Path(os.path.abspath(file))
+    lock_file = lock_path(where)
     try:
         lock = load_lock(lock_file)
     except LockError as exc:
         raise ConfigError(str(exc)) from None
     origins = {
-        n: (o.file.resolve(), {k: f.resolve() for k, f in o.overridden.items()}) for n, o in merged.origins.items()
+        n: (_absolute(o.file), {k: _absolute(f) for k, f in o.overridden.items()}) for n, o in merged.origins.items()
     }
     return LoadedConfig(
-        path=file.resolve(),
+        path=where,
         config=config,
         lock=lock,
         files=tuple(merged.files),
         globs=tuple(merged.globs),
         origins=origins,
     )
+
+
+def _absolute(path: Path) -> Path:
+    return Path(os.path.abspath(path))
 
 
 def _read_file(file: Path) -> _Mapping:

@@ -29,13 +29,15 @@ class Allowed:
 
 
 def allowed(host: str, port: int, extra: list[str]) -> Allowed:
-    """Loopback names, the bound name and each --allow-host value, at the served port unless one is given."""
+    """Loopback names, the bound name and each --allow-host value, at the served port unless one is given; an
+    --allow-host name without a port also as it is, since behind a proxy on 443 (or 80) hosts send the bare name."""
     names = [*LOOPBACK, *extra]
     if host not in ("127.0.0.1", "localhost", "::1", "0.0.0.0", "::"):
         names.append(host)
     hosts = [
         name if name.rpartition(":")[2].isdigit() and not name.endswith("]") else f"{name}:{port}" for name in names
     ]
+    hosts += [name for name in extra if not (name.rpartition(":")[2].isdigit() and not name.endswith("]"))]
     return Allowed(hosts, [f"{scheme}://{h}" for h in hosts for scheme in ("http", "https")])
 
 
