@@ -32,10 +32,12 @@ from hub.protocol.revisions import load_models
 from hub.redaction import configured_secrets
 from hub.relay.attribution import Attribution
 from hub.relay.catalog import HEALTH_TOOL_DEF, Catalog
+from hub.relay.confirmation import Seals
 from hub.relay.hosts import Hosts
 from hub.relay.meta_tools import CALL_TOOL_DEF, SEARCH_TOOL_DEF, search_exposed
 from hub.relay.naming import expose_uri
 from hub.relay.router import Router
+from hub.relay.state import open_state
 from hub.upstream.child import Child, ChildState, Launch
 from hub.upstream.connection import Connection
 from hub.upstream.credentials import personal
@@ -100,6 +102,9 @@ class Hub:
     @asynccontextmanager
     async def running(self) -> AsyncIterator[Hub]:
         self.watchdog.start()  # before the first child: from now on none can outlive the hub
+        where = self.loaded.config.state
+        shared = open_state(where.backend, where.url, where.key)  # read at start: a reload does not change it
+        self.router.seals = Seals(shared)
         try:
             async with anyio.create_task_group() as tg:
                 self._tg = tg
@@ -114,6 +119,8 @@ class Hub:
                     tg.cancel_scope.cancel()
         finally:
             self._tg = None
+            with anyio.CancelScope(shield=True):
+                await shared.close()
             self.watchdog.close()
 
     @staticmethod

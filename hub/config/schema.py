@@ -395,6 +395,26 @@ class SecretsConfig(_Strict):
     file: str | None = Field(default=None, description="A YAML mapping of secret names to values.")
 
 
+class StateConfig(_Strict):
+    """Where replicas keep what a decision on one must mean on all (hub.relay.state): confirmation rounds' key and
+    used nonces. Read at start; a reload does not change it."""
+
+    backend: Literal["memory", "redis"] = Field(default="memory", description="'redis': shared by replicas.")
+    url: str | None = Field(default=None, description="With redis: redis://[user:password@]host:port/db.")
+    key: str | None = Field(
+        default=None,
+        min_length=16,
+        description="A secret shared by the replicas that seals rounds (e.g. ${secret:hub-state-key}); unset with "
+        "redis: one random key kept in Redis.",
+    )
+
+    @model_validator(mode="after")
+    def _url_for_redis(self) -> StateConfig:
+        if self.backend == "redis" and not (self.url or "").startswith(("redis://", "rediss://", "unix://")):
+            raise ValueError("backend 'redis' needs 'url': redis://host:port (or rediss://, unix://)")
+        return self
+
+
 class HubConfig(_Strict):
     include: tuple[str, ...] = Field(
         default=(), description="Files merged under this one (relative to it, globs allowed): hub.config.include."
@@ -402,6 +422,7 @@ class HubConfig(_Strict):
     hub: HubSettings = HubSettings()
     auth: AuthConfig | None = None
     secrets: SecretsConfig = SecretsConfig()
+    state: StateConfig = StateConfig()
     policies: tuple[PolicyRule, ...] = ()
     default_policy: Literal["allow", "deny"] | None = Field(
         default=None, description="For names no matching rule mentions: 'deny' when policies are given, else 'allow'."

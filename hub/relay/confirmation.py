@@ -8,8 +8,8 @@ explicit yes from the host's user, asked through elicitation in form mode:
   identity, the exposed tool, a digest of the arguments, an expiry and a nonce. It comes back with the user's
   answer; the state is accepted only if its MAC, identity, tool, arguments and expiry match, and only once.
 
-The key is made when the hub starts and never leaves the process, so a state is honoured only by the hub that
-issued it, until it expires or the hub restarts.
+The key and the used nonces are the hub's shared state (`hub.relay.state`): by default the process's own (a round
+is honoured only by the hub that sealed it, until it expires or the hub restarts), or Redis, shared by replicas.
 """
 
 from __future__ import annotations
@@ -24,6 +24,7 @@ import time
 from typing import Any
 
 from hub.protocol import errors
+from hub.relay.state import SharedState
 
 STATE_PREFIX = "hub-confirm:"
 INPUT_KEY = "confirm"  # the key of the one input request in a confirmation round
@@ -71,14 +72,14 @@ def said_yes(answer: Any) -> bool:
 
 
 class Seals:
-    """Seals a confirmation round's `requestState` and opens it once (the nonces it accepted, until they expire)."""
+    """Seals a confirmation round's `requestState` and opens it once. The key and the used nonces live in the
+    hub's shared state (`hub.relay.state`): the process's own, or Redis shared by replicas."""
 
-    def __init__(self, ttl: float = STATE_TTL) -> None:
-        self._key = secrets.token_bytes(32)
+    def __init__(self, state: SharedState, ttl: float = STATE_TTL) -> None:
+        self.state = state
         self._ttl = ttl
-        self._used: dict[str, float] = {}  # nonce -> expiry
 
-    def seal(self, identity: str, exposed: str, arguments: Any) -> str:
+    async def seal(self, identity: str, exposed: str, arguments: Any) -> str:
         payload = {
             "i": identity,
             "t": exposed,
@@ -87,17 +88,18 @@ class Seals:
             "n": secrets.token_urlsafe(12),
         }
         body = _b64(json.dumps(payload, separators=(",", ":")).encode())
-        return f"{STATE_PREFIX}{body}.{_b64(self._mac(body))}"
+        return f"{STATE_PREFIX}{body}.{_b64(await self._mac(body))}"
 
-    def open(self, state: str, identity: str, exposed: str, arguments: Any) -> None:
+    async def open(self, state: str, identity: str, exposed: str, arguments: Any) -> None:
         """Accept a sealed state once, for this identity, tool and arguments, before its expiry.
 
         Raises:
             errors.NotConfirmed: naming what is wrong (tampered, another call's, expired, or already used).
+            errors.Unavailable: the shared state cannot be reached.
         """
         body, _, mac = state.removeprefix(STATE_PREFIX).partition(".")
         try:
-            valid = hmac.compare_digest(_unb64(mac), self._mac(body))
+            valid = hmac.compare_digest(_unb64(mac), await self._mac(body))
             payload = json.loads(_unb64(body)) if valid else None
         except (binascii.Error, ValueError):
             valid, payload = False, None
@@ -105,18 +107,14 @@ class Seals:
             raise _refused(exposed, "its requestState is not one the hub issued (altered or forged)")
         if (payload.get("i"), payload.get("t"), payload.get("a")) != (identity, exposed, arguments_digest(arguments)):
             raise _refused(exposed, "its requestState was issued for another caller, tool or arguments")
-        now = time.time()
         expiry = payload.get("e")
-        if not isinstance(expiry, float | int) or expiry < now:
+        if not isinstance(expiry, float | int) or expiry < time.time():
             raise _refused(exposed, "its requestState has expired")
-        self._used = {n: e for n, e in self._used.items() if e >= now}
-        nonce = str(payload.get("n"))
-        if nonce in self._used:
+        if not await self.state.use_nonce(str(payload.get("n")), float(expiry)):
             raise _refused(exposed, "its requestState was used already (a confirmation is good for one call)")
-        self._used[nonce] = float(expiry)
 
-    def _mac(self, body: str) -> bytes:
-        return hmac.new(self._key, body.encode(), hashlib.sha256).digest()
+    async def _mac(self, body: str) -> bytes:
+        return hmac.new(await self.state.seal_key(), body.encode(), hashlib.sha256).digest()
 
 
 def _refused(exposed: str, why: str) -> errors.NotConfirmed:

@@ -31,6 +31,7 @@ from hub.relay.hosts import Hosts
 from hub.relay.meta_tools import CALL_TOOL, SEARCH_TOOL, Forwarded, search_arguments
 from hub.relay.ports import AskFailed, HostRequest
 from hub.relay.quotas import Quotas
+from hub.relay.state import MemoryState
 from hub.upstream.child import Child, ChildState
 
 ROUTED = frozenset(
@@ -90,7 +91,8 @@ class Router:
         self.deadlines = Deadlines()
         self.quotas = Quotas()
         self.replica = ""  # this replica's name (hub.app.replica_id): in the call log and input-round states
-        self.seals = confirmation.Seals()  # the requestState of confirmation rounds with 2026-07-28 hosts
+        # The requestState of confirmation rounds with 2026-07-28 hosts; the hub gives it its shared state at start.
+        self.seals = confirmation.Seals(MemoryState())
         self.redact: Callable[[Any], Any] = lambda value: value  # what the user is shown of arguments to confirm
         self._calls: dict[tuple[object, RequestId], Call] = {}
         self._parked: dict[str, Call] = {}
@@ -235,32 +237,60 @@ class Router:
         self, request: HostRequest, route: Any, exposed: str, params: dict[str, Any], rule: str | None
     ) -> None:
         """A call that needs its user's yes: asked of a handshake-era host now, of a 2026-07-28 host as an input
-        round; forwarded only on an explicit yes."""
-        arguments = request.params.get("arguments")  # the host's own, which the user is shown and the state binds
-        identity = request.session.identity.name
-        state = request.params.get("requestState")
-        if revisions.is_modern(request.version) and isinstance(state, str):
-            self.seals.open(state, identity, exposed, arguments)  # raises NotConfirmed
-            responses = request.params.get("inputResponses")
-            answer = responses.get(confirmation.INPUT_KEY) if isinstance(responses, dict) else None
-            if not confirmation.said_yes(answer):
-                raise errors.NotConfirmed(f"the user did not confirm the call of {exposed!r}; it was not run")
-            forwarded = {k: v for k, v in params.items() if k not in ("requestState", "inputResponses")}
-            self._start(request, route, exposed, forwarded, rule, "accepted")
-            return
-        if not request.declared("elicitation"):
+        round whose sealed state comes back with the answer; forwarded only on an explicit yes. Sealing and
+        opening may wait for the shared state (Redis), so the rest runs as a task of its own."""
+        modern = revisions.is_modern(request.version)
+        if not (modern and isinstance(request.params.get("requestState"), str)) and not request.declared("elicitation"):
             raise errors.NotConfirmed(
                 f"the tool {exposed!r} needs its user's confirmation (`confirm:` of server '{route.child}'), "
                 "and this host cannot ask for it: it did not declare the elicitation capability. Call it from a host "
                 "that supports elicitation, or ask the hub's operator"
             )
+        self.spawn(self._confirmation, request, route, exposed, params, rule)
+
+    async def _confirmation(
+        self, request: HostRequest, route: Any, exposed: str, params: dict[str, Any], rule: str | None
+    ) -> None:
+        try:
+            confirmed = await self._ask_for_confirmation(request, route, exposed, params, rule)
+        except errors.HubError as error:
+            self.refuse(request, error, route.child, rule)
+            return
+        if not confirmed:
+            return  # a 2026-07-28 host was sent the question; its answer comes as a request of its own
+        if route.child not in self.catalog.children:
+            self.refuse(request, errors.Unavailable(f"server '{route.child}' was removed"), route.child, rule)
+            return
+        forwarded = {k: v for k, v in params.items() if k not in ("requestState", "inputResponses")}
+        self._start(request, route, exposed, forwarded, rule, "accepted")
+
+    async def _ask_for_confirmation(
+        self, request: HostRequest, route: Any, exposed: str, params: dict[str, Any], rule: str | None
+    ) -> bool:
+        """True on the user's explicit yes; False when a 2026-07-28 host was answered with the question.
+
+        Raises:
+            errors.NotConfirmed: no, or no way to ask, or a round's state that is not accepted.
+        """
+        arguments = request.params.get("arguments")  # the host's own, which the user is shown and the state binds
+        identity = request.session.identity.name
+        state = request.params.get("requestState")
+        refused = errors.NotConfirmed(f"the user did not confirm the call of {exposed!r}; it was not run")
+        if revisions.is_modern(request.version) and isinstance(state, str):
+            await self.seals.open(state, identity, exposed, arguments)
+            responses = request.params.get("inputResponses")
+            if not confirmation.said_yes(
+                responses.get(confirmation.INPUT_KEY) if isinstance(responses, dict) else None
+            ):
+                raise refused
+            return True
         shown = json.dumps(self.redact(arguments if arguments is not None else {}), indent=2, default=repr)
         asked = confirmation.question(exposed, route.child, arguments, shown)
         if revisions.is_modern(request.version):
             answer = {
                 "resultType": "input_required",
                 "inputRequests": {confirmation.INPUT_KEY: {"method": "elicitation/create", "params": asked}},
-                "requestState": self.seals.seal(identity, exposed, arguments),
+                "requestState": await self.seals.seal(identity, exposed, arguments),
             }
             body = encode(revisions.stamp(answer, request.method))
             request.respond(body)
@@ -268,39 +298,19 @@ class Router:
                 request, route.child, exposed, route.original, time.perf_counter(), "input_required", None,
                 len(body), None, rule, None, "asked",
             )  # fmt: skip
-            return
-        self.spawn(self._ask_then_start, request, route, exposed, params, rule, asked)
-
-    async def _ask_then_start(
-        self,
-        request: HostRequest,
-        route: Any,
-        exposed: str,
-        params: dict[str, Any],
-        rule: str | None,
-        asked: dict[str, Any],
-    ) -> None:
+            return False
         child = self.catalog.children.get(route.child)
         limit = child.config.timeout if child is not None else confirmation.STATE_TTL
         try:
             answer = await request.ask("elicitation/create", asked, limit)
         except AskFailed as failure:
             why = failure.error.get("message")
-            self.refuse(
-                request,
-                errors.NotConfirmed(f"the user could not be asked to confirm {exposed!r} ({why}); it was not run"),
-                route.child,
-                rule,
-            )
-            return
+            raise errors.NotConfirmed(
+                f"the user could not be asked to confirm {exposed!r} ({why}); it was not run"
+            ) from None
         if not confirmation.said_yes(answer):
-            refusal = errors.NotConfirmed(f"the user did not confirm the call of {exposed!r}; it was not run")
-            self.refuse(request, refusal, route.child, rule)
-            return
-        if route.child not in self.catalog.children:
-            self.refuse(request, errors.Unavailable(f"server '{route.child}' was removed"), route.child, rule)
-            return
-        self._start(request, route, exposed, params, rule, "accepted")
+            raise refused
+        return True
 
     def _call(self, request: HostRequest, child: Child, exposed: str, original: str, params: dict[str, Any]) -> Call:
         """The call of a request: counted against its identity's limits (refused first, before anything starts),

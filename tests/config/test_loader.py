@@ -306,7 +306,7 @@ def test_an_unknown_top_level_key_is_reported() -> None:
     message = error_of("servers: {}\nserver:\n  a:\n    command: x\n")
     assert "servers.yaml:2: server: unknown key 'server'" in message
     assert "did you mean 'servers'?" in message
-    assert "allowed keys: include, hub, auth, secrets, policies, default_policy, servers" in message
+    assert "allowed keys: include, hub, auth, secrets, state, policies, default_policy, servers" in message
 
 
 def test_a_misspelt_servers_key_alone_is_a_file_without_servers() -> None:

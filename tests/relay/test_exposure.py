@@ -17,6 +17,7 @@ from hub.protocol import errors
 from hub.relay.catalog import build_namespace
 from hub.relay.confirmation import Seals, said_yes
 from hub.relay.exposure import REQUIRES_USER_INTERACTION, check_arguments, shape_tool
+from hub.relay.state import MemoryState
 from hub.upstream.child import Child, Listing
 
 QUERY = {
@@ -156,22 +157,25 @@ def test_a_tool_that_differs_from_its_pin_or_is_new_is_quarantined_and_warn_only
     assert build_namespace([child("pg", server(), QUERY)], lock=lock).tools[0]["name"] == "pg_query"
 
 
-def test_a_sealed_confirmation_is_accepted_once_for_its_caller_tool_and_arguments_only() -> None:
-    seals = Seals()
-    state = seals.seal("ann", "pg_drop", {"table": "t"})
+@pytest.mark.anyio
+async def test_a_sealed_confirmation_is_accepted_once_for_its_caller_tool_and_arguments_only() -> None:
+    seals = Seals(MemoryState())
+    state = await seals.seal("ann", "pg_drop", {"table": "t"})
     with pytest.raises(errors.NotConfirmed, match="another caller, tool or arguments"):
-        seals.open(state, "ann", "pg_drop", {"table": "users"})
+        await seals.open(state, "ann", "pg_drop", {"table": "users"})
     tampered = state[:-3] + ("AAA" if not state.endswith("AAA") else "BBB")
     with pytest.raises(errors.NotConfirmed, match="not one the hub issued"):
-        seals.open(tampered, "ann", "pg_drop", {"table": "t"})
-    seals.open(state, "ann", "pg_drop", {"table": "t"})
+        await seals.open(tampered, "ann", "pg_drop", {"table": "t"})
+    await seals.open(state, "ann", "pg_drop", {"table": "t"})
     with pytest.raises(errors.NotConfirmed, match="used already"):
-        seals.open(state, "ann", "pg_drop", {"table": "t"})
+        await seals.open(state, "ann", "pg_drop", {"table": "t"})
+    expired = Seals(MemoryState(), ttl=-1)
     with pytest.raises(errors.NotConfirmed, match="expired"):
-        expired = Seals(ttl=-1)
-        expired.open(expired.seal("ann", "pg_drop", {}), "ann", "pg_drop", {})
+        await expired.open(await expired.seal("ann", "pg_drop", {}), "ann", "pg_drop", {})
     with pytest.raises(errors.NotConfirmed, match="not one the hub issued"):
-        Seals().open(state, "ann", "pg_drop", {"table": "t"})  # another hub's key
+        await Seals(MemoryState()).open(state, "ann", "pg_drop", {"table": "t"})  # another hub's key
+    shared = MemoryState(b"k" * 32)  # two replicas with one key: sealed on one, honoured on the other
+    assert await Seals(shared).open(await Seals(MemoryState(b"k" * 32)).seal("ann", "t", {}), "ann", "t", {}) is None
 
 
 @pytest.mark.parametrize(

@@ -1,0 +1,110 @@
+"""State that replicas of one hub must share: the key that seals confirmation rounds, and the rounds' used nonces.
+
+`state: {backend: memory}` (the default) keeps both in the process: one hub, or replicas each on their own (a round
+is then honoured only by the replica that sealed it). `state: {backend: redis, url: redis://...}` keeps them in
+Redis (`redis.asyncio`), so that a round sealed on one replica is answered on any other, and accepted once across
+all of them. The sealing key is `state.key` when given (a secret shared by the replicas, e.g.
+`${secret:hub-state-key}`), else one random key that the first replica stores in Redis and the others read.
+
+Every Redis operation is bounded (REDIS_TIMEOUT); a Redis that cannot be reached refuses the round with an error
+naming it, never a hang and never an unchecked accept.
+"""
+
+from __future__ import annotations
+
+import secrets
+import time
+from typing import Any, Protocol
+
+import anyio
+
+from hub.protocol import errors
+
+REDIS_TIMEOUT = 5.0
+KEY_NAME = "hub:state:seal-key"
+NONCE_PREFIX = "hub:state:nonce:"
+
+
+class SharedState(Protocol):
+    async def seal_key(self) -> bytes:
+        """The key confirmation rounds are sealed with (the same on every replica sharing this state)."""
+
+    async def use_nonce(self, nonce: str, expiry: float) -> bool:
+        """Mark a round's nonce used until `expiry` (wall clock); False if it was used already."""
+
+    async def close(self) -> None: ...
+
+
+class MemoryState:
+    """One process's state: a random key and the nonces it accepted (forgotten once expired)."""
+
+    def __init__(self, key: bytes | None = None) -> None:
+        self._key = key or secrets.token_bytes(32)
+        self._used: dict[str, float] = {}
+
+    async def seal_key(self) -> bytes:
+        return self._key
+
+    async def use_nonce(self, nonce: str, expiry: float) -> bool:
+        now = time.time()
+        self._used = {n: e for n, e in self._used.items() if e >= now}
+        if nonce in self._used:
+            return False
+        self._used[nonce] = expiry
+        return True
+
+    async def close(self) -> None:
+        return None
+
+
+class RedisState:
+    """The state in Redis at `url`: the key under KEY_NAME (set once, by whichever replica comes first), each used
+    nonce as its own key that expires with its round (SET NX EX: one atomic check-and-mark across replicas)."""
+
+    def __init__(self, url: str, key: bytes | None = None) -> None:
+        import redis.asyncio
+
+        self.url = url
+        self._client: Any = redis.asyncio.from_url(url, socket_timeout=REDIS_TIMEOUT, socket_connect_timeout=5)
+        self._key = key
+
+    async def seal_key(self) -> bytes:
+        if self._key is None:
+            fresh = secrets.token_bytes(32)
+            await self._call(self._client.set, KEY_NAME, fresh, nx=True)
+            stored = await self._call(self._client.get, KEY_NAME)
+            self._key = bytes(stored) if stored else fresh
+        return self._key
+
+    async def use_nonce(self, nonce: str, expiry: float) -> bool:
+        seconds = max(1, int(expiry - time.time()) + 1)
+        done = await self._call(self._client.set, NONCE_PREFIX + nonce, b"1", nx=True, ex=seconds)
+        return bool(done)
+
+    async def close(self) -> None:
+        with anyio.move_on_after(REDIS_TIMEOUT):
+            await self._client.aclose()
+
+    async def _call(self, method: Any, *args: Any, **kwargs: Any) -> Any:
+        try:
+            with anyio.fail_after(REDIS_TIMEOUT):
+                return await method(*args, **kwargs)
+        except Exception as exc:  # connection refused, timeout, an error of Redis's own
+            raise errors.Unavailable(
+                f"the hub's shared state (Redis at {_safe(self.url)}) cannot be reached: {type(exc).__name__}"
+            ) from None
+
+
+def _safe(url: str) -> str:
+    """The URL without a password in it (redis://user:password@host)."""
+    scheme, sep, rest = url.partition("://")
+    return f"{scheme}{sep}{rest.rpartition('@')[2]}" if "@" in rest else url
+
+
+def open_state(backend: str, url: str | None, key: str | None) -> SharedState:
+    """The shared state the configuration names (`state:`)."""
+    raw = key.encode() if key else None
+    if backend == "redis":
+        assert url is not None
+        return RedisState(url, raw)
+    return MemoryState(raw)

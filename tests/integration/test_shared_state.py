@@ -1,0 +1,87 @@
+"""`state: {backend: redis}` with a real Redis server (Debian's): a confirmation round sealed by one replica is
+answered on another and accepted there once; replayed on the first, it is refused, since the nonce is shared."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+import yaml
+from mcp import types
+from pydantic import TypeAdapter
+
+from tests.conftest import connect_host, free_port, python_child, serve_hub_http, wait_listening
+
+pytestmark = [pytest.mark.anyio, pytest.mark.integration]
+
+REDIS = shutil.which("redis-server") or ("/usr/bin/redis-server" if os.path.exists("/usr/bin/redis-server") else None)
+RAW: Any = TypeAdapter(dict[str, Any])
+
+
+@asynccontextmanager
+async def redis_server() -> AsyncIterator[str]:
+    assert REDIS is not None
+    port = free_port()
+    command = [REDIS, "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"]
+    process = await anyio.open_process(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        await wait_listening(process, port)
+        yield f"redis://127.0.0.1:{port}/0"
+    finally:
+        process.terminate()
+        with anyio.move_on_after(10):
+            await process.wait()
+        if process.returncode is None:
+            process.kill()
+
+
+async def call(client: Any, arguments: dict[str, Any], **extra: Any) -> dict[str, Any]:
+    params = types.CallToolRequestParams(name="db_drop_table", arguments=arguments, **extra)
+    result: dict[str, Any] = await client.session.send_request(types.CallToolRequest(params=params), RAW)
+    return result
+
+
+def text_of(result: dict[str, Any]) -> str:
+    return "".join(block.get("text", "") for block in result.get("content", []))
+
+
+@pytest.mark.skipif(REDIS is None and not os.environ.get("CI"), reason="Redis is not installed (Debian: redis-server)")
+async def test_a_round_sealed_on_one_replica_is_accepted_once_across_replicas(tmp_path: Path) -> None:
+    record = tmp_path / "record.jsonl"
+    record.touch()
+    async with redis_server() as redis_url:
+        document = {
+            "state": {"backend": "redis", "url": redis_url},
+            "servers": {
+                "db": {
+                    **python_child("tests.children.opsdb", env={"OPSDB_RECORD": str(record)}),
+                    "confirm": "destructive",
+                }
+            },
+        }
+        config = tmp_path / "servers.yaml"
+        config.write_text(yaml.safe_dump(document, sort_keys=False))
+        async with (
+            serve_hub_http(config, tmp_path / "a.log", "--replica-id", "a") as url_a,
+            serve_hub_http(config, tmp_path / "b.log", "--replica-id", "b") as url_b,
+            connect_host(url_a, mode="2026-07-28") as on_a,
+            connect_host(url_b, mode="2026-07-28") as on_b,
+        ):
+            first = await call(on_a, {"table": "audit"})
+            assert first["resultType"] == "input_required"
+            ((key, _),) = first["inputRequests"].items()
+            yes = {key: types.ElicitResult(action="accept", content={"confirm": True})}
+            state = first["requestState"]
+            ran = await call(on_b, {"table": "audit"}, input_responses=yes, request_state=state)
+            assert "ran drop_table" in text_of(ran), "sealed on a, honoured on b: one key, kept in Redis"
+            replayed = await call(on_a, {"table": "audit"}, input_responses=yes, request_state=state)
+            assert replayed["isError"] and "used already" in text_of(replayed), "the nonce is shared"
+    assert [json.loads(line)["tool"] for line in record.read_text().splitlines()] == ["drop_table"]
