@@ -245,9 +245,11 @@ async def serve_hub_http(config: Path, log_file: Path, *extra: str, port: int | 
 
 
 def log_events(log_file: Path, event: str) -> list[dict[str, Any]]:
-    """The hub's structured log lines of one kind."""
+    """The hub's structured log lines of one kind, its rotated files (hub.log.N ... hub.log.1) included."""
+    from hub.logfile import rotated_siblings
 
-    lines = log_file.read_text().splitlines() if log_file.exists() else []
+    files = [*rotated_siblings(log_file), log_file]
+    lines = [line for f in files if f.exists() for line in f.read_text().splitlines()]
     return [e for e in (json.loads(line) for line in lines if line.startswith("{")) if e.get("event") == event]
 
 
