@@ -21,10 +21,15 @@ import hmac
 import json
 import secrets
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from hub.protocol import errors
+from hub.protocol import errors, revisions
+from hub.protocol.jsonrpc import encode
+from hub.relay.ports import AskFailed, HostRequest
 from hub.relay.state import SharedState
+
+if TYPE_CHECKING:
+    from hub.relay.router import Router
 
 STATE_PREFIX = "hub-confirm:"
 INPUT_KEY = "confirm"  # the key of the one input request in a confirmation round
@@ -127,3 +132,86 @@ def _b64(data: bytes) -> str:
 
 def _unb64(text: str) -> bytes:
     return base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))
+
+
+# ---- the flow, on the router's one path (hub.relay.router._dispatch calls `begin`) ----------------------------
+
+
+def begin(
+    router: Router, request: HostRequest, route: Any, exposed: str, params: dict[str, Any], rule: str | None
+) -> None:
+    """A call that needs its user's yes: asked of a handshake-era host now, of a 2026-07-28 host as an input
+    round whose sealed state comes back with the answer; forwarded only on an explicit yes. Sealing and
+    opening may wait for the shared state (Redis), so the rest runs as a task of its own."""
+    modern = revisions.is_modern(request.version)
+    if not (modern and isinstance(request.params.get("requestState"), str)) and not request.declared("elicitation"):
+        raise errors.NotConfirmed(
+            f"the tool {exposed!r} needs its user's confirmation (`confirm:` of server '{route.child}'), "
+            "and this host cannot ask for it: it did not declare the elicitation capability. Call it from a host "
+            "that supports elicitation, or ask the hub's operator"
+        )
+    router.spawn(_confirmation, router, request, route, exposed, params, rule)
+
+
+async def _confirmation(
+    router: Router, request: HostRequest, route: Any, exposed: str, params: dict[str, Any], rule: str | None
+) -> None:
+    try:
+        confirmed = await _ask(router, request, route, exposed, params, rule)
+    except errors.HubError as error:
+        router.refuse(request, error, route.child, rule)
+        return
+    if not confirmed:
+        return  # a 2026-07-28 host was sent the question; its answer comes as a request of its own
+    if route.child not in router.catalog.children:
+        router.refuse(request, errors.Unavailable(f"server '{route.child}' was removed"), route.child, rule)
+        return
+    forwarded = {k: v for k, v in params.items() if k not in ("requestState", "inputResponses")}
+    router.start_call(request, route, exposed, forwarded, rule, "accepted")
+
+
+async def _ask(
+    router: Router, request: HostRequest, route: Any, exposed: str, params: dict[str, Any], rule: str | None
+) -> bool:
+    """True on the user's explicit yes; False when a 2026-07-28 host was answered with the question.
+
+    Raises:
+        errors.NotConfirmed: no, or no way to ask, or a round's state that is not accepted.
+    """
+    arguments = request.params.get("arguments")  # the host's own, which the user is shown and the state binds
+    identity = request.session.identity.name
+    state = request.params.get("requestState")
+    refused = errors.NotConfirmed(f"the user did not confirm the call of {exposed!r}; it was not run")
+    if revisions.is_modern(request.version) and isinstance(state, str):
+        await router.seals.open(state, identity, exposed, arguments)
+        responses = request.params.get("inputResponses")
+        if not said_yes(responses.get(INPUT_KEY) if isinstance(responses, dict) else None):
+            raise refused
+        return True
+    shown = json.dumps(router.redact(arguments if arguments is not None else {}), indent=2, default=repr)
+    asked = question(exposed, route.child, arguments, shown)
+    if revisions.is_modern(request.version):
+        answer = {
+            "resultType": "input_required",
+            "inputRequests": {INPUT_KEY: {"method": "elicitation/create", "params": asked}},
+            "requestState": await router.seals.seal(identity, exposed, arguments),
+        }
+        body = encode(revisions.stamp(answer, request.method))
+        request.respond(body)
+        router.log_line(
+            request, route.child, exposed, route.original, time.perf_counter(), "input_required", None,
+            len(body), None, rule, None, "asked",
+        )  # fmt: skip
+        return False
+    child = router.catalog.children.get(route.child)
+    limit = child.config.timeout if child is not None else STATE_TTL
+    try:
+        answer = await request.ask("elicitation/create", asked, limit)
+    except AskFailed as failure:
+        why = failure.error.get("message")
+        raise errors.NotConfirmed(
+            f"the user could not be asked to confirm {exposed!r} ({why}); it was not run"
+        ) from None
+    if not said_yes(answer):
+        raise refused
+    return True

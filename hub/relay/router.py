@@ -29,7 +29,7 @@ from hub.relay.deadlines import Deadlines
 from hub.relay.exposure import NO_RULES, check_arguments
 from hub.relay.hosts import Hosts
 from hub.relay.meta_tools import CALL_TOOL, SEARCH_TOOL, Forwarded, search_arguments
-from hub.relay.ports import AskFailed, HostRequest
+from hub.relay.ports import HostRequest
 from hub.relay.quotas import Quotas
 from hub.relay.state import MemoryState
 from hub.upstream.child import Child, ChildState
@@ -206,14 +206,14 @@ class Router:
                 if rules.checks_arguments:
                     params = {**params, "arguments": check_arguments(rules, exposed, params.get("arguments"))}
                 if rules.confirm:
-                    self._confirm(request, route, exposed, params, decision.rule)
+                    confirmation.begin(self, request, route, exposed, params, decision.rule)
                     return
             except errors.HubError as error:
                 self.refuse(request, error, route.child, decision.rule)
                 return
-        self._start(request, route, exposed, params, decision.rule)
+        self.start_call(request, route, exposed, params, decision.rule)
 
-    def _start(
+    def start_call(
         self,
         request: HostRequest,
         route: Any,
@@ -230,87 +230,6 @@ class Router:
             return
         self._calls[(request.session, request.id)] = call
         self._connect(call)
-
-    # ---- confirmation (hub.relay.confirmation) -----------------------------------------------------------------
-
-    def _confirm(
-        self, request: HostRequest, route: Any, exposed: str, params: dict[str, Any], rule: str | None
-    ) -> None:
-        """A call that needs its user's yes: asked of a handshake-era host now, of a 2026-07-28 host as an input
-        round whose sealed state comes back with the answer; forwarded only on an explicit yes. Sealing and
-        opening may wait for the shared state (Redis), so the rest runs as a task of its own."""
-        modern = revisions.is_modern(request.version)
-        if not (modern and isinstance(request.params.get("requestState"), str)) and not request.declared("elicitation"):
-            raise errors.NotConfirmed(
-                f"the tool {exposed!r} needs its user's confirmation (`confirm:` of server '{route.child}'), "
-                "and this host cannot ask for it: it did not declare the elicitation capability. Call it from a host "
-                "that supports elicitation, or ask the hub's operator"
-            )
-        self.spawn(self._confirmation, request, route, exposed, params, rule)
-
-    async def _confirmation(
-        self, request: HostRequest, route: Any, exposed: str, params: dict[str, Any], rule: str | None
-    ) -> None:
-        try:
-            confirmed = await self._ask_for_confirmation(request, route, exposed, params, rule)
-        except errors.HubError as error:
-            self.refuse(request, error, route.child, rule)
-            return
-        if not confirmed:
-            return  # a 2026-07-28 host was sent the question; its answer comes as a request of its own
-        if route.child not in self.catalog.children:
-            self.refuse(request, errors.Unavailable(f"server '{route.child}' was removed"), route.child, rule)
-            return
-        forwarded = {k: v for k, v in params.items() if k not in ("requestState", "inputResponses")}
-        self._start(request, route, exposed, forwarded, rule, "accepted")
-
-    async def _ask_for_confirmation(
-        self, request: HostRequest, route: Any, exposed: str, params: dict[str, Any], rule: str | None
-    ) -> bool:
-        """True on the user's explicit yes; False when a 2026-07-28 host was answered with the question.
-
-        Raises:
-            errors.NotConfirmed: no, or no way to ask, or a round's state that is not accepted.
-        """
-        arguments = request.params.get("arguments")  # the host's own, which the user is shown and the state binds
-        identity = request.session.identity.name
-        state = request.params.get("requestState")
-        refused = errors.NotConfirmed(f"the user did not confirm the call of {exposed!r}; it was not run")
-        if revisions.is_modern(request.version) and isinstance(state, str):
-            await self.seals.open(state, identity, exposed, arguments)
-            responses = request.params.get("inputResponses")
-            if not confirmation.said_yes(
-                responses.get(confirmation.INPUT_KEY) if isinstance(responses, dict) else None
-            ):
-                raise refused
-            return True
-        shown = json.dumps(self.redact(arguments if arguments is not None else {}), indent=2, default=repr)
-        asked = confirmation.question(exposed, route.child, arguments, shown)
-        if revisions.is_modern(request.version):
-            answer = {
-                "resultType": "input_required",
-                "inputRequests": {confirmation.INPUT_KEY: {"method": "elicitation/create", "params": asked}},
-                "requestState": await self.seals.seal(identity, exposed, arguments),
-            }
-            body = encode(revisions.stamp(answer, request.method))
-            request.respond(body)
-            self._log_line(
-                request, route.child, exposed, route.original, time.perf_counter(), "input_required", None,
-                len(body), None, rule, None, "asked",
-            )  # fmt: skip
-            return False
-        child = self.catalog.children.get(route.child)
-        limit = child.config.timeout if child is not None else confirmation.STATE_TTL
-        try:
-            answer = await request.ask("elicitation/create", asked, limit)
-        except AskFailed as failure:
-            why = failure.error.get("message")
-            raise errors.NotConfirmed(
-                f"the user could not be asked to confirm {exposed!r} ({why}); it was not run"
-            ) from None
-        if not confirmation.said_yes(answer):
-            raise refused
-        return True
 
     def _call(self, request: HostRequest, child: Child, exposed: str, original: str, params: dict[str, Any]) -> Call:
         """The call of a request: counted against its identity's limits (refused first, before anything starts),
@@ -403,7 +322,7 @@ class Router:
             span = self.tracing.start(
                 request.method, _name(request), request.session.label, request.params.get("_meta")
             )
-        self._log_line(request, child, _name(request), None, started, error.outcome, error, size, None, rule, span)
+        self.log_line(request, child, _name(request), None, started, error.outcome, error, size, None, rule, span)
 
     # ---- the host cancels, or comes back for a parked call --------------------------------------------------
 
@@ -505,7 +424,7 @@ class Router:
             result = revisions.stamp(result, "tools/call")
         body = encode(result)
         request.respond(body)
-        self._log_line(request, "hub", HEALTH_TOOL, None, started, "ok", None, len(body), None, rule, None)
+        self.log_line(request, "hub", HEALTH_TOOL, None, started, "ok", None, len(body), None, rule, None)
 
     def _search(self, request: HostRequest, rule: str | None) -> None:
         """hub_search_tools: the best matches among the tools the caller's policy shows, as full definitions."""
@@ -527,7 +446,7 @@ class Router:
             result = revisions.stamp(result, "tools/call")
         body = encode(result)
         request.respond(body)
-        self._log_line(request, "hub", SEARCH_TOOL, None, started, "ok", None, len(body), None, rule, None)
+        self.log_line(request, "hub", SEARCH_TOOL, None, started, "ok", None, len(body), None, rule, None)
 
     def _visible_health(self, identity: Identity) -> dict[str, Any]:
         """The health report as `identity` may see it: the servers (and collisions) of names its policy shows."""
@@ -553,7 +472,7 @@ class Router:
         own = call.child.config.log_arguments
         logged = self.settings().log_arguments if own is None else own
         arguments = request.params.get("arguments") if logged and call.method == "tools/call" else None
-        self._log_line(
+        self.log_line(
             request,
             call.child.name,
             call.exposed,
@@ -568,7 +487,7 @@ class Router:
             call.confirmation,
         )
 
-    def _log_line(
+    def log_line(
         self,
         request: HostRequest,
         child: str | None,
