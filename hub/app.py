@@ -27,6 +27,7 @@ from hub.config.schema import LoadedConfig, ServerConfig
 from hub.logs import CallLog
 from hub.platform.processes import EXIT_GRACE, KILL_GRACE
 from hub.platform.watchdog import Watchdog
+from hub.protocol import errors
 from hub.protocol.jsonrpc import Request
 from hub.protocol.revisions import load_models
 from hub.redaction import configured_secrets
@@ -52,6 +53,8 @@ def replica_id(given: str | None = None) -> str:
     return cleaned or "hub"
 
 
+# How long the hub waits at start for its shared state's key (Redis); without it, rounds are refused until a restart.
+REDIS_START_LIMIT = 10.0
 # The most the hub's generated instructions take (characters): hosts put them in the model's context.
 INSTRUCTIONS_LIMIT = 1500
 # How long a broadcast to the children (logging/setLevel) may take.
@@ -105,6 +108,11 @@ class Hub:
         where = self.loaded.config.state
         shared = open_state(where.backend, where.url, where.key)  # read at start: a reload does not change it
         self.router.seals = Seals(shared)
+        try:
+            with anyio.fail_after(REDIS_START_LIMIT):
+                await shared.seal_key()  # known from now on: bridged rounds seal without waiting
+        except (errors.HubError, TimeoutError) as exc:
+            self._log.error("shared_state_unavailable", error=getattr(exc, "message", repr(exc)))
         try:
             async with anyio.create_task_group() as tg:
                 self._tg = tg

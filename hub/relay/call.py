@@ -364,7 +364,7 @@ class Call:
             self.token = secrets.token_urlsafe(16)
         self.router.park(self)  # every round: the router forgets the request this round answers
         inputs = {key: {"method": r.method, "params": r.params} for key, r in self.asks.items()}
-        state = f"{BRIDGE_PREFIX}{self.router.replica}:{self.token}"  # the replica that holds the parked call
+        state = BRIDGE_PREFIX + self.router.bridge_state(self)
         answer = {"resultType": "input_required", "inputRequests": inputs, "requestState": state}
         request.respond(encode(revisions.stamp(answer, self.method)))
         self.router.log_call(self, "input_required", None, 0)

@@ -9,6 +9,7 @@ child that is still starting with the hub waits for it (bounded) instead of fail
 from __future__ import annotations
 
 import json
+import secrets
 import time
 from collections.abc import Awaitable, Callable, Coroutine
 from typing import TYPE_CHECKING, Any
@@ -22,7 +23,7 @@ from hub.access.policy import Policy
 from hub.config.schema import HubSettings
 from hub.protocol import errors, revisions
 from hub.protocol.jsonrpc import QUOTE_LIMIT, RequestId, encode
-from hub.relay import confirmation
+from hub.relay import confirmation, sealed
 from hub.relay.call import BRIDGE_PREFIX, Call, answer_error
 from hub.relay.catalog import HEALTH_TOOL, Catalog
 from hub.relay.deadlines import Deadlines
@@ -93,6 +94,8 @@ class Router:
         self.replica = ""  # this replica's name (hub.app.replica_id): in the call log and input-round states
         # The requestState of confirmation rounds with 2026-07-28 hosts; the hub gives it its shared state at start.
         self.seals = confirmation.Seals(MemoryState())
+        # Seals bridged rounds while the shared state's key is unknown (Redis unreachable at start): this replica's.
+        self._own_key = secrets.token_bytes(32)
         self.redact: Callable[[Any], Any] = lambda value: value  # what the user is shown of arguments to confirm
         self._calls: dict[tuple[object, RequestId], Call] = {}
         self._parked: dict[str, Call] = {}
@@ -370,15 +373,32 @@ class Router:
         if call.token is not None:
             self._parked.pop(call.token, None)
 
+    def bridge_state(self, call: Call) -> str:
+        """The sealed requestState of a bridged round: the replica holding the parked call, its token, the identity,
+        the tool and an expiry, readable only by hubs sharing the key (hub.relay.sealed)."""
+        key = self.seals.state.known_key or self._own_key
+        payload = {"r": self.replica, "t": call.token, "i": call.session.identity.name, "n": call.exposed,
+                   "e": time.time() + call.window}  # fmt: skip
+        return sealed.seal(key, payload)
+
     def _resume(self, request: HostRequest, name: str, state: str) -> None:
-        owner, _, token = state.rpartition(":")
-        if owner and owner != self.replica:
+        payload = sealed.unseal(self.seals.state.known_key or self._own_key, state)
+        unknown = errors.BadRequest(
+            f"hub: this input-required round of {_named(name)} is unknown or expired; call the tool again"
+        )
+        if payload is None or payload.get("n") != name or payload.get("i") != request.session.identity.name:
+            raise unknown
+        owner = str(payload.get("r"))
+        if owner != self.replica:
             raise errors.BadRequest(
                 f"hub: this input-required round of {_named(name)} belongs to replica {owner[:63]!r} and this is "
                 f"{self.replica!r}: the load balancer must send a session's requests to one replica "
                 "(docs/deploy.md); call the tool again"
             )
-        call = self._parked.get(token)
+        expiry = payload.get("e")
+        if not isinstance(expiry, int | float) or expiry < time.time():
+            raise unknown
+        call = self._parked.get(str(payload.get("t")))
         route = self.catalog.namespace.tool_routes.get(name)
         if (
             call is None
@@ -386,9 +406,7 @@ class Router:
             or route is None
             or (call.child.name, call.original) != (route.child, route.original)
         ):
-            raise errors.BadRequest(
-                f"hub: this input-required round of {_named(name)} is unknown or expired; call the tool again"
-            )
+            raise unknown
         responses = request.params.get("inputResponses")
         self._calls[(request.session, request.id)] = call
         call.resume(request, responses if isinstance(responses, dict) else {})

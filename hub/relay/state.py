@@ -29,6 +29,10 @@ class SharedState(Protocol):
     async def seal_key(self) -> bytes:
         """The key confirmation rounds are sealed with (the same on every replica sharing this state)."""
 
+    @property
+    def known_key(self) -> bytes | None:
+        """The key, once `seal_key` has been awaited (the hub does at start); None before, or if it failed."""
+
     async def use_nonce(self, nonce: str, expiry: float) -> bool:
         """Mark a round's nonce used until `expiry` (wall clock); False if it was used already."""
 
@@ -43,6 +47,10 @@ class MemoryState:
         self._used: dict[str, float] = {}
 
     async def seal_key(self) -> bytes:
+        return self._key
+
+    @property
+    def known_key(self) -> bytes | None:
         return self._key
 
     async def use_nonce(self, nonce: str, expiry: float) -> bool:
@@ -74,6 +82,10 @@ class RedisState:
             await self._call(self._client.set, KEY_NAME, fresh, nx=True)
             stored = await self._call(self._client.get, KEY_NAME)
             self._key = bytes(stored) if stored else fresh
+        return self._key
+
+    @property
+    def known_key(self) -> bytes | None:
         return self._key
 
     async def use_nonce(self, nonce: str, expiry: float) -> bool:

@@ -1,0 +1,41 @@
+"""Sealed tokens: a small payload encrypted and authenticated (AES-GCM) under the key the replicas share.
+
+Used for the `requestState` of an input round the hub bridges (a handshake-era child asking a 2026-07-28 host
+something): the host carries the state back, and only a hub holding the key can read it or make one. What it binds
+(the replica holding the parked call, the identity, the tool, an expiry) is checked by the router on the way back.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import hashlib
+import json
+import secrets
+from typing import Any
+
+from cryptography.exceptions import InvalidTag
+from cryptography.hazmat.primitives.ciphers.aead import AESGCM
+
+_PURPOSE = b"hub:sealed:v1"  # the same shared key seals confirmation rounds (HMAC): a key of its own for this use
+
+
+def _aead(key: bytes) -> AESGCM:
+    return AESGCM(hashlib.sha256(_PURPOSE + key).digest())
+
+
+def seal(key: bytes, payload: dict[str, Any]) -> str:
+    nonce = secrets.token_bytes(12)
+    box = _aead(key).encrypt(nonce, json.dumps(payload, separators=(",", ":")).encode(), _PURPOSE)
+    return base64.urlsafe_b64encode(nonce + box).rstrip(b"=").decode()
+
+
+def unseal(key: bytes, text: str) -> dict[str, Any] | None:
+    """The payload, or None for anything this key did not seal (altered, forged, another hub's, not base64)."""
+    try:
+        raw = base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))
+        opened = _aead(key).decrypt(raw[:12], raw[12:], _PURPOSE)
+        payload = json.loads(opened)
+    except (binascii.Error, ValueError, InvalidTag):
+        return None
+    return payload if isinstance(payload, dict) else None
