@@ -37,6 +37,7 @@ from hub.protocol.jsonrpc import (
     Request,
     RequestId,
     Response,
+    batch_refusals,
     encode,
     error_line,
     is_id,
@@ -81,18 +82,9 @@ class Relay:
     def line(self, line: bytes) -> None:
         """One line from the host (without its newline); never raises."""
         message = parse(line)
-        if isinstance(message, list):
-            for item in message:  # batches are not part of MCP: each request in one is told so, as the hub does
-                if isinstance(item, Request):
-                    self.send(
-                        error_line(
-                            item.id,
-                            INVALID_REQUEST,
-                            "invalid request: JSON-RPC batches are not supported; send one message per line",
-                        )
-                    )
-                elif isinstance(item, Invalid) and item.id is not None and not item.response:
-                    self.send(error_line(item.id, item.code, item.reason))
+        if isinstance(message, list):  # batches are not part of MCP: answered as the hub answers them
+            for refusal in batch_refusals(message):
+                self.send(refusal)
             return
         if isinstance(message, Invalid):
             self._invalid(message)

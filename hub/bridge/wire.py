@@ -10,13 +10,21 @@ from __future__ import annotations
 
 import os
 from collections.abc import AsyncIterator, Callable
-from contextlib import asynccontextmanager, suppress
+from contextlib import asynccontextmanager
 
 import anyio
 from anyio.abc import TaskGroup
 
 from hub.platform import LINUX, portable
-from hub.platform.pipes import Broken, FdReader, FdWriter, Lines, ThreadReader, ThreadWriter, Writer
+from hub.platform.pipes import (
+    Broken,
+    FdWriter,
+    Lines,
+    ThreadWriter,
+    Writer,
+    restore_wire,
+    wire_reader,
+)
 
 # The longest line taken from the host; a longer one is dropped as it arrives (and answered, if its id is found).
 MAX_LINE_BYTES = 64 * 1024 * 1024
@@ -61,7 +69,7 @@ async def host_wire(
                 widen_pipe(wire_out)
         wire = HostWire(writer)
         lines = Lines(MAX_LINE_BYTES, on_line, lambda head, tail, size: on_oversized(head, size))
-        reader = _reader(wire_in, lines.feed, wire.gone.set, tg)
+        reader = wire_reader(wire_in, lines.feed, wire.gone.set, tg)
         try:
             yield wire
         finally:
@@ -71,22 +79,4 @@ async def host_wire(
                     await anyio.sleep(0.01)
             writer.close()
     finally:
-        with suppress(OSError):
-            os.dup2(wire_in, 0)
-            os.dup2(wire_out, 1)
-        for fd in (wire_in, wire_out):
-            with suppress(OSError):
-                os.close(fd)
-
-
-def _reader(
-    fd: int, feed: Callable[[bytes], None], on_end: Callable[[], None], tg: TaskGroup
-) -> FdReader | ThreadReader:
-    """The event loop watches stdin where it can; a regular file (`hub connect URL < requests.jsonl`), which an
-    event loop cannot watch, and the portable path read it in a thread."""
-    if not portable():
-        try:
-            return FdReader(fd, feed, on_end)
-        except (PermissionError, ValueError, OSError):
-            pass
-    return ThreadReader(fd, feed, on_end, tg)
+        restore_wire(wire_in, wire_out)

@@ -38,12 +38,12 @@ from hub.protocol.jsonrpc import (
     REQUEST_TIMEOUT,
     UNSUPPORTED_PROTOCOL_VERSION,
     EncodeError,
-    Invalid,
     Message,
     Notification,
     Request,
     RequestId,
     Response,
+    batch_refusals,
     error_line,
     is_id,
     leading_id,
@@ -139,17 +139,8 @@ class HostSession:
         """One line from the host; messages about a request go to `stream`."""
         message = parse(line)
         if isinstance(message, list):
-            for item in message:  # batches are not part of MCP: each request in one is told so
-                if isinstance(item, Request):
-                    stream.send(
-                        error_line(
-                            item.id,
-                            INVALID_REQUEST,
-                            "invalid request: JSON-RPC batches are not supported; send one message per line",
-                        )
-                    )
-                elif isinstance(item, Invalid) and item.id is not None and not item.response:
-                    stream.send(error_line(item.id, item.code, item.reason))
+            for refusal in batch_refusals(message):
+                stream.send(refusal)
             return
         self.handle(message, stream)
 

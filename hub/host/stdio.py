@@ -9,16 +9,21 @@ protocol. On POSIX the duplicates are read and written without blocking from the
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
-from contextlib import suppress
 from typing import TYPE_CHECKING
 
 import anyio
-from anyio.abc import TaskGroup
 
 from hub.host.session import HostSession
 from hub.platform import LINUX, portable
-from hub.platform.pipes import Broken, FdReader, FdWriter, Lines, ThreadReader, ThreadWriter, Writer
+from hub.platform.pipes import (
+    Broken,
+    FdWriter,
+    Lines,
+    ThreadWriter,
+    Writer,
+    restore_wire,
+    wire_reader,
+)
 
 if TYPE_CHECKING:
     from hub.app import Hub
@@ -75,7 +80,7 @@ async def serve_stdio(hub: Hub) -> None:
                 lambda line: served.receive(line, stream),
                 lambda head, tail, size: served.oversized(head, size, limit, stream),
             )
-            reader = _reader(wire_in, lines.feed, gone.set, tg)
+            reader = wire_reader(wire_in, lines.feed, gone.set, tg)
             try:
                 await gone.wait()
             finally:
@@ -88,22 +93,4 @@ async def serve_stdio(hub: Hub) -> None:
         if session is not None:
             session.close()
         # Put the wire back where it was, so that whatever runs after us finds stdin and stdout as they were.
-        with suppress(OSError):
-            os.dup2(wire_in, 0)
-            os.dup2(wire_out, 1)
-        for fd in (wire_in, wire_out):
-            with suppress(OSError):
-                os.close(fd)
-
-
-def _reader(
-    fd: int, feed: Callable[[bytes], None], on_end: Callable[[], None], tg: TaskGroup
-) -> FdReader | ThreadReader:
-    """The event loop watches the wire where it can; a regular file (`hub serve < requests.jsonl`), which an event
-    loop cannot watch, and the portable path read it in a thread."""
-    if not portable():
-        try:
-            return FdReader(fd, feed, on_end)
-        except (PermissionError, ValueError, OSError):
-            pass
-    return ThreadReader(fd, feed, on_end, tg)
+        restore_wire(wire_in, wire_out)

@@ -397,3 +397,21 @@ def error_line(request_id: RequestId | None, code: int, message: str, data: Any 
 
 def _id(request_id: RequestId | None) -> bytes:
     return b"%d" % request_id if type(request_id) is int else encode(request_id)
+
+
+def batch_refusals(items: list[Message]) -> list[bytes]:
+    """The answers to a JSON-RPC batch, which MCP does not have: each request in it (and each invalid message with
+    an id) is told so; notifications and answers in it get nothing."""
+    lines = []
+    for item in items:
+        if isinstance(item, Request):
+            lines.append(
+                error_line(
+                    item.id,
+                    INVALID_REQUEST,
+                    "invalid request: JSON-RPC batches are not supported; send one message per line",
+                )
+            )
+        elif isinstance(item, Invalid) and item.id is not None and not item.response:
+            lines.append(error_line(item.id, item.code, item.reason))
+    return lines
