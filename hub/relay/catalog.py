@@ -23,6 +23,7 @@ from hub.config.schema import HubSettings
 from hub.protocol import revisions
 from hub.protocol.jsonrpc import encode
 from hub.relay.exposure import NO_RULES, ToolRules, shape_tool
+from hub.relay.meta_tools import GATEWAY_TOOLS
 from hub.relay.naming import expose_name, expose_tool_name, expose_uri, split_uri
 from hub.relay.search import ToolIndex
 from hub.upstream.child import Child, ChildState, Listing
@@ -151,7 +152,8 @@ class Namespace(Listing):
                 items = tuple(
                     i
                     for i in items
-                    if view.allows(str(i.get(key_name)), writes=tools and self.writes(str(i.get(key_name))))
+                    if (tools and i.get(key_name) in GATEWAY_TOOLS)
+                    or view.allows(str(i.get(key_name)), writes=tools and self.writes(str(i.get(key_name))))
                 )
             shaped, problems = revisions.sieve_items(method, result_key, version, items)
             for problem in problems:

@@ -19,6 +19,10 @@ from hub.relay.search import DEFAULT_LIMIT, MAX_LIMIT
 
 SEARCH_TOOL = "hub_search_tools"
 CALL_TOOL = "hub_call_tool"
+# Listed and usable whatever the policy says of their own names: what a search returns is filtered by the caller's
+# policy, and the call hub_call_tool makes is decided as the named tool's own, so a policy that allows `icinga_*`
+# finds and calls exactly `icinga_*` through them, and nothing else.
+GATEWAY_TOOLS = frozenset({SEARCH_TOOL, CALL_TOOL})
 SEARCH_TOOL_DEF: dict[str, Any] = {
     "name": SEARCH_TOOL,
     "title": "Search tools",

@@ -19,7 +19,7 @@ import structlog
 from anyio.abc import TaskGroup
 
 from hub.access.identity import Identity
-from hub.access.policy import Policy
+from hub.access.policy import ALLOWED, Policy
 from hub.config.schema import HubSettings
 from hub.protocol import errors, revisions
 from hub.protocol.jsonrpc import QUOTE_LIMIT, RequestId, encode
@@ -29,7 +29,7 @@ from hub.relay.catalog import HEALTH_TOOL, Catalog
 from hub.relay.deadlines import Deadlines
 from hub.relay.exposure import NO_RULES, check_arguments
 from hub.relay.hosts import Hosts
-from hub.relay.meta_tools import CALL_TOOL, SEARCH_TOOL, Forwarded, search_arguments
+from hub.relay.meta_tools import CALL_TOOL, GATEWAY_TOOLS, SEARCH_TOOL, Forwarded, search_arguments
 from hub.relay.ports import HostRequest
 from hub.relay.quotas import Quotas
 from hub.relay.state import MemoryState
@@ -171,7 +171,9 @@ class Router:
             return
         route = self.catalog.namespace.tool_routes.get(name)
         if route is None and name in (HEALTH_TOOL, SEARCH_TOOL, CALL_TOOL) and name in self.catalog.reserved():
-            decision = self.policy().decide(request.session.identity, name)
+            # The gateway tools answer only with what the caller's policy allows: their own names are not decided.
+            own = name in GATEWAY_TOOLS
+            decision = ALLOWED if own else self.policy().decide(request.session.identity, name)
             if not decision.allowed:
                 raise errors.Denied(errors.UnknownName(f"Unknown tool: {_named(name)}"), decision.rule)
             if name == HEALTH_TOOL:

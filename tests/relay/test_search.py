@@ -35,3 +35,27 @@ def test_what_the_filter_refuses_is_never_found() -> None:
 def test_equal_scores_keep_the_namespace_order() -> None:
     twins = [{"name": f"t{i}", "description": "same words"} for i in range(5)]
     assert [t["name"] for t in ToolIndex(twins).search("same", 5, lambda _: True)] == [f"t{i}" for i in range(5)]
+
+
+def test_under_a_deny_by_default_policy_the_gateway_tools_stay_and_find_only_what_the_policy_allows() -> None:
+    from hub.access.identity import Identity
+    from hub.access.policy import Policy, Rule
+    from hub.config import ServerConfig
+    from hub.platform.watchdog import Watchdog
+    from hub.relay.catalog import build_namespace
+    from hub.relay.meta_tools import CALL_TOOL_DEF, SEARCH_TOOL_DEF
+    from hub.upstream.child import Child, Listing
+
+    def child(name: str) -> Child:
+        made = Child(name, name, ServerConfig(command="x"), None, Watchdog())  # type: ignore[arg-type]
+        made.listing = Listing(
+            tools=tuple({**t, "name": t["name"].split("_", 1)[1]} for t in TOOLS if t["name"].startswith(name))
+        )
+        return made
+
+    ns = build_namespace([child("pg"), child("icinga")])
+    view = Policy((Rule("oncall", subjects=frozenset({"*"}), allow=("icinga_*",)),), "deny").view(Identity("ann"))
+    listed = ns.listing("tools/list", "2025-11-25", (SEARCH_TOOL_DEF, CALL_TOOL_DEF), view)
+    assert b"hub_search_tools" in listed and b"hub_call_tool" in listed and b"pg_query" not in listed
+    found = [t["name"] for t in ns.search("query host database", 10, view)]
+    assert found and all(name.startswith("icinga_") for name in found)
