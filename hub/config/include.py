@@ -7,7 +7,7 @@ including file on top, which wins. What merges how:
 
 - `servers`: by name. A server only one file declares is taken whole; one declared again replaces the earlier
   declaration key by key (`enabled: false` disables a team server, `env:` replaces its env), so a local entry can
-  change single keys of an included server.
+  change single keys of an included server; its `overrides` merge by tool name the same way.
 - `policies`: by rule `name`; a rule declared again replaces the earlier one in its place, new rules are appended.
 - any other mapping (`hub:`, `auth:`, `secrets:`): merged key by key, recursively; anything else is replaced.
 
@@ -131,6 +131,8 @@ def _merge_servers(base: Any, top: dict[Any, Any], top_file: Path, origins: dict
         if isinstance(earlier, dict) and isinstance(entry, dict):
             combined = _copy(earlier)
             for key, value in entry.items():
+                if key == "overrides" and isinstance(value, dict) and isinstance(combined.get(key), dict):
+                    value = _merged_overrides(combined[key], value)  # by tool name, as servers merge by name
                 _set(combined, entry, key, value)
                 origin = origins.setdefault(str(name), Origin(top_file))
                 if origin.file != top_file:
@@ -140,6 +142,13 @@ def _merge_servers(base: Any, top: dict[Any, Any], top_file: Path, origins: dict
             _set(servers, top, name, entry)
             origins.setdefault(str(name), Origin(top_file))
     return servers
+
+
+def _merged_overrides(base: Any, top: dict[Any, Any]) -> Any:
+    merged = _copy(base)
+    for pattern, override in top.items():
+        _set(merged, top, pattern, override)
+    return merged
 
 
 def _merge_rules(base: list[Any], top: list[Any]) -> list[Any]:

@@ -16,6 +16,9 @@ servers:
   postgres:
     command: postgres-mcp
     args: [--access-mode=restricted]
+    overrides:
+      query: {fixed_args: {database: ops_ro}}
+      "list_*": {annotations: {readOnlyHint: true}}
   legacy:
     command: legacy-mcp
 policies:
@@ -27,6 +30,8 @@ include: [team/ops.yaml, servers.d/*.yaml]
 servers:
   postgres:
     args: [--access-mode=unrestricted]   # one key of a team server
+    overrides:
+      query: {description: {append: "Mine."}}
   legacy:
     enabled: false                       # a team server I do not run
   notes:
@@ -50,12 +55,15 @@ def test_a_personal_file_adds_overrides_one_key_and_disables_a_team_server(tmp_p
     assert servers["postgres"].command == "postgres-mcp" and servers["postgres"].args == ("--access-mode=unrestricted",)
     assert not servers["legacy"].enabled and servers["notes"].command == "notes-mcp"
     assert servers["icinga"].env == {"ICINGA_URL": "https://icinga.example"}
+    overrides = servers["postgres"].overrides
+    assert set(overrides) == {"query", "list_*"}, "overrides merge by tool name"
+    assert overrides["query"].fixed_args == {} and overrides["query"].description is not None, "the local one wins"
     assert [(r.name, r.allow) for r in loaded.config.policies] == [
         ("oncall", ("icinga_*", "postgres_*")),
         ("dba", ("*",)),
     ], "a rule declared again replaces the team's in its place"
     team, mine = (tmp_path / "team/ops.yaml").resolve(), (tmp_path / "servers.yaml").resolve()
-    assert loaded.origins["postgres"] == (team, {"args": mine})
+    assert loaded.origins["postgres"] == (team, {"args": mine, "overrides": mine})
     assert loaded.origins["legacy"] == (team, {"enabled": mine})
     assert loaded.origins["notes"] == (mine, {}) and loaded.origins["icinga"] == (team, {})
     assert set(loaded.files) == {team, mine} and loaded.globs
