@@ -32,8 +32,9 @@ class Quotas:
         self._clock = clock
         self._usage: dict[str, _Usage] = {}
 
-    def admit(self, name: str, limits: Limits) -> None:
-        """Count one more request of identity `name`.
+    def admit(self, name: str, limits: Limits, per_minute: bool = True) -> None:
+        """Count one more request of identity `name` (its requests per minute too, unless `per_minute` is False:
+        replicas sharing state count those together, hub.relay.state).
 
         Raises:
             RateLimited: the identity has `max_concurrency` requests in flight, or has used its requests per minute.
@@ -48,7 +49,7 @@ class Quotas:
                 f"identity '{name}' has {usage.in_flight} requests in flight, its limit "
                 f"({limits.max_concurrency}, {limits.source}); retry when one has finished"
             )
-        if limits.requests_per_minute is not None:
+        if limits.requests_per_minute is not None and per_minute:
             now = self._clock()
             rate = limits.requests_per_minute / 60.0
             usage.tokens = min(float(limits.requests_per_minute), usage.tokens + (now - usage.refilled) * rate)

@@ -31,7 +31,7 @@ from hub.relay.exposure import NO_RULES, check_arguments
 from hub.relay.hosts import Hosts
 from hub.relay.meta_tools import CALL_TOOL, GATEWAY_TOOLS, SEARCH_TOOL, Forwarded, search_arguments
 from hub.relay.ports import HostRequest
-from hub.relay.quotas import Quotas
+from hub.relay.quotas import Quotas, RateLimited
 from hub.relay.state import MemoryState
 from hub.upstream.child import Child, ChildState
 
@@ -206,17 +206,51 @@ class Router:
                 f"invalid request: request id {_named(request.id)} is already in flight on this connection"
             )
         rules = namespace.tool_rules.get(exposed, NO_RULES) if kind == "tool" else NO_RULES
+        if self._per_minute_shared(request) is not None:
+            self.spawn(self._count_then_go, request, route, exposed, params, decision.rule, rules)
+            return
+        self._go(request, route, exposed, params, decision.rule, rules)
+
+    def _go(
+        self, request: HostRequest, route: Any, exposed: str, params: dict[str, Any], rule: str | None, rules: Any
+    ) -> None:
+        """The admitted request's own checks (arguments, confirmation), then its call."""
         if rules is not NO_RULES:
             try:
                 if rules.checks_arguments:
                     params = {**params, "arguments": check_arguments(rules, exposed, params.get("arguments"))}
                 if rules.confirm:
-                    confirmation.begin(self, request, route, exposed, params, decision.rule)
+                    confirmation.begin(self, request, route, exposed, params, rule)
                     return
             except errors.HubError as error:
-                self.refuse(request, error, route.child, decision.rule)
+                self.refuse(request, error, route.child, rule)
                 return
-        self.start_call(request, route, exposed, params, decision.rule)
+        self.start_call(request, route, exposed, params, rule)
+
+    def _per_minute_shared(self, request: HostRequest) -> int | None:
+        """The identity's requests per minute when replicas count them together (state: redis), else None."""
+        state, policy = self.seals.state, self.policy()
+        if not state.shared or not policy.limited or request.method in ("resources/subscribe", "resources/unsubscribe"):
+            return None
+        return policy.limits_for(request.session.identity).requests_per_minute
+
+    async def _count_then_go(
+        self, request: HostRequest, route: Any, exposed: str, params: dict[str, Any], rule: str | None, rules: Any
+    ) -> None:
+        """Count the request in the replicas' shared minute (hub.relay.state) before anything else of it."""
+        identity = request.session.identity
+        limits = self.policy().limits_for(identity)
+        try:
+            if limits.requests_per_minute is not None:
+                counted = await self.seals.state.count_request(identity.name)
+                if counted > limits.requests_per_minute:
+                    raise RateLimited(
+                        f"identity '{identity.name}' is over its limit of {limits.requests_per_minute} requests per "
+                        f"minute ({limits.source}, counted across the replicas); retry in the next minute"
+                    )
+            self._go(request, route, exposed, params, rule, rules)
+        except errors.HubError as error:
+            self.refuse(request, error, route.child, rule)
 
     def start_call(
         self,
@@ -244,7 +278,8 @@ class Router:
         subscription = request.method in ("resources/subscribe", "resources/unsubscribe")
         if policy.limited and not subscription:
             identity = request.session.identity
-            self.quotas.admit(identity.name, policy.limits_for(identity))  # raises RateLimited
+            shared = self.seals.state.shared  # then the per-minute count is the replicas' (`_count_then_go`)
+            self.quotas.admit(identity.name, policy.limits_for(identity), per_minute=not shared)  # raises RateLimited
             quota = identity.name
         meta = revisions.child_meta(params.get("_meta"))
         child_params = {k: v for k, v in params.items() if k != "_meta"}

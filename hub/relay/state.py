@@ -1,4 +1,5 @@
-"""State that replicas of one hub must share: the key that seals confirmation rounds, and the rounds' used nonces.
+"""State that replicas of one hub must share: the key that seals confirmation rounds (and bridged rounds), the
+rounds' used nonces, and each identity's requests per minute.
 
 `state: {backend: memory}` (the default) keeps both in the process: one hub, or replicas each on their own (a round
 is then honoured only by the replica that sealed it). `state: {backend: redis, url: redis://...}` keeps them in
@@ -23,9 +24,17 @@ from hub.protocol import errors
 REDIS_TIMEOUT = 5.0
 KEY_NAME = "hub:state:seal-key"
 NONCE_PREFIX = "hub:state:nonce:"
+COUNT_PREFIX = "hub:state:minute:"
 
 
 class SharedState(Protocol):
+    @property
+    def shared(self) -> bool:
+        """Whether other replicas see this state (then per-minute limits are counted here, not per process)."""
+
+    async def count_request(self, identity: str) -> int:
+        """Count one request of `identity` in the current minute; the count so far, this one included."""
+
     async def seal_key(self) -> bytes:
         """The key confirmation rounds are sealed with (the same on every replica sharing this state)."""
 
@@ -42,9 +51,14 @@ class SharedState(Protocol):
 class MemoryState:
     """One process's state: a random key and the nonces it accepted (forgotten once expired)."""
 
+    shared = False
+
     def __init__(self, key: bytes | None = None) -> None:
         self._key = key or secrets.token_bytes(32)
         self._used: dict[str, float] = {}
+
+    async def count_request(self, identity: str) -> int:
+        raise NotImplementedError("per-minute limits are counted per process (hub.relay.quotas) without shared state")
 
     async def seal_key(self) -> bytes:
         return self._key
@@ -69,6 +83,8 @@ class RedisState:
     """The state in Redis at `url`: the key under KEY_NAME (set once, by whichever replica comes first), each used
     nonce as its own key that expires with its round (SET NX EX: one atomic check-and-mark across replicas)."""
 
+    shared = True
+
     def __init__(self, url: str, key: bytes | None = None) -> None:
         import redis.asyncio
 
@@ -92,6 +108,15 @@ class RedisState:
         seconds = max(1, int(expiry - time.time()) + 1)
         done = await self._call(self._client.set, NONCE_PREFIX + nonce, b"1", nx=True, ex=seconds)
         return bool(done)
+
+    async def count_request(self, identity: str) -> int:
+        """A fixed window per identity and minute (INCR, expiring after two minutes): every replica adds to it."""
+        key = f"{COUNT_PREFIX}{identity}:{int(time.time() // 60)}"
+        pipeline = self._client.pipeline(transaction=True)
+        pipeline.incr(key)
+        pipeline.expire(key, 120)
+        counted, _ = await self._call(pipeline.execute)
+        return int(counted)
 
     async def close(self) -> None:
         with anyio.move_on_after(REDIS_TIMEOUT):

@@ -7,6 +7,7 @@ import json
 import os
 import shutil
 import subprocess
+import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -85,3 +86,28 @@ async def test_a_round_sealed_on_one_replica_is_accepted_once_across_replicas(tm
             replayed = await call(on_a, {"table": "audit"}, input_responses=yes, request_state=state)
             assert replayed["isError"] and "used already" in text_of(replayed), "the nonce is shared"
     assert [json.loads(line)["tool"] for line in record.read_text().splitlines()] == ["drop_table"]
+
+
+@pytest.mark.skipif(REDIS is None and not os.environ.get("CI"), reason="Redis is not installed (Debian: redis-server)")
+async def test_requests_per_minute_are_counted_across_replicas(tmp_path: Path) -> None:
+    async with redis_server() as redis_url:
+        document = {
+            "hub": {"per_identity": {"requests_per_minute": 4}},
+            "state": {"backend": "redis", "url": redis_url},
+            "servers": {"k": python_child("tests.children.kitchen", "--name", "k")},
+        }
+        config = tmp_path / "servers.yaml"
+        config.write_text(yaml.safe_dump(document, sort_keys=False))
+        async with (
+            serve_hub_http(config, tmp_path / "a.log", "--replica-id", "a") as url_a,
+            serve_hub_http(config, tmp_path / "b.log", "--replica-id", "b") as url_b,
+            connect_host(url_a) as on_a,
+            connect_host(url_b) as on_b,
+        ):
+            if time.time() % 60 > 50:  # the count is per calendar minute: start in one with room for the calls
+                await anyio.sleep(61 - time.time() % 60)
+            for client in (on_a, on_a, on_b, on_b):
+                assert not (await client.call_tool("k_echo", {"text": "x"})).is_error
+            over = await on_a.call_tool("k_echo", {"text": "x"})
+            assert over.is_error and "counted across the replicas" in str(over.content[0].text)  # type: ignore[union-attr]
+            assert (await on_b.call_tool("k_echo", {"text": "x"})).is_error, "alone, each replica would allow 4"
