@@ -53,6 +53,8 @@ def replica_id(given: str | None = None) -> str:
     return cleaned or "hub"
 
 
+# On SIGTERM, how long without a new request the drain waits for once nothing is in flight (seconds).
+DRAIN_QUIET = 1.0
 # How long the hub waits at start for its shared state's key (Redis); without it, rounds are refused until a restart.
 REDIS_START_LIMIT = 10.0
 # The most the hub's generated instructions take (characters): hosts put them in the model's context.
@@ -207,12 +209,19 @@ class Hub:
         return ready, {c.name: str(c.state) for c in children}
 
     async def drain(self) -> None:
-        """Stop taking new sessions and wait, at most `hub.drain_timeout`, for the calls in flight to finish."""
+        """Stop taking new sessions and wait, at most `hub.drain_timeout`, until no call is in flight and none has
+        arrived for DRAIN_QUIET seconds: behind a balancer, sessions pinned here keep sending calls until its health
+        check sees /readyz fail, and a call that arrives as the hub stops would fail."""
         self.draining = True
         limit = self.loaded.config.hub.drain_timeout
         self._log.info("hub_draining", in_flight=self.router.in_flight, limit_s=limit)
         with anyio.move_on_after(limit) as waited:
-            await self.router.wait_idle()
+            while True:
+                await self.router.wait_idle()
+                quiet = DRAIN_QUIET - (time.monotonic() - self.router.last_request)
+                if quiet <= 0 and not self.router.in_flight:
+                    break
+                await anyio.sleep(max(quiet, 0.05))
         self._log.info("hub_drained", in_flight=self.router.in_flight, timed_out=waited.cancelled_caught)
 
     # ---- start-up ------------------------------------------------------------------------------------------------

@@ -100,6 +100,7 @@ class Router:
         self._calls: dict[tuple[object, RequestId], Call] = {}
         self._parked: dict[str, Call] = {}
         self._idle: anyio.Event | None = None  # set when the last call in flight ends (`wait_idle`)
+        self.last_request = 0.0  # when the last routed request arrived (monotonic): the drain waits for quiet
         self._tg: TaskGroup | None = None
 
     async def run(self) -> None:
@@ -120,6 +121,7 @@ class Router:
     def route(self, request: HostRequest, waited: bool = False) -> None:
         """Answer a routed request (now, or when its call ends). `waited`: its children still starting were waited
         for once already."""
+        self.last_request = time.monotonic()
         try:
             self._route(request, waited)
         except errors.HubError as error:
