@@ -341,7 +341,9 @@ async def _one_shot(hub: Hub, args: argparse.Namespace) -> int:
         hub.end_start_wait()  # --wait said how long to wait: the listing below does not wait again
         if args.command == "check":
             return _print_check(hub, sys.stdout)
-        host = InProcessHost(hub)
+        # A person at a terminal is asked to confirm a call held by `confirm:`; a script is not (it gets the error).
+        asks = args.command == "call" and sys.stdin.isatty() and sys.stderr.isatty()
+        host = InProcessHost(hub, _ask_on_terminal if asks else None)
         await host.start()
         if args.command == "tokens":
             from hub.cli_tokens import run_tokens
@@ -477,6 +479,18 @@ async def _print_list(hub: Hub, host: InProcessHost, as_json: bool, out: TextIO)
     for c in namespace.collisions:
         out.write(f"collision: {c.kind} {c.exposed!r} kept from '{c.kept}', dropped from '{c.dropped}'\n")
     return 0
+
+
+async def _ask_on_terminal(question: str) -> bool:
+    """The hub's confirmation question on the terminal (stderr; stdout is the result's): yes only on 'y' or 'yes'."""
+    import anyio
+
+    def ask() -> str:
+        print(f"{question}\nRun it? [y/N] ", end="", file=sys.stderr, flush=True)
+        return sys.stdin.readline()
+
+    answer = await anyio.to_thread.run_sync(ask, abandon_on_cancel=True)
+    return answer.strip().lower() in ("y", "yes")
 
 
 async def _print_call(host: InProcessHost, name: str, arguments: str, out: TextIO) -> int:

@@ -1,18 +1,21 @@
 """A host inside the hub's own process: what `hub check`, `hub list` and `hub call` talk to the hub through.
 
 It is a host like any other (a `HostSession` whose stream is a callback), so the command line sees exactly what a
-host over stdio sees, along the same path.
+host over stdio sees, along the same path. Given a `confirm` callback (`hub call` on a terminal), it declares
+elicitation and answers the hub's confirmation questions (`confirm:` in servers.yaml) with it; any other request
+of the hub's is refused.
 """
 
 from __future__ import annotations
 
 import itertools
+from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
 import anyio
 
 from hub.host.session import HostSession
-from hub.protocol.jsonrpc import Response, parse, request_line
+from hub.protocol.jsonrpc import METHOD_NOT_FOUND, Request, Response, error_line, parse, request_line, result_line
 from hub.protocol.revisions import CLIENT_INFO, LATEST_HANDSHAKE
 
 if TYPE_CHECKING:
@@ -27,9 +30,14 @@ class HostError(Exception):
         self.error = error
 
 
+Confirm = Callable[[str], Awaitable[bool]]  # the question's text -> the person's yes
+
+
 class InProcessHost:
-    def __init__(self, hub: Hub) -> None:
+    def __init__(self, hub: Hub, confirm: Confirm | None = None) -> None:
         self.session = HostSession(hub, "in-process", self, identity=hub.local)
+        self._hub = hub
+        self._confirm = confirm
         self._ids = itertools.count(1)
         self._waiting: dict[Any, tuple[anyio.Event, list[Response]]] = {}
 
@@ -41,6 +49,18 @@ class InProcessHost:
             event, box = self._waiting.pop(message.id)
             box.append(message)
             event.set()
+        elif isinstance(message, Request):  # the hub asks its host something (a confirmation)
+            self._hub.router.spawn(self._answer, message)
+
+    async def _answer(self, request: Request) -> None:
+        if request.method == "elicitation/create" and self._confirm is not None:
+            text = request.params.get("message")
+            yes = await self._confirm(text if isinstance(text, str) else "Confirm?")
+            answer = {"action": "accept", "content": {"confirm": True}} if yes else {"action": "decline"}
+            self.session.receive(result_line(request.id, answer).rstrip(b"\n"), self)
+            return
+        refusal = error_line(request.id, METHOD_NOT_FOUND, f"hub call cannot answer {request.method}")
+        self.session.receive(refusal.rstrip(b"\n"), self)
 
     def end(self, line: bytes | None) -> None:
         if line is not None:
@@ -49,8 +69,10 @@ class InProcessHost:
     # ---- requests --------------------------------------------------------------------------------------------
 
     async def start(self) -> None:
+        capabilities: dict[str, Any] = {"elicitation": {}} if self._confirm is not None else {}
         await self.request(
-            "initialize", {"protocolVersion": LATEST_HANDSHAKE, "capabilities": {}, "clientInfo": CLIENT_INFO}
+            "initialize",
+            {"protocolVersion": LATEST_HANDSHAKE, "capabilities": capabilities, "clientInfo": CLIENT_INFO},
         )
         self.session.receive(b'{"jsonrpc":"2.0","method":"notifications/initialized"}', self)
 

@@ -8,6 +8,7 @@ import json
 import os
 import shlex
 import shutil
+import subprocess
 import sys
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -269,3 +270,43 @@ async def test_a_reload_that_changes_only_overrides_keeps_the_server_running(set
     assert reloaded["changed"] == [] and sorted(reloaded["unchanged"]) == ["icinga", "postgres"]
     ready = [e for e in events if e.get("event") == "child_ready"]
     assert len(ready) == 2, "each server started once: the reload restarted none"
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="a pseudo-terminal (pty) is POSIX")
+@pytest.mark.parametrize(("typed", "ran"), [("y", True), ("n", False)])
+async def test_hub_call_on_a_terminal_asks_the_person_before_a_held_call(
+    setup: tuple[Path, Path, Path], typed: str, ran: bool
+) -> None:
+    """`hub call` asks on the terminal (stdin and stderr a tty) and runs the call only on yes; the question shows the
+    tool and its arguments."""
+    config, record, _ = setup
+    command = [sys.executable, "-m", "hub", "call", "postgres_drop_table", '{"table": "audit"}', "-c", str(config)]
+    seen, out, status = await anyio.to_thread.run_sync(_on_a_terminal, command, typed)
+    assert b"postgres_drop_table" in seen and b'"table": "audit"' in seen
+    assert (b"ran drop_table" in out) is ran and (status == 0) is ran
+    assert ([line for line in record.read_text().splitlines() if "drop_table" in line] != []) is ran
+
+
+def _on_a_terminal(command: list[str], typed: str) -> tuple[bytes, bytes, int]:
+    """Run `command` with stdin and stderr on a pseudo-terminal; answer its [y/N] prompt with `typed`. What the
+    terminal showed, stdout, and the exit status; every wait bounded."""
+    import pty
+    import select
+
+    main, tty = pty.openpty()
+    process = subprocess.Popen(command, cwd=REPO, stdin=tty, stderr=tty, stdout=subprocess.PIPE)
+    os.close(tty)
+    seen = b""
+    try:
+        while b"[y/N]" not in seen:
+            ready, _, _ = select.select([main], [], [], 60)
+            assert ready, f"no prompt within 60 s: {seen!r}"
+            seen += os.read(main, 4096)
+        os.write(main, typed.encode() + b"\n")
+        out, _ = process.communicate(timeout=60)
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait(timeout=10)
+        os.close(main)
+    return seen, out, process.returncode
