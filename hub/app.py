@@ -23,6 +23,7 @@ from anyio.abc import TaskGroup
 
 from hub import __version__
 from hub.access.identity import Identity, local_user
+from hub.config.lock import ChildPins, LockError, child_from_document, overlay
 from hub.config.schema import LoadedConfig, ServerConfig
 from hub.logs import CallLog
 from hub.platform.processes import EXIT_GRACE, KILL_GRACE
@@ -82,7 +83,11 @@ class Hub:
         self.started = time.monotonic() if started is None else started  # the process's start, from hub.cli
         self.watchdog = Watchdog()
         self.hosts = Hosts()
-        self.catalog = Catalog(self._reserved, lambda: self.loaded.lock, lambda: self.loaded.config.hub)
+        # Pins approved in the shared state (replicas: hub.relay.state) over servers.lock's.
+        self.shared_pins: dict[str, ChildPins] = {}
+        self.catalog = Catalog(
+            self._reserved, lambda: overlay(self.loaded.lock, self.shared_pins), lambda: self.loaded.config.hub
+        )
         self.router = Router(
             self.catalog,
             self.hosts,
@@ -123,6 +128,8 @@ class Hub:
                 self.catalog.children = {name: self._start(name, server) for name, server in self._enabled(self.loaded)}
                 self._log.info("hub_started", config=str(self.loaded.path), children=list(self.children))
                 tg.start_soon(_load_models)  # while the children start
+                if shared.shared:
+                    tg.start_soon(shared.watch_pins, self._shared_pins_changed)
                 try:
                     yield self
                 finally:
@@ -132,6 +139,20 @@ class Hub:
             with anyio.CancelScope(shield=True):
                 await shared.close()
             self.watchdog.close()
+
+    async def _shared_pins_changed(self) -> None:
+        """Another replica (or `hub pin --approve`) stored approvals: the namespace is made again with them."""
+        stored = await self.router.seals.state.approved_pins()
+        pins: dict[str, ChildPins] = {}
+        for child, entry in stored.items():
+            try:
+                pins[child] = child_from_document(entry, f"shared state: pins of {child}")
+            except LockError as exc:
+                self._log.warning("shared_pins_refused", child=child, error=str(exc))
+        if pins != self.shared_pins:
+            self.shared_pins = pins
+            self._log.info("shared_pins_applied", children=sorted(pins))
+            self.listing_changed(None)
 
     @staticmethod
     def _enabled(loaded: LoadedConfig) -> list[tuple[str, ServerConfig]]:

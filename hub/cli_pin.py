@@ -27,7 +27,19 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
-from hub.config.lock import ChildPins, FieldChange, Lock, LockError, Verdict, load_lock, lock_path, pins_of, save_lock
+from hub.config.lock import (
+    ChildPins,
+    FieldChange,
+    Lock,
+    LockError,
+    Verdict,
+    child_document,
+    load_lock,
+    lock_path,
+    pins_of,
+    save_lock,
+)
+from hub.protocol import errors
 from hub.relay.exposure import shape_tool
 from hub.relay.naming import expose_tool_name
 from hub.upstream.child import Child, ChildState
@@ -143,7 +155,7 @@ async def run_pin(hub: Hub, args: argparse.Namespace, out: TextIO) -> int:
     async with hub.running():
         await hub.wait_settled(args.wait if args.wait is not None else hub.settle_limit())
         if approve is not None:
-            return _approve(hub, lock or Lock(), path, approve[0], approve[1] if len(approve) > 1 else None, out)
+            return await _approve(hub, lock or Lock(), path, approve[0], approve[1] if len(approve) > 1 else None, out)
         if diff_child is not None:
             assert lock is not None
             return _diff(hub, lock, diff_child or None, out)
@@ -205,7 +217,7 @@ def _count(n: int, noun: str) -> str:
     return f"{n} {noun}" if n == 1 else f"{n} {noun}s"
 
 
-def _approve(hub: Hub, lock: Lock, path: Path, name: str, tool: str | None, out: TextIO) -> int:
+async def _approve(hub: Hub, lock: Lock, path: Path, name: str, tool: str | None, out: TextIO) -> int:
     child = hub.children.get(name)
     if child is None or child.state is not ChildState.READY:
         why = child.unavailable_reason() if child is not None else "it is not running"
@@ -230,6 +242,19 @@ def _approve(hub: Hub, lock: Lock, path: Path, name: str, tool: str | None, out:
     except LockError as exc:
         return _fail(str(exc), 1)
     out.write(f"{message}\nwrote {path}\n")
+    return await _share(hub, name, pins, out)
+
+
+async def _share(hub: Hub, name: str, pins: ChildPins, out: TextIO) -> int:
+    """With shared state (replicas, `state: redis`): the approval is stored there too, and every replica applies it."""
+    state = hub.router.seals.state
+    if not state.shared:
+        return 0
+    try:
+        await state.approve_pins(name, child_document(pins))
+    except errors.HubError as exc:
+        return _fail(f"{exc.message}; the lock file was written, the replicas were not told", 1)
+    out.write(f"shared with the replicas ({name})\n")
     return 0
 
 

@@ -305,14 +305,7 @@ def dump_lock(lock: Lock) -> bytes:
     whole file is written ASCII-escaped."""
     document = {
         "version": LOCK_VERSION,
-        "servers": {
-            name: {
-                "instructions": pins.instructions,
-                "tools": {n: {"sha256": p.digest, "definition": p.definition} for n, p in pins.tools.items()},
-                "prompts": {n: {"sha256": p.digest, "definition": p.definition} for n, p in pins.prompts.items()},
-            }
-            for name, pins in lock.servers.items()
-        },
+        "servers": {name: child_document(pins) for name, pins in lock.servers.items()},
     }
     try:
         return (json.dumps(document, sort_keys=True, indent=2, ensure_ascii=False) + "\n").encode("utf-8")
@@ -339,3 +332,28 @@ def save_lock(path: Path, lock: Lock) -> None:
     except OSError as exc:
         temporary.unlink(missing_ok=True)
         raise LockError(f"cannot write the lock file {path}: {exc.strerror or exc}") from exc
+
+
+def child_document(pins: ChildPins) -> dict[str, Any]:
+    """One child's entry as the lock file holds it (for the shared state too, `hub.relay.state`)."""
+    return {
+        "instructions": pins.instructions,
+        "tools": {n: {"sha256": p.digest, "definition": p.definition} for n, p in pins.tools.items()},
+        "prompts": {n: {"sha256": p.digest, "definition": p.definition} for n, p in pins.prompts.items()},
+    }
+
+
+def child_from_document(entry: Any, where: str) -> ChildPins:
+    """One child's entry read back, checked as the lock file's are.
+
+    Raises:
+        LockError: naming `where` and what is wrong.
+    """
+    return _parse_child(entry, where)
+
+
+def overlay(lock: Lock | None, shared: Mapping[str, ChildPins]) -> Lock | None:
+    """The lock in force: the file's, with the children approved in the shared state (replicas) over it."""
+    if not shared:
+        return lock
+    return Lock({**(lock.servers if lock is not None else {}), **shared})

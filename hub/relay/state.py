@@ -1,5 +1,6 @@
 """State that replicas of one hub must share: the key that seals confirmation rounds (and bridged rounds), the
-rounds' used nonces, and each identity's requests per minute.
+rounds' used nonces, each identity's requests per minute, and pin approvals (`hub pin --approve` on one replica's
+configuration holds on all: each listens for approvals and rebuilds its namespace).
 
 `state: {backend: memory}` (the default) keeps both in the process: one hub, or replicas each on their own (a round
 is then honoured only by the replica that sealed it). `state: {backend: redis, url: redis://...}` keeps them in
@@ -13,18 +14,25 @@ naming it, never a hang and never an unchecked accept.
 
 from __future__ import annotations
 
+import json
 import secrets
 import time
+from collections.abc import Awaitable, Callable
 from typing import Any, Protocol
 
 import anyio
+import structlog
 
 from hub.protocol import errors
 
 REDIS_TIMEOUT = 5.0
+_log = structlog.get_logger("hub")
 KEY_NAME = "hub:state:seal-key"
 NONCE_PREFIX = "hub:state:nonce:"
 COUNT_PREFIX = "hub:state:minute:"
+PINS_KEY = "hub:state:pins"  # a hash: child -> its approved pins (the lock file's entry for it, as JSON)
+PINS_CHANNEL = "hub:state:pins"  # published to on every approval: replicas read the pins again
+RESUBSCRIBE_BACKOFF = (0.5, 10.0)  # seconds between attempts to listen again after Redis went away
 
 
 class SharedState(Protocol):
@@ -34,6 +42,15 @@ class SharedState(Protocol):
 
     async def count_request(self, identity: str) -> int:
         """Count one request of `identity` in the current minute; the count so far, this one included."""
+
+    async def approved_pins(self) -> dict[str, Any]:
+        """Each child's approved pins in the shared state (the lock file's entry for it), by child."""
+
+    async def approve_pins(self, child: str, entry: dict[str, Any]) -> None:
+        """Store a child's approved pins and tell every replica."""
+
+    async def watch_pins(self, changed: Callable[[], Awaitable[None]]) -> None:
+        """Call `changed` now and after every approval any replica stores, until cancelled."""
 
     async def seal_key(self) -> bytes:
         """The key confirmation rounds are sealed with (the same on every replica sharing this state)."""
@@ -59,6 +76,15 @@ class MemoryState:
 
     async def count_request(self, identity: str) -> int:
         raise NotImplementedError("per-minute limits are counted per process (hub.relay.quotas) without shared state")
+
+    async def approved_pins(self) -> dict[str, Any]:
+        return {}  # without shared state, servers.lock is the only record of approvals
+
+    async def approve_pins(self, child: str, entry: dict[str, Any]) -> None:
+        return None
+
+    async def watch_pins(self, changed: Callable[[], Awaitable[None]]) -> None:
+        return None
 
     async def seal_key(self) -> bytes:
         return self._key
@@ -117,6 +143,39 @@ class RedisState:
         pipeline.expire(key, 120)
         counted, _ = await self._call(pipeline.execute)
         return int(counted)
+
+    async def approved_pins(self) -> dict[str, Any]:
+        stored = await self._call(self._client.hgetall, PINS_KEY)
+        found: dict[str, Any] = {}
+        for child, raw in (stored or {}).items():
+            try:
+                found[child.decode() if isinstance(child, bytes) else str(child)] = json.loads(raw)
+            except (ValueError, UnicodeDecodeError):
+                continue  # not ours: left out (the lock file's entry, if any, stays in force)
+        return found
+
+    async def approve_pins(self, child: str, entry: dict[str, Any]) -> None:
+        await self._call(self._client.hset, PINS_KEY, child, json.dumps(entry, sort_keys=True))
+        await self._call(self._client.publish, PINS_CHANNEL, child)
+
+    async def watch_pins(self, changed: Callable[[], Awaitable[None]]) -> None:
+        """Subscribe to PINS_CHANNEL, read the pins once subscribed (nothing approved meanwhile is missed) and
+        again on each message; listen again, with backoff, when Redis goes away."""
+        delay = RESUBSCRIBE_BACKOFF[0]
+        while True:
+            try:
+                async with self._client.pubsub() as pubsub:
+                    with anyio.fail_after(REDIS_TIMEOUT):
+                        await pubsub.subscribe(PINS_CHANNEL)
+                    await changed()
+                    delay = RESUBSCRIBE_BACKOFF[0]
+                    async for message in pubsub.listen():
+                        if message.get("type") == "message":
+                            await changed()
+            except Exception as exc:  # Redis went away, or a read failed: listen again
+                _log.warning("shared_pins_unavailable", error=type(exc).__name__, retry_s=delay)
+            await anyio.sleep(delay)
+            delay = min(delay * 2, RESUBSCRIBE_BACKOFF[1])
 
     async def close(self) -> None:
         with anyio.move_on_after(REDIS_TIMEOUT):
