@@ -89,8 +89,9 @@ async def replicas_behind_haproxy(
             extra = ("--replica-id", f"r{index}", "--allow-host", f"127.0.0.1:{front}", *(["--stateless"] * stateless))
             command = serve_http_command(config, port, log, *extra)
             process = await anyio.open_process(command, cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-            stack.push_async_callback(_stop, process)
-            replicas.append(Replica(f"r{index}", port, log, process))
+            replica = Replica(f"r{index}", port, log, process)
+            stack.push_async_callback(_stop_replica, replica)  # its process then: a test may have restarted it
+            replicas.append(replica)
         for replica in replicas:
             await wait_listening(replica.process, replica.port)
         (tmp / "haproxy.cfg").write_text(haproxy_config(front, replicas, sticky=not stateless))
@@ -116,6 +117,10 @@ async def _until_every_replica_is_checked_ready(replicas: list[Replica]) -> None
             else:
                 raise AssertionError(f"replica {replica.name} never became ready")
         await anyio.sleep(1)  # more than two check intervals of HAProxy (inter 300ms) after the last one is ready
+
+
+async def _stop_replica(replica: Replica) -> None:
+    await _stop(replica.process)
 
 
 async def _stop(process: Process) -> None:
