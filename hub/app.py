@@ -114,7 +114,7 @@ class Hub:
         self.watchdog.start()  # before the first child: from now on none can outlive the hub
         where = self.loaded.config.state
         shared = open_state(where.backend, where.url, where.key)  # read at start: a reload does not change it
-        self.router.seals = Seals(shared)
+        self.router.shared, self.router.seals = shared, Seals(shared)
         try:
             with anyio.fail_after(REDIS_START_LIMIT):
                 await shared.seal_key()  # known from now on: bridged rounds seal without waiting
@@ -142,7 +142,7 @@ class Hub:
 
     async def _shared_pins_changed(self) -> None:
         """Another replica (or `hub pin --approve`) stored approvals: the namespace is made again with them."""
-        stored = await self.router.seals.state.approved_pins()
+        stored = await self.router.shared.approved_pins()
         pins: dict[str, ChildPins] = {}
         for child, entry in stored.items():
             try:

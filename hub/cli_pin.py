@@ -247,7 +247,7 @@ async def _approve(hub: Hub, lock: Lock, path: Path, name: str, tool: str | None
 
 async def _share(hub: Hub, name: str, pins: ChildPins, out: TextIO) -> int:
     """With shared state (replicas, `state: redis`): the approval is stored there too, and every replica applies it."""
-    state = hub.router.seals.state
+    state = hub.router.shared
     if not state.shared:
         return 0
     try:

@@ -32,7 +32,7 @@ from hub.relay.hosts import Hosts
 from hub.relay.meta_tools import CALL_TOOL, GATEWAY_TOOLS, SEARCH_TOOL, Forwarded, search_arguments
 from hub.relay.ports import HostRequest
 from hub.relay.quotas import Quotas, RateLimited
-from hub.relay.state import MemoryState
+from hub.relay.state import MemoryState, SharedState
 from hub.upstream.child import Child, ChildState
 
 ROUTED = frozenset(
@@ -92,8 +92,10 @@ class Router:
         self.deadlines = Deadlines()
         self.quotas = Quotas()
         self.replica = ""  # this replica's name (hub.app.replica_id): in the call log and input-round states
-        # The requestState of confirmation rounds with 2026-07-28 hosts; the hub gives it its shared state at start.
-        self.seals = confirmation.Seals(MemoryState())
+        # What replicas share (hub.relay.state), and the sealing of confirmation rounds with it; the hub sets both
+        # from `state:` at start.
+        self.shared: SharedState = MemoryState()
+        self.seals = confirmation.Seals(self.shared)
         # Seals bridged rounds while the shared state's key is unknown (Redis unreachable at start): this replica's.
         self._own_key = secrets.token_bytes(32)
         self.redact: Callable[[Any], Any] = lambda value: value  # what the user is shown of arguments to confirm
@@ -231,7 +233,7 @@ class Router:
 
     def _per_minute_shared(self, request: HostRequest) -> int | None:
         """The identity's requests per minute when replicas count them together (state: redis), else None."""
-        state, policy = self.seals.state, self.policy()
+        state, policy = self.shared, self.policy()
         if not state.shared or not policy.limited or request.method in ("resources/subscribe", "resources/unsubscribe"):
             return None
         return policy.limits_for(request.session.identity).requests_per_minute
@@ -244,7 +246,7 @@ class Router:
         limits = self.policy().limits_for(identity)
         try:
             if limits.requests_per_minute is not None:
-                counted = await self.seals.state.count_request(identity.name)
+                counted = await self.shared.count_request(identity.name)
                 if counted > limits.requests_per_minute:
                     raise RateLimited(
                         f"identity '{identity.name}' is over its limit of {limits.requests_per_minute} requests per "
@@ -280,7 +282,7 @@ class Router:
         subscription = request.method in ("resources/subscribe", "resources/unsubscribe")
         if policy.limited and not subscription:
             identity = request.session.identity
-            shared = self.seals.state.shared  # then the per-minute count is the replicas' (`_count_then_go`)
+            shared = self.shared.shared  # then the per-minute count is the replicas' (`_count_then_go`)
             self.quotas.admit(identity.name, policy.limits_for(identity), per_minute=not shared)  # raises RateLimited
             quota = identity.name
         meta = revisions.child_meta(params.get("_meta"))
@@ -415,13 +417,13 @@ class Router:
     def bridge_state(self, call: Call) -> str:
         """The sealed requestState of a bridged round: the replica holding the parked call, its token, the identity,
         the tool and an expiry, readable only by hubs sharing the key (hub.relay.sealed)."""
-        key = self.seals.state.known_key or self._own_key
+        key = self.shared.known_key or self._own_key
         payload = {"r": self.replica, "t": call.token, "i": call.session.identity.name, "n": call.exposed,
                    "e": time.time() + call.window}  # fmt: skip
         return sealed.seal(key, payload)
 
     def _resume(self, request: HostRequest, name: str, state: str) -> None:
-        payload = sealed.unseal(self.seals.state.known_key or self._own_key, state)
+        payload = sealed.unseal(self.shared.known_key or self._own_key, state)
         unknown = errors.BadRequest(
             f"hub: this input-required round of {_named(name)} is unknown or expired; call the tool again"
         )

@@ -14,13 +14,13 @@ import json
 import secrets
 from typing import Any
 
-from cryptography.exceptions import InvalidTag
-from cryptography.hazmat.primitives.ciphers.aead import AESGCM
-
 _PURPOSE = b"hub:sealed:v1"  # the same shared key seals confirmation rounds (HMAC): a key of its own for this use
 
 
-def _aead(key: bytes) -> AESGCM:
+def _aead(key: bytes) -> Any:
+    # Imported here: only a bridged input round needs it, and it costs the hub's start several milliseconds.
+    from cryptography.hazmat.primitives.ciphers.aead import AESGCM
+
     return AESGCM(hashlib.sha256(_PURPOSE + key).digest())
 
 
@@ -32,6 +32,8 @@ def seal(key: bytes, payload: dict[str, Any]) -> str:
 
 def unseal(key: bytes, text: str) -> dict[str, Any] | None:
     """The payload, or None for anything this key did not seal (altered, forged, another hub's, not base64)."""
+    from cryptography.exceptions import InvalidTag
+
     try:
         raw = base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))
         opened = _aead(key).decrypt(raw[:12], raw[12:], _PURPOSE)
