@@ -39,9 +39,10 @@ class Replica:
     port: int
     log: Path
     process: Process
+    stats: str  # HAProxy's stats (CSV): whether its health check has the replica UP
 
 
-def haproxy_config(port: int, replicas: list[Replica], sticky: bool = True) -> str:
+def haproxy_config(port: int, stats: int, replicas: list[Replica], sticky: bool = True) -> str:
     """deploy/haproxy.cfg's stickiness (or plain round robin) and health check, on loopback with the replicas."""
     stick = (
         """    stick-table type string len 96 size 10k expire 30m
@@ -65,6 +66,10 @@ defaults
 frontend mcp
     bind 127.0.0.1:{port}
     default_backend hub
+listen stats
+    bind 127.0.0.1:{stats}
+    stats enable
+    stats uri /stats
 backend hub
     balance roundrobin
 {stick}
@@ -80,7 +85,7 @@ async def replicas_behind_haproxy(
     tmp: Path, count: int = 3, stateless: bool = False
 ) -> AsyncIterator[tuple[str, list[Replica]]]:
     config = write_servers(tmp, {"k": python_child("tests.children.kitchen", "--name", "k")}, {"log_arguments": True})
-    front = free_port()
+    front, stats = free_port(), free_port()
     async with AsyncExitStack() as stack:
         replicas = []
         for index in range(1, count + 1):
@@ -89,12 +94,12 @@ async def replicas_behind_haproxy(
             extra = ("--replica-id", f"r{index}", "--allow-host", f"127.0.0.1:{front}", *(["--stateless"] * stateless))
             command = serve_http_command(config, port, log, *extra)
             process = await anyio.open_process(command, cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-            replica = Replica(f"r{index}", port, log, process)
+            replica = Replica(f"r{index}", port, log, process, f"http://127.0.0.1:{stats}/stats;csv")
             stack.push_async_callback(_stop_replica, replica)  # its process then: a test may have restarted it
             replicas.append(replica)
         for replica in replicas:
             await wait_listening(replica.process, replica.port)
-        (tmp / "haproxy.cfg").write_text(haproxy_config(front, replicas, sticky=not stateless))
+        (tmp / "haproxy.cfg").write_text(haproxy_config(front, stats, replicas, sticky=not stateless))
         assert HAPROXY is not None
         balancer = await anyio.open_process(
             [HAPROXY, "-db", "-f", str(tmp / "haproxy.cfg")], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
@@ -107,16 +112,16 @@ async def replicas_behind_haproxy(
 
 
 async def _until_every_replica_is_checked_ready(replicas: list[Replica]) -> None:
-    """Each replica's /readyz answers 200 (its child is up); HAProxy's own check then marks it up at once (rise 1)."""
+    """Until HAProxy's own health check has marked each of `replicas` UP (its stats, as CSV); at most WAIT seconds."""
     async with httpx2.AsyncClient(timeout=5) as http:
-        for replica in replicas:
-            for _ in range(int(WAIT * 10)):  # polling a probe: at most WAIT seconds
-                if (await http.get(f"http://127.0.0.1:{replica.port}/readyz")).status_code == 200:
-                    break
-                await anyio.sleep(0.1)
-            else:
-                raise AssertionError(f"replica {replica.name} never became ready")
-        await anyio.sleep(1)  # more than two check intervals of HAProxy (inter 300ms) after the last one is ready
+        with anyio.fail_after(WAIT):
+            while True:
+                rows = (await http.get(replicas[0].stats)).text.splitlines()
+                header = rows[0].removeprefix("# ").split(",")
+                state = {r.split(",")[1]: r.split(",")[header.index("status")] for r in rows[1:] if r.count(",") > 2}
+                if all(state.get(replica.name) == "UP" for replica in replicas):
+                    return
+                await anyio.sleep(0.1)  # a poll of HAProxy's view, bounded above; nothing is assumed of its pace
 
 
 async def _stop_replica(replica: Replica) -> None:
