@@ -39,10 +39,11 @@ from hub.relay.hosts import Hosts
 from hub.relay.meta_tools import CALL_TOOL_DEF, SEARCH_TOOL_DEF, search_exposed
 from hub.relay.naming import expose_uri
 from hub.relay.router import Router
-from hub.relay.state import open_state
+from hub.relay.state import oauth_credentials, open_state
 from hub.upstream.child import Child, ChildState, Launch
 from hub.upstream.connection import Connection
 from hub.upstream.credentials import personal
+from hub.upstream.oauth import Credentials
 
 
 def replica_id(given: str | None = None) -> str:
@@ -104,6 +105,7 @@ class Hub:
         self._log = structlog.get_logger("hub")
         self._tg: TaskGroup | None = None
         self._scopes: dict[str, anyio.CancelScope] = {}
+        self.oauth: Credentials | None = None  # OAuth children's sign-ins (hub.upstream.oauth), from `running`
 
     @property
     def children(self) -> dict[str, Child]:
@@ -115,6 +117,9 @@ class Hub:
         where = self.loaded.config.state
         shared = open_state(where.backend, where.url, where.key)  # read at start: a reload does not change it
         self.router.shared, self.router.seals = shared, Seals(shared)
+        self.oauth = oauth_credentials(
+            where, self.loaded.path.parent, shared, lambda v: self.call_log.redactor.add([v])
+        )
         try:
             with anyio.fail_after(REDIS_START_LIMIT):
                 await shared.seal_key()  # known from now on: bridged rounds seal without waiting
@@ -164,6 +169,7 @@ class Hub:
         child = Child(name, self.loaded.prefix_of(name), server, self, self.watchdog, self._launcher(server))
         child.idle_timeout = self.loaded.config.hub.http.session_idle_timeout
         child.shared_identity = self.local
+        child.oauth = self.oauth
         scope = anyio.CancelScope()
         self._scopes[name] = scope
 

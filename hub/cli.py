@@ -21,6 +21,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, TextIO
 
 from hub import __version__
+from hub.cli_auth import add_parser as add_auth_parser
 from hub.cli_connect import add_connect_parser, run_connect
 from hub.cli_install import add_parsers as add_install_parsers
 from hub.cli_install import run_install_command
@@ -144,6 +145,7 @@ def _parser() -> argparse.ArgumentParser:
     target.add_argument("--url", help="base URL of a hub serving HTTP, e.g. http://127.0.0.1:8000 (POST /reload)")
     add_logs_parser(commands)
     add_connect_parser(commands)
+    add_auth_parser(commands, common)
     add_install_parsers(commands, common)
     for sub in (commands.choices["check"], listing, tokens, call, pin):
         sub.add_argument(
@@ -206,6 +208,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.command == "logs":  # reads a file: no hub, no children
         path, missing = config_path(args.config)
         return run_logs(args, None if missing else path)
+    if args.command == "auth":  # sign-ins to OAuth children: no hub, no children
+        from hub.cli_auth import run_auth_command
+
+        loaded = _load(args.config)
+        return loaded if isinstance(loaded, int) else run_auth_command(args, loaded)
     if args.command == "token":
         from hub.cli_token import run_token_command
 

@@ -92,6 +92,29 @@ EXPOSURE_KEYS = frozenset(
 )
 
 
+class OAuthSettings(_Strict):
+    """How the hub signs in to a URL child that is an OAuth-protected resource (hub.upstream.oauth): the child's
+    authorization server is discovered from it (RFC 9728), each identity signs in once in a browser, and its tokens
+    are kept encrypted (`state:`) and refreshed by the hub."""
+
+    scope: str | None = Field(
+        default=None, description="Scopes to ask for, space-separated; unset: what the child's metadata names."
+    )
+    client_id: str | None = Field(
+        default=None, description="A client registered with the authorization server; unset: dynamic registration."
+    )
+    client_secret: str | None = Field(
+        default=None, description="That client's secret (e.g. ${secret:tickets-client}); unset: a public client."
+    )
+    client_name: str = Field(default="hub", description="The name the hub registers under (dynamic registration).")
+
+    @model_validator(mode="after")
+    def _secret_needs_id(self) -> OAuthSettings:
+        if self.client_secret is not None and self.client_id is None:
+            raise ValueError("client_secret needs client_id (a registered client)")
+        return self
+
+
 class ServerConfig(_Strict):
     """One child: a stdio command or a URL."""
 
@@ -105,6 +128,9 @@ class ServerConfig(_Strict):
     url: str | None = Field(default=None, description="URL of a Streamable HTTP or SSE child.")
     transport: TransportKind | None = None
     headers: dict[str, str] = Field(default_factory=dict, description="HTTP headers sent to a URL child.")
+    oauth: OAuthSettings | None = Field(
+        default=None, description="A URL child protected by OAuth: each identity signs in to it (hub auth login)."
+    )
     prefix: str | None = Field(default=None, description="Namespace prefix; defaults to the server's key; '' = none.")
     enabled: bool = True
     tools: ToolFilter = ToolFilter()
@@ -195,12 +221,21 @@ class ServerConfig(_Strict):
                 raise ValueError("url must start with http:// or https://")
             if self.transport == "stdio":
                 raise ValueError("transport 'stdio' needs 'command', not 'url'")
+            self._check_oauth()
         else:
             if "headers" in self.model_fields_set:
                 raise ValueError("headers only apply to URL children")
+            if self.oauth is not None:
+                raise ValueError("oauth only applies to URL children")
             if self.transport not in (None, "stdio"):
                 raise ValueError(f"transport {self.transport!r} needs 'url', not 'command'")
         return self
+
+    def _check_oauth(self) -> None:
+        if self.oauth is not None and self.kind == "sse":
+            raise ValueError("oauth needs a Streamable HTTP child; the hub does not sign in to SSE children")
+        if self.oauth is not None and any(k.lower() == "authorization" for k in self.headers):
+            raise ValueError("oauth sets the Authorization header itself: remove it from headers")
 
     def launch_settings(self) -> dict[str, object]:
         """What a running child depends on: everything but the keys that only shape what the host sees of it (a
@@ -240,6 +275,12 @@ class HttpSettings(_Strict):
         default=30.0,
         gt=0,
         description="Seconds a client may take to send a request's head (line, headers), and its body.",
+    )
+    public_url: str | None = Field(
+        default=None,
+        pattern=r"^https?://[^/?#]+$",
+        description="The hub's origin as browsers reach it (behind a proxy: https://hub.example.com), for the "
+        "sign-in links of OAuth children; unset: http:// and the --http address.",
     )
 
 
@@ -406,6 +447,11 @@ class StateConfig(_Strict):
         min_length=16,
         description="A secret shared by the replicas that seals rounds (e.g. ${secret:hub-state-key}); unset with "
         "redis: one random key kept in Redis.",
+    )
+    oauth_dir: str | None = Field(
+        default=None,
+        description="With memory: where OAuth children's tokens are kept, encrypted (relative: to servers.yaml); "
+        "unset: the user's state directory. With redis they are kept in Redis, encrypted.",
     )
 
     @model_validator(mode="after")

@@ -34,6 +34,9 @@ from starlette.types import Receive, Scope, Send
 from hub.access.identity import Identity
 from hub.host.http_auth import WELL_KNOWN, Authenticator, Refusal
 from hub.host.http_checks import Checks
+from hub.host.http_oauth import CALLBACK as OAUTH_CALLBACK
+from hub.host.http_oauth import START as OAUTH_START
+from hub.host.http_oauth import SignIns
 from hub.host.http_sessions import HttpSession, Sessions, StandaloneStream
 from hub.host.http_status import PATHS as STATUS_PATHS
 from hub.host.http_status import StatusPage
@@ -154,7 +157,7 @@ def _accepts(value: str) -> tuple[bool, bool]:
 class HttpFront:
     """The ASGI application."""
 
-    def __init__(self, hub: Hub, checks: Checks, path: str = "/mcp") -> None:
+    def __init__(self, hub: Hub, checks: Checks, path: str = "/mcp", base_url: str = "http://127.0.0.1") -> None:
         self.hub = hub
         self.path = path
         self.checks = checks
@@ -165,6 +168,12 @@ class HttpFront:
         hub.router.metrics = Metrics(self._child_stats, lambda: len(self.sessions))
         hub.router.recent = recent = Recent()  # the status page's calls, recorded where the call log is written
         self.status = StatusPage(hub, checks, self.auth, recent, self._refuse)
+        # Sign-in links of OAuth children (hub.host.http_oauth), at the origin browsers reach the hub at.
+        self.sign_ins: SignIns | None = None
+        if hub.oauth is not None:
+            base = hub.loaded.config.hub.http.public_url or base_url
+            hub.oauth.link_base = base
+            self.sign_ins = SignIns(hub, hub.oauth, base)
 
     def _child_stats(self) -> list[ChildStats]:
         held: dict[str, int] = {}
@@ -193,6 +202,8 @@ class HttpFront:
             await self.status(scope, receive, send)
         elif path in (WELL_KNOWN, WELL_KNOWN + self.path):
             await self._metadata(scope, send)
+        elif path in (OAUTH_START, OAUTH_CALLBACK) and self.sign_ins is not None:
+            await self.sign_ins(scope, receive, send)
         else:
             await _reply(send, 404, b'{"error":"not found"}')
 

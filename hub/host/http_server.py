@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import socket
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING
@@ -100,7 +101,10 @@ async def serve_http(hub: Hub, bind: str, allowed_hosts: list[str]) -> None:
     """Serve until cancelled; the SDK's checks load meanwhile (`hub.host.http_checks`)."""
     host, port = parse_bind(bind)
     checks = Checks(allowed(host, port, allowed_hosts))
-    front = HttpFront(hub, checks)
+    # Where browsers reach the hub, for OAuth sign-in links unless hub.http.public_url says: a wildcard address is
+    # reached at the machine's name.
+    shown = socket.gethostname() if host in ("0.0.0.0", "::", "") else f"[{host}]" if ":" in host else host
+    front = HttpFront(hub, checks, base_url=f"http://{shown}:{port}")
     # http="auto" (uvicorn's default) picks httptools, a dependency: less hub CPU per request than h11.
     # log_config=None: uvicorn's warnings and errors become lines of the hub's own log (JSON, --log-file).
     config = uvicorn.Config(
@@ -120,6 +124,8 @@ async def serve_http(hub: Hub, bind: str, allowed_hosts: list[str]) -> None:
         async with anyio.create_task_group() as tg:
             tg.start_soon(checks.load)
             tg.start_soon(front.sessions.expire)
+            if front.sign_ins is not None:
+                tg.start_soon(front.sign_ins.run)
             await server.serve()
             tg.cancel_scope.cancel()
     finally:

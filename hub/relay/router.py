@@ -18,12 +18,13 @@ import anyio
 import structlog
 from anyio.abc import TaskGroup
 
+from hub.access import sealed
 from hub.access.identity import Identity
 from hub.access.policy import ALLOWED, Policy
 from hub.config.schema import HubSettings
 from hub.protocol import errors, revisions
 from hub.protocol.jsonrpc import QUOTE_LIMIT, RequestId, encode
-from hub.relay import confirmation, sealed
+from hub.relay import confirmation
 from hub.relay.call import BRIDGE_PREFIX, Call, answer_error
 from hub.relay.catalog import HEALTH_TOOL, Catalog
 from hub.relay.deadlines import Deadlines
@@ -416,7 +417,7 @@ class Router:
 
     def bridge_state(self, call: Call) -> str:
         """The sealed requestState of a bridged round: the replica holding the parked call, its token, the identity,
-        the tool and an expiry, readable only by hubs sharing the key (hub.relay.sealed)."""
+        the tool and an expiry, readable only by hubs sharing the key (hub.access.sealed)."""
         key = self.shared.known_key or self._own_key
         payload = {"r": self.replica, "t": call.token, "i": call.session.identity.name, "n": call.exposed,
                    "e": time.time() + call.window}  # fmt: skip

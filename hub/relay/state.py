@@ -1,6 +1,7 @@
 """State that replicas of one hub must share: the key that seals confirmation rounds (and bridged rounds), the
-rounds' used nonces, each identity's requests per minute, and pin approvals (`hub pin --approve` on one replica's
-configuration holds on all: each listens for approvals and rebuilds its namespace).
+rounds' used nonces, each identity's requests per minute, pin approvals (`hub pin --approve` on one replica's
+configuration holds on all: each listens for approvals and rebuilds its namespace), and OAuth children's sign-ins
+(sealed; `oauth_credentials`).
 
 `state: {backend: memory}` (the default) keeps both in the process: one hub, or replicas each on their own (a round
 is then honoured only by the replica that sealed it). `state: {backend: redis, url: redis://...}` keeps them in
@@ -18,18 +19,22 @@ import json
 import secrets
 import time
 from collections.abc import Awaitable, Callable
+from pathlib import Path
 from typing import Any, Protocol
 
 import anyio
 import structlog
 
+from hub.config.schema import StateConfig
 from hub.protocol import errors
+from hub.upstream.oauth import Credentials, FileVault
 
 REDIS_TIMEOUT = 5.0
 _log = structlog.get_logger("hub")
 KEY_NAME = "hub:state:seal-key"
 NONCE_PREFIX = "hub:state:nonce:"
 COUNT_PREFIX = "hub:state:minute:"
+OAUTH_KEY = "hub:state:oauth"  # a hash: record name -> a sealed OAuth record (hub.upstream.oauth)
 PINS_KEY = "hub:state:pins"  # a hash: child -> its approved pins (the lock file's entry for it, as JSON)
 PINS_CHANNEL = "hub:state:pins"  # published to on every approval: replicas read the pins again
 RESUBSCRIBE_BACKOFF = (0.5, 10.0)  # seconds between attempts to listen again after Redis went away
@@ -177,6 +182,21 @@ class RedisState:
             await anyio.sleep(delay)
             delay = min(delay * 2, RESUBSCRIBE_BACKOFF[1])
 
+    async def read(self, name: str) -> str | None:
+        """The `Vault` of OAuth children's sign-ins (hub.upstream.oauth): sealed records in one hash."""
+        value = await self._call(self._client.hget, OAUTH_KEY, name)
+        return None if value is None else (value.decode() if isinstance(value, bytes) else str(value))
+
+    async def write(self, name: str, value: str | None) -> None:
+        if value is None:
+            await self._call(self._client.hdel, OAUTH_KEY, name)
+        else:
+            await self._call(self._client.hset, OAUTH_KEY, name, value)
+
+    async def names(self) -> list[str]:
+        keys = await self._call(self._client.hkeys, OAUTH_KEY)
+        return sorted(k.decode() if isinstance(k, bytes) else str(k) for k in keys or ())
+
     async def close(self) -> None:
         with anyio.move_on_after(REDIS_TIMEOUT):
             await self._client.aclose()
@@ -195,6 +215,29 @@ def _safe(url: str) -> str:
     """The URL without a password in it (redis://user:password@host)."""
     scheme, sep, rest = url.partition("://")
     return f"{scheme}{sep}{rest.rpartition('@')[2]}" if "@" in rest else url
+
+
+def oauth_credentials(
+    config: StateConfig, base: Path, shared: SharedState, conceal: Callable[[str], None] | None = None
+) -> Credentials:
+    """Where OAuth children's sign-ins are kept: in Redis with `backend: redis` (sealed under the shared key, so
+    that every replica reads them), else in files under `oauth_dir` (default: the user's state directory), sealed
+    under `state.key` or, without one, a key kept beside them."""
+    if isinstance(shared, RedisState):
+        return Credentials(shared, shared.seal_key, conceal)
+    if config.oauth_dir is not None:
+        directory = base / Path(config.oauth_dir).expanduser()
+    else:
+        import platformdirs
+
+        directory = Path(platformdirs.user_state_dir("hub", appauthor=False)) / "oauth"
+    files = FileVault(directory)
+    given = config.key
+
+    async def key() -> bytes:
+        return given.encode() if given else files.key()
+
+    return Credentials(files, key, conceal)
 
 
 def open_state(backend: str, url: str | None, key: str | None) -> SharedState:

@@ -25,16 +25,17 @@ import anyio
 import structlog
 from anyio.abc import TaskGroup
 
-from hub.access.identity import Identity
+from hub.access.identity import Identity, local_user
 from hub.config.schema import ServerConfig
 from hub.platform.watchdog import Watchdog
 from hub.protocol import errors
 from hub.protocol.jsonrpc import METHOD_NOT_FOUND, Notification, Request, Response
 from hub.upstream.connection import Connection
 from hub.upstream.credentials import MissingCredential
+from hub.upstream.oauth import Credentials, SignInRequired
 from hub.upstream.slots import Slots
 from hub.upstream.stdio import open_stdio
-from hub.upstream.url import open_url
+from hub.upstream.url import AuthFor, open_url
 
 # A child that stays up this long has its count of failures in a row reset.
 STABLE_AFTER = 60.0
@@ -119,6 +120,8 @@ class Child:
         # With sessions: per-identity, who the shared (listing) connection runs as: the hub's own identity. What it
         # says outside a call reaches only that identity's sessions, like any identity's connection.
         self.shared_identity: Identity | None = None
+        # Where an OAuth child's sign-ins are kept (hub.upstream.oauth); the hub sets it.
+        self.oauth: Credentials | None = None
         self.observer = observer
         self.watchdog = watchdog
         self.state = ChildState.STARTING
@@ -365,8 +368,22 @@ class Child:
             async with open_stdio(self.name, config, self, self.watchdog, tg) as (connection, _, _):
                 yield connection
         else:
-            async with open_url(self.name, config, self, tg) as connection:
+            auth_for = self._oauth(config, identity) if config.oauth is not None else None
+            async with open_url(self.name, config, self, tg, auth_for) as connection:
                 yield connection
+
+    def _oauth(self, config: ServerConfig, identity: Identity | None) -> AuthFor:
+        """How a connection of `identity` (None: the shared one, as the hub's own identity) signs in to the child."""
+        who = identity or self.shared_identity or local_user()
+
+        async def auth_for(ended: Callable[[str], None]) -> Any:
+            if self.oauth is None:
+                raise SignInRequired(f"server '{self.name}' needs OAuth, and this hub keeps no sign-ins")
+            return await self.oauth.connection_auth(
+                self.name, config, who.name, who.groups, ended, shared=identity is None
+            )
+
+        return auth_for
 
     def describe_failure(self, exc: BaseException) -> str:
         if isinstance(exc, BaseExceptionGroup):

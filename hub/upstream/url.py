@@ -9,7 +9,7 @@ request also its method and name (`Mcp-Method`, `Mcp-Name`), as the transport ex
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from typing import Any
 
@@ -86,13 +86,24 @@ class UrlWire:
         return headers
 
 
+# Builds the `httpx.Auth` of a connection (an OAuth child's, hub.upstream.oauth), told how to end that connection.
+AuthFor = Callable[[Callable[[str], None]], Awaitable[Any]]
+
+
 @asynccontextmanager
-async def open_url(name: str, config: ServerConfig, events: Events, tg: TaskGroup) -> AsyncIterator[Connection]:
-    """Connect to the child's URL and yield its connection; leaving closes the transport."""
+async def open_url(
+    name: str, config: ServerConfig, events: Events, tg: TaskGroup, auth_for: AuthFor | None = None
+) -> AsyncIterator[Connection]:
+    """Connect to the child's URL and yield its connection; leaving closes the transport.
+
+    Raises:
+        SignInRequired: (from `auth_for`) an OAuth child this identity has not signed in to.
+    """
     assert config.url is not None
     wire = UrlWire(name)
     connection = Connection(name, wire, events)
-    async with _transport(config) as (read, write):
+    auth = await auth_for(connection.ended) if auth_for is not None else None
+    async with _transport(config, auth) as (read, write):
         tg.start_soon(_read_all, read, connection, name)
         tg.start_soon(wire.write_all, write)
         try:
@@ -116,8 +127,9 @@ async def _read_all(read: Any, connection: Connection, name: str) -> None:
 
 
 @asynccontextmanager
-async def _transport(config: ServerConfig) -> AsyncIterator[tuple[Any, Any]]:
-    """The SDK's transport for the child's URL; its headers may carry secrets and are never logged."""
+async def _transport(config: ServerConfig, auth: Any = None) -> AsyncIterator[tuple[Any, Any]]:
+    """The SDK's transport for the child's URL; its headers (and `auth`'s tokens) may carry secrets and are never
+    logged."""
     import httpx2
     from mcp.client.sse import sse_client
     from mcp.client.streamable_http import streamable_http_client
@@ -131,7 +143,7 @@ async def _transport(config: ServerConfig) -> AsyncIterator[tuple[Any, Any]]:
     # Read: a request's stream may stay silent as long as its deadline allows; the standalone stream longer.
     timeout = httpx2.Timeout(config.connect_timeout, read=max(SSE_READ_TIMEOUT, config.max_timeout + 30))
     async with (
-        httpx2.AsyncClient(headers=headers, timeout=timeout) as http,
+        httpx2.AsyncClient(headers=headers, timeout=timeout, auth=auth) as http,
         streamable_http_client(
             config.url, http_client=http, max_sse_event_size=config.max_result_bytes + EVENT_MARGIN
         ) as streams,

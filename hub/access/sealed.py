@@ -3,6 +3,8 @@
 Used for the `requestState` of an input round the hub bridges (a handshake-era child asking a 2026-07-28 host
 something): the host carries the state back, and only a hub holding the key can read it or make one. What it binds
 (the replica holding the parked call, the identity, the tool, an expiry) is checked by the router on the way back.
+Also for OAuth children's tokens at rest and their sign-in links (hub.upstream.oauth), each use under a key of its
+own derived from the shared one (`purpose`), so that a value sealed for one use never opens as another.
 """
 
 from __future__ import annotations
@@ -14,29 +16,30 @@ import json
 import secrets
 from typing import Any
 
-_PURPOSE = b"hub:sealed:v1"  # the same shared key seals confirmation rounds (HMAC): a key of its own for this use
+ROUNDS = b"hub:sealed:v1"  # the same shared key seals confirmation rounds (HMAC): a key of its own for each use
 
 
-def _aead(key: bytes) -> Any:
-    # Imported here: only a bridged input round needs it, and it costs the hub's start several milliseconds.
+def _aead(key: bytes, purpose: bytes) -> Any:
+    # Imported here: only a bridged input round or an OAuth child needs it, and it costs the start milliseconds.
     from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 
-    return AESGCM(hashlib.sha256(_PURPOSE + key).digest())
+    return AESGCM(hashlib.sha256(purpose + key).digest())
 
 
-def seal(key: bytes, payload: dict[str, Any]) -> str:
+def seal(key: bytes, payload: dict[str, Any], purpose: bytes = ROUNDS) -> str:
     nonce = secrets.token_bytes(12)
-    box = _aead(key).encrypt(nonce, json.dumps(payload, separators=(",", ":")).encode(), _PURPOSE)
+    box = _aead(key, purpose).encrypt(nonce, json.dumps(payload, separators=(",", ":")).encode(), purpose)
     return base64.urlsafe_b64encode(nonce + box).rstrip(b"=").decode()
 
 
-def unseal(key: bytes, text: str) -> dict[str, Any] | None:
-    """The payload, or None for anything this key did not seal (altered, forged, another hub's, not base64)."""
+def unseal(key: bytes, text: str, purpose: bytes = ROUNDS) -> dict[str, Any] | None:
+    """The payload, or None for anything this key did not seal for `purpose` (altered, forged, another hub's, sealed
+    for another use, not base64)."""
     from cryptography.exceptions import InvalidTag
 
     try:
         raw = base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))
-        opened = _aead(key).decrypt(raw[:12], raw[12:], _PURPOSE)
+        opened = _aead(key, purpose).decrypt(raw[:12], raw[12:], purpose)
         payload = json.loads(opened)
     except (binascii.Error, ValueError, InvalidTag):
         return None

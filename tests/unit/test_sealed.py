@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from hub.relay.sealed import seal, unseal
+from hub.access.sealed import seal, unseal
 
 KEY = b"k" * 32
 

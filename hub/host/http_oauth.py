@@ -1,0 +1,216 @@
+"""The HTTP front's sign-in to OAuth children: `GET /oauth/start?link=...` and `GET /oauth/callback`.
+
+An identity that has not signed in to an OAuth child is told, in the error of its call, a link to `/oauth/start`
+(`hub.upstream.oauth`): sealed by the hub, naming the child and the identity, good for LINK_SECONDS and once (its
+nonce is spent in the shared state, so across replicas too). Opening it starts the SDK's flow
+(`hub.upstream.signin`) and redirects the browser to the child's authorization server; that server sends the browser
+back to `/oauth/callback`, which hands the code to the waiting flow (matched by the flow's `state`), and the page
+says whether the tokens were stored.
+
+A flow lives on the replica that started it: behind a balancer, `/oauth/` should stick to one replica by source
+address (docs/deploy.md), or the identity signs in with `hub auth login` instead.
+"""
+
+from __future__ import annotations
+
+import html
+import time
+from typing import TYPE_CHECKING
+from urllib.parse import parse_qs, urlsplit
+
+import anyio
+import structlog
+from anyio.abc import TaskGroup
+
+from hub.access.identity import Identity
+from hub.protocol import errors
+from hub.upstream.credentials import MissingCredential
+from hub.upstream.oauth import LINK_SECONDS, Credentials
+from hub.upstream.signin import EXCHANGE_SECONDS, SIGN_IN_SECONDS, SignInFailed, sign_in
+
+if TYPE_CHECKING:
+    from mcp.shared.auth import AuthorizationCodeResult
+    from starlette.types import Receive, Scope, Send
+
+    from hub.app import Hub
+
+START = "/oauth/start"
+CALLBACK = "/oauth/callback"
+_log = structlog.get_logger("hub.http")
+_PAGE = (
+    "<!doctype html><html><head><meta charset=utf-8><meta name=viewport content='width=device-width'>"
+    "<title>hub: sign-in</title></head><body style='font-family:system-ui;max-width:40em;margin:3em auto'>"
+    "<h1>{title}</h1><p>{text}</p></body></html>"
+)
+
+
+class _Flow:
+    """One sign-in in progress: the authorization URL once known, the code once the browser is back, the outcome."""
+
+    def __init__(self, child: str, identity: str) -> None:
+        self.child = child
+        self.identity = identity
+        self.url: str | None = None
+        self.shown = anyio.Event()
+        self.code: AuthorizationCodeResult | None = None
+        self.back = anyio.Event()
+        self.error: str | None = None
+        self.done = anyio.Event()
+
+
+class SignIns:
+    """The sign-in flows in progress on this replica, by their OAuth `state`; each bounded in time."""
+
+    def __init__(self, hub: Hub, credentials: Credentials, base_url: str) -> None:
+        self.hub = hub
+        self.credentials = credentials
+        self.redirect_uri = base_url + CALLBACK
+        self._flows: dict[str, _Flow] = {}
+        self._tg: TaskGroup | None = None
+
+    async def run(self) -> None:
+        """Host the flows until cancelled (the front's lifetime)."""
+        async with anyio.create_task_group() as tg:
+            self._tg = tg
+            await anyio.sleep_forever()
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["method"] not in ("GET", "HEAD"):
+            await _page(send, 405, "Not allowed", "Sign-in pages are opened with GET.")
+            return
+        query = {k: v[0] for k, v in parse_qs(scope.get("query_string", b"").decode("latin-1")).items()}
+        if scope["path"] == START:
+            await self._start(query, send)
+        else:
+            await self._callback(query, send)
+
+    async def _start(self, query: dict[str, str], send: Send) -> None:
+        payload = await self.credentials.open_link(query.get("link", ""))
+        if payload is None:
+            await _page(
+                send,
+                400,
+                "Link not valid",
+                f"This sign-in link is not valid or is older than "
+                f"{LINK_SECONDS // 60} minutes. Call the tool again for a new one.",
+            )
+            return
+        child = self.hub.children.get(str(payload.get("c")))
+        identity = Identity(str(payload["i"]), frozenset(str(g) for g in payload.get("g", ())), "token")
+        try:
+            fresh = await self.hub.router.shared.use_nonce(f"oauth:{payload.get('n')}", float(payload["x"]))
+        except errors.HubError as exc:
+            await _page(send, 503, "Sign-in unavailable", exc.message)
+            return
+        if not fresh:
+            await _page(
+                send,
+                400,
+                "Link already used",
+                "This sign-in link was opened before. Call the tool again for a new one.",
+            )
+            return
+        if child is None or child.config.oauth is None:
+            await _page(send, 404, "No such server", "The server of this link is no longer in the configuration.")
+            return
+        try:
+            config = child.launch(identity)
+        except MissingCredential as exc:
+            await _page(send, 403, "Not configured", str(exc))
+            return
+        flow = _Flow(child.name, identity.name)
+        assert self._tg is not None
+        self._tg.start_soon(self._run, flow, config)
+        with anyio.move_on_after(EXCHANGE_SECONDS * 3):
+            await flow.shown.wait()
+        if flow.url is None:
+            await _page(send, 502, "Sign-in failed", flow.error or "The authorization server did not answer in time.")
+            return
+        await send(
+            {
+                "type": "http.response.start",
+                "status": 302,
+                "headers": [(b"location", flow.url.encode()), (b"cache-control", b"no-store")],
+            }
+        )
+        await send({"type": "http.response.body", "body": b""})
+
+    async def _run(self, flow: _Flow, config: object) -> None:
+        from hub.config.schema import ServerConfig
+
+        assert isinstance(config, ServerConfig)
+        state: str | None = None
+
+        async def show(url: str) -> None:
+            nonlocal state
+            state = parse_qs(urlsplit(url).query).get("state", [""])[0]
+            self._flows[state] = flow
+            flow.url = url
+            flow.shown.set()
+
+        async def landed() -> AuthorizationCodeResult:
+            await flow.back.wait()
+            assert flow.code is not None
+            return flow.code
+
+        started = time.monotonic()
+        try:
+            await sign_in(self.credentials, flow.child, config, flow.identity, self.redirect_uri, show, landed)
+            _log.info(
+                "oauth_signed_in",
+                child=flow.child,
+                identity=flow.identity,
+                duration_ms=round((time.monotonic() - started) * 1000),
+            )
+        except SignInFailed as exc:
+            flow.error = str(exc)
+            _log.warning("oauth_sign_in_failed", child=flow.child, identity=flow.identity, error=flow.error)
+        finally:
+            flow.shown.set()
+            flow.done.set()
+            if state is not None:
+                self._flows.pop(state, None)
+
+    async def _callback(self, query: dict[str, str], send: Send) -> None:
+        from mcp.shared.auth import AuthorizationCodeResult
+
+        flow = self._flows.get(query.get("state", ""))
+        if flow is None:
+            await _page(
+                send,
+                400,
+                "Unknown sign-in",
+                f"No sign-in is waiting for this answer here (each is good "
+                f"for {SIGN_IN_SECONDS / 60:g} minutes, on the hub that started it).",
+            )
+            return
+        if "error" in query or "code" not in query:
+            flow.error = f"the authorization server said: {query.get('error', 'no code')}"
+            flow.code = AuthorizationCodeResult(code="", state=query.get("state"))
+        else:
+            flow.code = AuthorizationCodeResult(code=query["code"], state=query.get("state"), iss=query.get("iss"))
+        flow.back.set()
+        with anyio.move_on_after(EXCHANGE_SECONDS * 2):
+            await flow.done.wait()
+        if flow.error is None and flow.done.is_set():
+            await _page(
+                send,
+                200,
+                "Signed in",
+                f"Identity '{flow.identity}' is signed in to server "
+                f"'{flow.child}'. You can close this page and call its tools again.",
+            )
+        else:
+            await _page(send, 502, "Sign-in failed", flow.error or "The token exchange did not finish in time.")
+
+
+async def _page(send: Send, status: int, title: str, text: str) -> None:
+    body = _PAGE.format(title=html.escape(title), text=html.escape(text)).encode()
+    headers = [
+        (b"content-type", b"text/html; charset=utf-8"),
+        (b"cache-control", b"no-store"),
+        (b"content-security-policy", b"default-src 'none'; style-src 'unsafe-inline'"),
+        (b"referrer-policy", b"no-referrer"),
+    ]
+    await send({"type": "http.response.start", "status": status, "headers": headers})
+    await send({"type": "http.response.body", "body": body})

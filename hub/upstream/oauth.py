@@ -1,0 +1,360 @@
+"""OAuth to URL children, per identity: each identity signs in to a child once, in a browser; the hub keeps its
+tokens encrypted and refreshes them; the inbound token of the hub's own front is never sent on.
+
+A child with `oauth:` is an OAuth-protected resource (the MCP authorization spec): the SDK's `OAuthClientProvider`
+(the edge) discovers its authorization server through its RFC 9728 metadata, registers the hub (dynamic
+registration) unless `client_id` is given, and runs the authorization-code flow with PKCE and RFC 8707 `resource`.
+What the hub adds is where tokens live and who they belong to:
+
+- **Records.** One per (child, identity): the tokens, their absolute expiry, and the client they were issued to
+  (refresh needs it). One per (child, redirect URI): the hub's registration, reused by every identity signing in
+  through that URI. Each is sealed (AES-GCM, `hub.access.sealed`) under the hub's key, in a `Vault`: files
+  (`FileVault`, one per record) or Redis (`hub.relay.state`, shared by replicas).
+- **The expiry after a restart.** The SDK does not restore a stored token's expiry when it loads it (python-sdk#3250):
+  an expired token would be sent, refused with 401, and the SDK would start a browser flow instead of refreshing.
+  The provider is given the stored absolute expiry before its first use, so an expired token is refreshed.
+- **No browser in a connection.** A connection never waits for a person: an identity with no record gets
+  `SignInRequired` at once, naming how to sign in (a one-time link to the hub's HTTP front, or `hub auth login`);
+  a refresh the authorization server refuses ends the connection with the same error, never a hang. The
+  interactive flow is `hub.upstream.signin`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import secrets
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Protocol
+from urllib.parse import quote
+
+from hub.access import sealed
+from hub.config.schema import ServerConfig
+from hub.upstream.credentials import MissingCredential
+
+if TYPE_CHECKING:
+    from mcp.client.auth import OAuthClientProvider
+    from mcp.shared.auth import AuthorizationCodeResult, OAuthClientInformationFull, OAuthToken
+
+TOKENS = b"hub:oauth-tokens:v1"  # purpose of the key that seals records
+LINKS = b"hub:oauth-links:v1"  # purpose of the key that seals sign-in links
+LINK_SECONDS = 600  # how long a sign-in link is good for (and at most once)
+KEY_FILE = "key"  # FileVault: the key beside the records when `state.key` is not given
+
+
+class SignInRequired(MissingCredential):
+    """The identity has no usable sign-in to an OAuth child: the message says how to sign in."""
+
+
+class Vault(Protocol):
+    """Where sealed records are kept, by name. Values are opaque sealed text; names are not secret."""
+
+    async def read(self, name: str) -> str | None: ...
+
+    async def write(self, name: str, value: str | None) -> None:
+        """Store `value` under `name`; None removes it."""
+
+    async def names(self) -> list[str]: ...
+
+
+class FileVault:
+    """One file per record in `directory` (0700; files 0600), each replaced atomically: the hub refreshing one
+    identity's tokens and `hub auth login` storing another's never write the same file."""
+
+    def __init__(self, directory: Path) -> None:
+        self.directory = directory
+
+    def _path(self, name: str) -> Path:
+        return self.directory / (hashlib.sha256(name.encode()).hexdigest()[:32] + ".json")
+
+    async def read(self, name: str) -> str | None:
+        try:
+            document = json.loads(self._path(name).read_text())
+        except (OSError, ValueError):
+            return None
+        value = document.get("sealed") if isinstance(document, dict) and document.get("name") == name else None
+        return value if isinstance(value, str) else None
+
+    async def write(self, name: str, value: str | None) -> None:
+        path = self._path(name)
+        if value is None:
+            path.unlink(missing_ok=True)
+            return
+        self._ensure_directory()
+        temporary = path.with_suffix(f".{secrets.token_hex(4)}.tmp")
+        descriptor = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        with os.fdopen(descriptor, "w") as file:
+            json.dump({"name": name, "sealed": value}, file)
+        os.replace(temporary, path)
+
+    async def names(self) -> list[str]:
+        found = []
+        for path in sorted(self.directory.glob("*.json")) if self.directory.is_dir() else ():
+            try:
+                document = json.loads(path.read_text())
+            except (OSError, ValueError):
+                continue
+            if isinstance(document, dict) and isinstance(document.get("name"), str):
+                found.append(document["name"])
+        return found
+
+    def key(self) -> bytes:
+        """The key beside the records, made (random, 0600) the first time; for a hub without `state.key`."""
+        self._ensure_directory()
+        path = self.directory / KEY_FILE
+        try:
+            descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        except FileExistsError:
+            return path.read_bytes()
+        key = secrets.token_bytes(32)
+        with os.fdopen(descriptor, "wb") as file:
+            file.write(key)
+        return key
+
+    def _ensure_directory(self) -> None:
+        self.directory.mkdir(parents=True, exist_ok=True, mode=0o700)
+
+
+@dataclass(frozen=True)
+class Signed:
+    """What is kept of one identity's sign-in to one child (never logged)."""
+
+    child: str
+    identity: str
+    tokens: dict[str, Any]
+    expires_at: float | None  # wall clock; None: the server gave no expiry
+    client: dict[str, Any] | None  # the registration the tokens were issued to
+
+
+def _tokens_name(child: str, identity: str) -> str:
+    return f"tokens\x00{child}\x00{identity}"
+
+
+def _client_name(child: str, redirect_uri: str) -> str:
+    return f"client\x00{child}\x00{redirect_uri}"
+
+
+class Credentials:
+    """The OAuth records of every (child, identity), sealed under `key` in `vault`.
+
+    `link_base` is the hub's origin as browsers reach it (set by the HTTP front): with it, an identity that must
+    sign in is given a one-time link; without it (stdio), the `hub auth login` command to run. `conceal` is told
+    every link made, so that the log redacts it: a link is good for one sign-in into that identity's record.
+    """
+
+    def __init__(
+        self, vault: Vault, key: Callable[[], Awaitable[bytes]], conceal: Callable[[str], None] | None = None
+    ) -> None:
+        self.vault = vault
+        self._get_key = key
+        self._known: bytes | None = None  # the key, once read (made on first use: a hub with no OAuth child never)
+        self.conceal = conceal
+        self.link_base: str | None = None
+
+    async def key(self) -> bytes:
+        if self._known is None:
+            self._known = await self._get_key()
+        return self._known
+
+    # ---- records -------------------------------------------------------------------------------------------------
+
+    async def _read(self, name: str) -> dict[str, Any] | None:
+        text = await self.vault.read(name)
+        return None if text is None else sealed.unseal(await self.key(), text, TOKENS)
+
+    async def _write(self, name: str, value: dict[str, Any] | None) -> None:
+        await self.vault.write(name, None if value is None else sealed.seal(await self.key(), value, TOKENS))
+
+    async def signed(self, child: str, identity: str) -> Signed | None:
+        record = await self._read(_tokens_name(child, identity))
+        if record is None or not isinstance(record.get("tokens"), dict):
+            return None
+        expires = record.get("expires_at")
+        return Signed(
+            child,
+            identity,
+            record["tokens"],
+            expires if isinstance(expires, float | int) else None,
+            record.get("client") if isinstance(record.get("client"), dict) else None,
+        )
+
+    async def store_tokens(self, child: str, identity: str, tokens: OAuthToken, client: dict[str, Any] | None) -> None:
+        expires = time.time() + int(tokens.expires_in) if tokens.expires_in is not None else None
+        record = {"tokens": tokens.model_dump(mode="json", exclude_none=True), "expires_at": expires, "client": client}
+        await self._write(_tokens_name(child, identity), record)
+
+    async def forget(self, child: str, identity: str) -> bool:
+        """Remove an identity's sign-in; whether there was one."""
+        had = await self.vault.read(_tokens_name(child, identity)) is not None
+        await self.vault.write(_tokens_name(child, identity), None)
+        return had
+
+    async def registration(self, child: str, redirect_uri: str) -> dict[str, Any] | None:
+        return await self._read(_client_name(child, redirect_uri))
+
+    async def store_registration(self, child: str, redirect_uri: str, client: dict[str, Any]) -> None:
+        await self._write(_client_name(child, redirect_uri), client)
+
+    async def everyone(self) -> list[Signed]:
+        """Every identity's sign-in to every child (for `hub auth status`)."""
+        found = []
+        for name in await self.vault.names():
+            kind, _, rest = name.partition("\x00")
+            child, _, identity = rest.partition("\x00")
+            if kind == "tokens" and (signed := await self.signed(child, identity)) is not None:
+                found.append(signed)
+        return found
+
+    # ---- the SDK's provider ------------------------------------------------------------------------------------
+
+    async def provider(
+        self,
+        child: str,
+        config: ServerConfig,
+        identity: str,
+        redirect_uri: str,
+        redirect_handler: Callable[[str], Awaitable[None]],
+        callback_handler: Callable[[], Awaitable[AuthorizationCodeResult]],
+    ) -> OAuthClientProvider:
+        """The SDK's OAuth client for `identity` at `child`, over this identity's record."""
+        from mcp.client.auth import OAuthClientProvider
+        from mcp.shared.auth import OAuthClientMetadata
+        from pydantic import AnyUrl
+
+        assert config.url is not None and config.oauth is not None
+        settings = config.oauth
+        metadata = OAuthClientMetadata(
+            client_name=settings.client_name,
+            redirect_uris=[AnyUrl(redirect_uri)],
+            grant_types=["authorization_code", "refresh_token"],
+            response_types=["code"],
+            scope=settings.scope,
+            token_endpoint_auth_method="client_secret_post" if settings.client_secret else "none",
+        )
+        storage = _Storage(self, child, config, identity, redirect_uri)
+        provider = OAuthClientProvider(config.url, metadata, storage, redirect_handler, callback_handler)
+        signed = await self.signed(child, identity)
+        if signed is not None:
+            # python-sdk#3250: the SDK loads stored tokens without their expiry; given here, an expired token is
+            # refreshed before it is sent instead of being refused and sending the flow to a browser.
+            provider.context.token_expiry_time = signed.expires_at
+        return provider
+
+    async def connection_auth(
+        self,
+        child: str,
+        config: ServerConfig,
+        identity: str,
+        groups: frozenset[str],
+        ended: Callable[[str], None],
+        *,
+        shared: bool,
+    ) -> OAuthClientProvider:
+        """The provider a connection of `identity` sends its requests through; it never opens a browser.
+
+        Raises:
+            SignInRequired: the identity has not signed in (the message says how to).
+        """
+        why = await self.sign_in_hint(child, identity, groups, shared=shared)
+        if await self.signed(child, identity) is None:
+            raise SignInRequired(why)
+
+        async def refused(_: str) -> None:
+            # The stored sign-in no longer works (refresh refused, token revoked): end the connection with the hint
+            # now, rather than let its requests wait for a browser that never opens.
+            message = f"{why} (the stored sign-in was refused by the authorization server)"
+            ended(message)
+            raise SignInRequired(message)
+
+        async def never() -> AuthorizationCodeResult:
+            raise SignInRequired(why)
+
+        return await self.provider(child, config, identity, "http://127.0.0.1/oauth/callback", refused, never)
+
+    # ---- how to sign in ----------------------------------------------------------------------------------------
+
+    async def sign_in_hint(self, child: str, identity: str, groups: frozenset[str], *, shared: bool) -> str:
+        command = f"hub auth login {child} --as {identity}"
+        if shared:
+            return (
+                f"server '{child}' needs the hub's own identity '{identity}' to sign in (OAuth): run `{command}` "
+                "where the hub runs"
+            )
+        link = await self.link(child, identity, groups)
+        where = f"open {link} in a browser (good for {LINK_SECONDS // 60} minutes)" if link else f"run `{command}`"
+        return f"identity '{identity}' has not signed in to server '{child}' (OAuth): {where}, then try again"
+
+    async def link(self, child: str, identity: str, groups: frozenset[str]) -> str | None:
+        if self.link_base is None:
+            return None
+        payload = {
+            "c": child,
+            "i": identity,
+            "g": sorted(groups),
+            "x": time.time() + LINK_SECONDS,
+            "n": secrets.token_urlsafe(12),
+        }
+        token = sealed.seal(await self.key(), payload, LINKS)
+        if self.conceal is not None:
+            self.conceal(token)
+        return f"{self.link_base}/oauth/start?link={quote(token)}"
+
+    async def open_link(self, token: str) -> dict[str, Any] | None:
+        """A link's payload (child, identity, groups, nonce) if this hub made it and it has not expired."""
+        payload = sealed.unseal(await self.key(), token, LINKS)
+        if payload is None or not isinstance(payload.get("x"), float | int) or payload["x"] < time.time():
+            return None
+        return payload
+
+
+class _Storage:
+    """The SDK's `TokenStorage` over one identity's record: tokens are stored with the client they were issued to;
+    a client is looked up first as that identity's, then as the hub's registration for the redirect URI, then as
+    the configured `client_id`."""
+
+    def __init__(self, credentials: Credentials, child: str, config: ServerConfig, identity: str, uri: str) -> None:
+        self.credentials = credentials
+        self.child = child
+        self.config = config
+        self.identity = identity
+        self.redirect_uri = uri
+        self.client: dict[str, Any] | None = None
+
+    async def get_tokens(self) -> OAuthToken | None:
+        from mcp.shared.auth import OAuthToken
+
+        signed = await self.credentials.signed(self.child, self.identity)
+        if signed is None:
+            return None
+        if self.client is None:
+            self.client = signed.client
+        return OAuthToken.model_validate(signed.tokens)
+
+    async def set_tokens(self, tokens: OAuthToken) -> None:
+        await self.credentials.store_tokens(self.child, self.identity, tokens, self.client)
+
+    async def get_client_info(self) -> OAuthClientInformationFull | None:
+        from mcp.shared.auth import OAuthClientInformationFull
+
+        if self.client is None:
+            signed = await self.credentials.signed(self.child, self.identity)
+            self.client = signed.client if signed is not None else None
+        if self.client is None:
+            self.client = await self.credentials.registration(self.child, self.redirect_uri)
+        settings = self.config.oauth
+        if self.client is None and settings is not None and settings.client_id is not None:
+            self.client = {
+                "client_id": settings.client_id,
+                "client_secret": settings.client_secret,
+                "redirect_uris": [self.redirect_uri],
+                "token_endpoint_auth_method": "client_secret_post" if settings.client_secret else "none",
+            }
+        return None if self.client is None else OAuthClientInformationFull.model_validate(self.client)
+
+    async def set_client_info(self, client_info: OAuthClientInformationFull) -> None:
+        self.client = client_info.model_dump(mode="json", exclude_none=True)
+        await self.credentials.store_registration(self.child, self.redirect_uri, self.client)

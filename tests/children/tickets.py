@@ -1,0 +1,195 @@
+"""An OAuth-protected MCP child and its authorization server, in one process (the SDK's `MCPServer` with an
+`auth_server_provider`: the SDK's own server-side auth routes, metadata, registration, authorize, token).
+
+Signing in is a person's choice: `/authorize` sends the browser to `/consent?tx=...`, and the test's browser adds
+`&user=NAME` there, as a person would pick an account. Tokens issued from a code live `--first-ttl` seconds (0 by
+default: expired at once, so the first use of a stored sign-in must refresh it); refreshed ones an hour. The
+resource refuses an expired token with 401 (checked to the fraction of a second, not the SDK's whole seconds).
+
+`GET /admin/stats` (no auth: a test's window into the server) tells what happened: registrations, sign-ins,
+refreshes, every bearer token presented to the resource, and every access token issued.
+
+Tools: `whoami` (the user the presented token belongs to) and `ticket` (a ticket for that user).
+"""
+
+from __future__ import annotations
+
+import argparse
+import secrets
+import socket
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import anyio
+import uvicorn
+from mcp.server.auth.middleware.auth_context import get_access_token
+from mcp.server.auth.provider import (
+    AccessToken,
+    AuthorizationCode,
+    AuthorizationParams,
+    OAuthAuthorizationServerProvider,
+    RefreshToken,
+    construct_redirect_uri,
+)
+from mcp.server.auth.settings import AuthSettings, ClientRegistrationOptions
+from mcp.server.mcpserver import MCPServer
+from mcp.shared.auth import OAuthClientInformationFull, OAuthToken
+from starlette.requests import Request
+from starlette.responses import JSONResponse, RedirectResponse, Response
+
+REFRESHED_TTL = 3600
+
+
+class Authority(OAuthAuthorizationServerProvider[AuthorizationCode, RefreshToken, AccessToken]):
+    def __init__(self, issuer: str, first_ttl: float) -> None:
+        self.issuer = issuer
+        self.first_ttl = first_ttl
+        self.clients: dict[str, OAuthClientInformationFull] = {}
+        self.pending: dict[str, tuple[OAuthClientInformationFull, AuthorizationParams]] = {}
+        self.codes: dict[str, AuthorizationCode] = {}
+        self.access: dict[str, tuple[AccessToken, float]] = {}  # token -> (its record, exact expiry)
+        self.refresh: dict[str, RefreshToken] = {}
+        self.stats: dict[str, Any] = {"registered": 0, "signed_in": [], "refreshed": 0, "presented": [], "issued": []}
+
+    async def get_client(self, client_id: str) -> OAuthClientInformationFull | None:
+        return self.clients.get(client_id)
+
+    async def register_client(self, client_info: OAuthClientInformationFull) -> None:
+        assert client_info.client_id is not None
+        self.stats["registered"] += 1
+        self.clients[client_info.client_id] = client_info
+
+    async def authorize(self, client: OAuthClientInformationFull, params: AuthorizationParams) -> str:
+        tx = secrets.token_urlsafe(16)
+        self.pending[tx] = (client, params)
+        return f"{self.issuer}/consent?tx={tx}"
+
+    async def consent(self, request: Request) -> Response:
+        found = self.pending.pop(request.query_params.get("tx", ""), None)
+        user = request.query_params.get("user", "")
+        if found is None or not user:
+            return JSONResponse({"error": "unknown transaction or no user"}, status_code=400)
+        client, params = found
+        code = secrets.token_urlsafe(24)
+        self.codes[code] = AuthorizationCode(
+            code=code,
+            scopes=params.scopes or [],
+            expires_at=time.time() + 300,
+            client_id=client.client_id or "",
+            code_challenge=params.code_challenge,
+            redirect_uri=params.redirect_uri,
+            redirect_uri_provided_explicitly=params.redirect_uri_provided_explicitly,
+            resource=params.resource,
+            subject=user,
+        )
+        self.stats["signed_in"].append(user)
+        return RedirectResponse(construct_redirect_uri(str(params.redirect_uri), code=code, state=params.state), 302)
+
+    async def load_authorization_code(self, client: OAuthClientInformationFull, code: str) -> AuthorizationCode | None:
+        found = self.codes.get(code)
+        return found if found is not None and found.client_id == client.client_id else None
+
+    async def exchange_authorization_code(
+        self, client: OAuthClientInformationFull, authorization_code: AuthorizationCode
+    ) -> OAuthToken:
+        del self.codes[authorization_code.code]
+        return self._issue(client, authorization_code.subject or "", authorization_code.scopes, self.first_ttl,
+                           authorization_code.resource)
+
+    async def load_refresh_token(self, client: OAuthClientInformationFull, refresh_token: str) -> RefreshToken | None:
+        found = self.refresh.get(refresh_token)
+        return found if found is not None and found.client_id == client.client_id else None
+
+    async def exchange_refresh_token(
+        self, client: OAuthClientInformationFull, refresh_token: RefreshToken, scopes: list[str]
+    ) -> OAuthToken:
+        del self.refresh[refresh_token.token]  # rotated: each refresh token is good once
+        self.stats["refreshed"] += 1
+        return self._issue(client, refresh_token.subject or "", scopes or refresh_token.scopes, REFRESHED_TTL,
+                           refresh_token.resource)
+
+    def _issue(
+        self, client: OAuthClientInformationFull, user: str, scopes: list[str], ttl: float, resource: str | None
+    ) -> OAuthToken:
+        token, refresh = secrets.token_urlsafe(24), secrets.token_urlsafe(24)
+        expires = time.time() + ttl
+        client_id = client.client_id or ""
+        record = AccessToken(token=token, client_id=client_id, scopes=scopes, expires_at=int(expires) + 1,
+                             resource=resource, subject=user)
+        self.access[token] = (record, expires)
+        self.refresh[refresh] = RefreshToken(token=refresh, client_id=client_id, scopes=scopes, subject=user,
+                                             resource=resource)
+        self.stats["issued"].append(token)
+        return OAuthToken(access_token=token, expires_in=int(ttl), refresh_token=refresh,
+                          scope=" ".join(scopes) or None)
+
+    async def load_access_token(self, token: str) -> AccessToken | None:
+        self.stats["presented"].append(token)
+        found = self.access.get(token)
+        if found is None or time.time() >= found[1]:
+            return None
+        return found[0]
+
+    async def revoke_token(self, token: AccessToken | RefreshToken) -> None:
+        self.access.pop(token.token, None)
+        self.refresh.pop(token.token, None)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--port-file", type=Path, required=True)
+    parser.add_argument("--first-ttl", type=float, default=0.0)
+    args = parser.parse_args()
+    sock = socket.socket()
+    sock.bind(("127.0.0.1", 0))
+    origin = f"http://127.0.0.1:{sock.getsockname()[1]}"
+    authority = Authority(origin, args.first_ttl)
+    server = MCPServer(
+        "tickets",
+        auth_server_provider=authority,
+        auth=AuthSettings(
+            issuer_url=origin,  # type: ignore[arg-type]
+            resource_server_url=f"{origin}/mcp",  # type: ignore[arg-type]
+            client_registration_options=ClientRegistrationOptions(enabled=True),
+            validate_token_resource=True,  # RFC 8707: a token issued for another resource is refused
+        ),
+    )
+
+    @server.tool()
+    def whoami() -> str:
+        """The user this request's token belongs to."""
+        token = get_access_token()
+        return token.subject or "" if token is not None else ""
+
+    @server.tool()
+    def ticket(title: str) -> str:
+        """Open a ticket as the signed-in user."""
+        token = get_access_token()
+        return f"ticket '{title}' opened by {token.subject if token else '?'}"
+
+    server.custom_route("/consent", methods=["GET"])(authority.consent)
+
+    @server.custom_route("/admin/stats", methods=["GET"])
+    async def stats(request: Request) -> Response:
+        return JSONResponse(authority.stats)
+
+    app = server.streamable_http_app()
+    web = uvicorn.Server(uvicorn.Config(app, log_level="warning", access_log=False, lifespan="on"))
+
+    async def serve() -> None:
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(web.serve, [sock])
+            while not web.started:  # noqa: ASYNC110 - uvicorn exposes a flag, not an event
+                await anyio.sleep(0.02)
+            print(f"tickets listening on {origin}/mcp", file=sys.stderr, flush=True)
+            tmp = args.port_file.with_name(args.port_file.name + ".tmp")
+            tmp.write_text(origin)
+            tmp.replace(args.port_file)
+
+    anyio.run(serve)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,188 @@
+"""OAuth from the hub to an HTTP child, per identity: each person signs in once, in a browser; the hub keeps the
+tokens encrypted, refreshes them, and keeps them across a restart; nobody's token reaches another's calls, and the
+hub's own inbound tokens never reach the child.
+
+Real parts: the `tickets` child (tests/children/tickets.py: the SDK's MCPServer as a protected resource with the
+SDK's own authorization-server routes), a real `hub serve --http`, the real `hub auth` command, and the SDK's
+client as each person's host. The browser is httpx following the redirects by hand, choosing the account on the
+authorization server's consent page as a person would.
+"""
+
+from __future__ import annotations
+
+import html
+import json
+import re
+import subprocess
+import sys
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+import anyio
+import httpx2
+import mcp_types as types
+import pytest
+import yaml
+from anyio.abc import Process
+
+from tests.conftest import REPO, WAIT, serve_hub_http, wait_for_file
+from tests.integration.test_team import as_person, create_token
+
+pytestmark = pytest.mark.anyio
+
+LINK = re.compile(r"(http://127\.0\.0\.1:\d+/oauth/start\?link=[A-Za-z0-9_%-]+)")
+
+
+@asynccontextmanager
+async def tickets(directory: Path) -> AsyncIterator[str]:
+    """The protected child and its authorization server; yields its origin."""
+    port_file = directory / "tickets.port"
+    with (directory / "tickets.err").open("wb") as err:
+        process = await anyio.open_process(
+            [sys.executable, "-m", "tests.children.tickets", "--port-file", str(port_file)],
+            cwd=REPO,
+            stdout=subprocess.DEVNULL,
+            stderr=err,
+        )
+        try:
+            await wait_for_file(port_file)
+            yield port_file.read_text()
+        finally:
+            await stop(process)
+
+
+async def stop(process: Process) -> None:
+    process.terminate()
+    with anyio.move_on_after(10):
+        await process.wait()
+    if process.returncode is None:
+        process.kill()
+        with anyio.CancelScope(shield=True), anyio.move_on_after(5):
+            await process.wait()
+
+
+async def stats(origin: str) -> dict[str, Any]:
+    async with httpx2.AsyncClient(timeout=WAIT) as http:
+        answer = await http.get(f"{origin}/admin/stats")
+    result: dict[str, Any] = answer.json()
+    return result
+
+
+async def browse(url: str, user: str) -> httpx2.Response:
+    """A browser opening `url` and following its redirects, choosing `user` on the consent page."""
+    async with httpx2.AsyncClient(timeout=WAIT, follow_redirects=False) as http:
+        for _ in range(6):
+            answer = await http.get(url)
+            if answer.status_code not in (302, 303, 307):
+                return answer
+            url = answer.headers["location"]
+            if "/consent?" in url:
+                url += f"&user={user}"
+    raise AssertionError("too many redirects")
+
+
+def config(directory: Path, origin: str, **state: Any) -> Path:
+    path = directory / "servers.yaml"
+    document = {
+        "auth": {"tokens": "tokens.json"},
+        "state": {"oauth_dir": "oauth", **state},
+        "servers": {"tickets": {"url": f"{origin}/mcp", "sessions": "per-identity", "oauth": {}}},
+    }
+    path.write_text(yaml.safe_dump(document, sort_keys=False))
+    return path
+
+
+async def login(path: Path, identity: str) -> str:
+    """`hub auth login tickets --as IDENTITY --no-browser`, its address opened by the browser; its stdout."""
+    command = [sys.executable, "-m", "hub", "auth", "login", "tickets", "--as", identity, "--no-browser", "-c", str(path)]
+    process = await anyio.open_process(command, cwd=REPO)
+    assert process.stderr is not None and process.stdout is not None
+    try:
+        with anyio.fail_after(WAIT):
+            seen = b""
+            while b"/authorize?" not in seen or not seen.endswith(b"\n"):
+                seen += await process.stderr.receive()
+            url = seen.decode().strip().splitlines()[-1]
+            page = await browse(url, identity)
+            assert page.status_code == 200 and "Signed" in page.text, page.text
+            out = b""
+            async for chunk in process.stdout:
+                out += chunk
+            assert await process.wait() == 0
+    finally:
+        if process.returncode is None:
+            await stop(process)
+    return out.decode()
+
+
+def text_of(result: types.CallToolResult) -> str:
+    return "".join(b.text for b in result.content if isinstance(b, types.TextContent))
+
+
+async def whoami(url: str, token: str) -> types.CallToolResult:
+    async with as_person(url, token) as client:
+        return await client.call_tool("tickets_whoami", {})
+
+
+async def test_each_identity_signs_in_once_and_calls_as_itself(tmp_path: Path) -> None:
+    async with tickets(tmp_path) as origin:
+        path = config(tmp_path, origin)
+        alice, bob = create_token(path, "alice"), create_token(path, "bob")
+        log = tmp_path / "hub.log"
+        # The hub's own identity signs in first: it lists the child's tools for everyone.
+        assert "identity 'svc' signed in to server 'tickets'" in await login(path, "svc")
+
+        async with serve_hub_http(path, log, "--as", "svc") as url:
+            refused = await whoami(url, alice)
+            assert refused.is_error
+            message = text_of(refused)
+            assert "identity 'alice' has not signed in to server 'tickets' (OAuth)" in message
+            found = LINK.search(message)
+            assert found is not None, message
+            link = found.group(1)
+
+            before = await stats(origin)
+            page = await browse(link, "alice")
+            assert page.status_code == 200 and "'alice' is signed in to server 'tickets'" in html.unescape(page.text)
+            again = await browse(link, "alice")
+            assert again.status_code == 400 and "opened before" in again.text  # a link is good once
+
+            # The token from the sign-in was issued already expired: the stored sign-in is refreshed, not sent.
+            assert text_of(await whoami(url, alice)) == "alice"
+            after = await stats(origin)
+            assert after["refreshed"] > before["refreshed"]
+
+            bobs = await whoami(url, bob)
+            assert bobs.is_error and "identity 'bob' has not signed in" in text_of(bobs)
+            bob_link = LINK.search(text_of(bobs))
+            assert bob_link is not None
+            assert (await browse(bob_link.group(1), "bob")).status_code == 200
+            assert text_of(await whoami(url, bob)) == "bob"
+            assert text_of(await whoami(url, alice)) == "alice"  # each identity's own connection and tokens
+
+        # A restart keeps every sign-in: nobody signs in again.
+        signed_in = (await stats(origin))["signed_in"]
+        async with serve_hub_http(path, log, "--as", "svc") as url:
+            assert text_of(await whoami(url, alice)) == "alice"
+            assert text_of(await whoami(url, bob)) == "bob"
+        final = await stats(origin)
+        assert final["signed_in"] == signed_in == ["svc", "alice", "bob"]
+
+    # The hub's own tokens never reached the child; no token the child issued is in a log line or stored in clear.
+    assert alice not in final["presented"] and bob not in final["presented"]
+    stored = "".join(p.read_text(errors="replace") for p in (tmp_path / "oauth").iterdir())
+    logged = log.read_text()
+    for token in final["issued"]:
+        assert token not in stored and token not in logged
+    assert link.partition("link=")[2] not in logged  # a sign-in link is a one-time credential: redacted
+
+    status = subprocess.run(
+        [sys.executable, "-m", "hub", "auth", "status", "--json", "-c", str(path)],
+        cwd=REPO, capture_output=True, text=True, timeout=WAIT, check=True,
+    )
+    rows = json.loads(status.stdout)["signed_in"]
+    assert {(r["server"], r["identity"], r["refreshable"]) for r in rows} == {
+        ("tickets", "svc", True), ("tickets", "alice", True), ("tickets", "bob", True)
+    }
