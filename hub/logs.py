@@ -127,6 +127,7 @@ def configure_logging(
             foreign_pre_chain=shared,
             processors=[
                 structlog.stdlib.ProcessorFormatter.remove_processors_meta,
+                structlog.processors.format_exc_info,  # a library's exception text is redacted like any field
                 redactor.processor,
                 renderer,
             ],

@@ -42,6 +42,9 @@ STABLE_AFTER = 60.0
 # Backoff between restarts: BASE * 2**n, capped, times a jitter in [0.5, 1.5).
 BACKOFF_BASE = 0.5
 BACKOFF_CAP = 30.0
+# An OAuth child whose shared connection waits for the hub's own identity to sign in (`hub auth login`): tried again
+# this often, without counting towards max_restarts, so that the sign-in is picked up without a reload.
+SIGN_IN_RETRY = 5.0
 # Bursts of list_changed from one child are coalesced over this window before its lists are read again.
 LIST_CHANGED_DEBOUNCE = 0.05
 # A URL child's death shows only as a failed ping (handshake era) or failed requests (2026-07-28).
@@ -122,6 +125,8 @@ class Child:
         self.shared_identity: Identity | None = None
         # Where an OAuth child's sign-ins are kept (hub.upstream.oauth); the hub sets it.
         self.oauth: Credentials | None = None
+        self._needs_sign_in = False  # the last run of the shared connection ended for want of a sign-in
+        self._told_sign_in = False  # ...and the log has said so
         self.observer = observer
         self.watchdog = watchdog
         self.state = ChildState.STARTING
@@ -272,8 +277,13 @@ class Child:
                 self._tg = tg
                 while True:
                     began = time.monotonic()
+                    self._needs_sign_in = False
                     await self._run_once()
                     self.last_failure = (self.last_error or "", time.time())
+                    if self._needs_sign_in:
+                        await self._await_sign_in()
+                        continue
+                    self._told_sign_in = False
                     if self.started_at is not None and time.monotonic() - self.started_at >= STABLE_AFTER:
                         failures = 0
                     failures += 1
@@ -297,6 +307,15 @@ class Child:
             self.state = ChildState.STOPPED
             self.shared = None
             self._tg = None
+
+    async def _await_sign_in(self) -> None:
+        """Not a crash: the hub's own identity has to sign in. Said once, tried again calmly, never counted as a
+        restart."""
+        if not self._told_sign_in:
+            self._told_sign_in = True
+            self.log.warning("child_needs_sign_in", error=self.last_error)
+        self.state = ChildState.RESTARTING
+        await anyio.sleep(SIGN_IN_RETRY)
 
     async def _run_once(self) -> None:
         began = time.monotonic()
@@ -344,6 +363,7 @@ class Child:
             self.last_error = f"did not connect and list within {self.config.connect_timeout:g}s"
         except Exception as exc:  # the child's failure is reported, never the hub's
             self.last_error = self.describe_failure(exc)
+            self._needs_sign_in = self._needs_sign_in or _is_sign_in(exc)
         finally:
             self.shared = None
             self.settled.set()
@@ -353,7 +373,8 @@ class Child:
             self.last_error = (
                 opened.closed if opened is not None else None
             ) or f"server '{self.name}' closed the connection"
-        self.log.warning("child_exited", error=self.last_error)
+        if not self._needs_sign_in:
+            self.log.warning("child_exited", error=self.last_error)
 
     @asynccontextmanager
     async def open_connection(self, tg: TaskGroup, identity: Identity | None = None) -> AsyncIterator[Connection]:
@@ -376,11 +397,16 @@ class Child:
         """How a connection of `identity` (None: the shared one, as the hub's own identity) signs in to the child."""
         who = identity or self.shared_identity or local_user()
 
+        def refused(reason: str, ended: Callable[[str], None]) -> None:
+            if identity is None:
+                self._needs_sign_in = True
+            ended(reason)
+
         async def auth_for(ended: Callable[[str], None]) -> Any:
             if self.oauth is None:
                 raise SignInRequired(f"server '{self.name}' needs OAuth, and this hub keeps no sign-ins")
             return await self.oauth.connection_auth(
-                self.name, config, who.name, who.groups, ended, shared=identity is None
+                self.name, config, who.name, who.groups, lambda reason: refused(reason, ended), shared=identity is None
             )
 
         return auth_for
@@ -581,3 +607,9 @@ class _SessionConnection:
             self.ready.set()
             child.forget_session(self.owner, self)
             child.log.info("session_connection_closed", host_session=self.label, error=self.error)
+
+
+def _is_sign_in(exc: BaseException) -> bool:
+    if isinstance(exc, BaseExceptionGroup):
+        return any(_is_sign_in(e) for e in exc.exceptions)
+    return isinstance(exc, SignInRequired)

@@ -266,9 +266,8 @@ class Credentials:
         async def refused(_: str) -> None:
             # The stored sign-in no longer works (refresh refused, token revoked): end the connection with the hint
             # now, rather than let its requests wait for a browser that never opens.
-            message = f"{why} (the stored sign-in was refused by the authorization server)"
-            ended(message)
-            raise SignInRequired(message)
+            ended(f"{why} (the stored sign-in was refused by the authorization server)")
+            raise SignInRequired(f"identity '{identity}' must sign in to server '{child}' again")
 
         async def never() -> AuthorizationCodeResult:
             raise SignInRequired(why)

@@ -7,7 +7,8 @@ default: expired at once, so the first use of a stored sign-in must refresh it);
 resource refuses an expired token with 401 (checked to the fraction of a second, not the SDK's whole seconds).
 
 `GET /admin/stats` (no auth: a test's window into the server) tells what happened: registrations, sign-ins,
-refreshes, every bearer token presented to the resource, and every access token issued.
+refreshes, every bearer token presented to the resource, and every access token issued. `POST /admin/revoke?user=`
+revokes every token of a user.
 
 Tools: `whoami` (the user the presented token belongs to) and `ticket` (a ticket for that user).
 """
@@ -95,8 +96,13 @@ class Authority(OAuthAuthorizationServerProvider[AuthorizationCode, RefreshToken
         self, client: OAuthClientInformationFull, authorization_code: AuthorizationCode
     ) -> OAuthToken:
         del self.codes[authorization_code.code]
-        return self._issue(client, authorization_code.subject or "", authorization_code.scopes, self.first_ttl,
-                           authorization_code.resource)
+        return self._issue(
+            client,
+            authorization_code.subject or "",
+            authorization_code.scopes,
+            self.first_ttl,
+            authorization_code.resource,
+        )
 
     async def load_refresh_token(self, client: OAuthClientInformationFull, refresh_token: str) -> RefreshToken | None:
         found = self.refresh.get(refresh_token)
@@ -107,8 +113,9 @@ class Authority(OAuthAuthorizationServerProvider[AuthorizationCode, RefreshToken
     ) -> OAuthToken:
         del self.refresh[refresh_token.token]  # rotated: each refresh token is good once
         self.stats["refreshed"] += 1
-        return self._issue(client, refresh_token.subject or "", scopes or refresh_token.scopes, REFRESHED_TTL,
-                           refresh_token.resource)
+        return self._issue(
+            client, refresh_token.subject or "", scopes or refresh_token.scopes, REFRESHED_TTL, refresh_token.resource
+        )
 
     def _issue(
         self, client: OAuthClientInformationFull, user: str, scopes: list[str], ttl: float, resource: str | None
@@ -116,14 +123,22 @@ class Authority(OAuthAuthorizationServerProvider[AuthorizationCode, RefreshToken
         token, refresh = secrets.token_urlsafe(24), secrets.token_urlsafe(24)
         expires = time.time() + ttl
         client_id = client.client_id or ""
-        record = AccessToken(token=token, client_id=client_id, scopes=scopes, expires_at=int(expires) + 1,
-                             resource=resource, subject=user)
+        record = AccessToken(
+            token=token,
+            client_id=client_id,
+            scopes=scopes,
+            expires_at=int(expires) + 1,
+            resource=resource,
+            subject=user,
+        )
         self.access[token] = (record, expires)
-        self.refresh[refresh] = RefreshToken(token=refresh, client_id=client_id, scopes=scopes, subject=user,
-                                             resource=resource)
+        self.refresh[refresh] = RefreshToken(
+            token=refresh, client_id=client_id, scopes=scopes, subject=user, resource=resource
+        )
         self.stats["issued"].append(token)
-        return OAuthToken(access_token=token, expires_in=int(ttl), refresh_token=refresh,
-                          scope=" ".join(scopes) or None)
+        return OAuthToken(
+            access_token=token, expires_in=int(ttl), refresh_token=refresh, scope=" ".join(scopes) or None
+        )
 
     async def load_access_token(self, token: str) -> AccessToken | None:
         self.stats["presented"].append(token)
@@ -170,6 +185,17 @@ def main() -> None:
         return f"ticket '{title}' opened by {token.subject if token else '?'}"
 
     server.custom_route("/consent", methods=["GET"])(authority.consent)
+
+    @server.custom_route("/admin/revoke", methods=["POST"])
+    async def revoke(request: Request) -> Response:
+        """Revoke every token of `?user=` (an administrator of the authorization server ending a person's grants)."""
+        user = request.query_params.get("user", "")
+        gone = [t for t, (record, _) in authority.access.items() if record.subject == user]
+        gone += [t for t, record in authority.refresh.items() if record.subject == user]
+        for token in gone:
+            authority.access.pop(token, None)
+            authority.refresh.pop(token, None)
+        return JSONResponse({"revoked": len(gone)})
 
     @server.custom_route("/admin/stats", methods=["GET"])
     async def stats(request: Request) -> Response:

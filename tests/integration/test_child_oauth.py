@@ -27,7 +27,17 @@ import pytest
 import yaml
 from anyio.abc import Process
 
-from tests.conftest import REPO, WAIT, serve_hub_http, wait_for_file
+from tests.conftest import (
+    REPO,
+    WAIT,
+    Host,
+    connect_hub,
+    hub_params,
+    log_events,
+    serve_hub_http,
+    wait_for_file,
+    wait_for_tools,
+)
 from tests.integration.test_team import as_person, create_token
 
 pytestmark = pytest.mark.anyio
@@ -96,7 +106,19 @@ def config(directory: Path, origin: str, **state: Any) -> Path:
 
 async def login(path: Path, identity: str) -> str:
     """`hub auth login tickets --as IDENTITY --no-browser`, its address opened by the browser; its stdout."""
-    command = [sys.executable, "-m", "hub", "auth", "login", "tickets", "--as", identity, "--no-browser", "-c", str(path)]
+    command = [
+        sys.executable,
+        "-m",
+        "hub",
+        "auth",
+        "login",
+        "tickets",
+        "--as",
+        identity,
+        "--no-browser",
+        "-c",
+        str(path),
+    ]
     process = await anyio.open_process(command, cwd=REPO)
     assert process.stderr is not None and process.stdout is not None
     try:
@@ -167,8 +189,21 @@ async def test_each_identity_signs_in_once_and_calls_as_itself(tmp_path: Path) -
         async with serve_hub_http(path, log, "--as", "svc") as url:
             assert text_of(await whoami(url, alice)) == "alice"
             assert text_of(await whoami(url, bob)) == "bob"
+            assert (await stats(origin))["signed_in"] == signed_in == ["svc", "alice", "bob"]
+
+            # The authorization server revokes alice's grants: her next call says how to sign in again (at once,
+            # not after a timeout), bob's are untouched, and a new sign-in works.
+            async with httpx2.AsyncClient(timeout=WAIT) as http:
+                assert (await http.post(f"{origin}/admin/revoke?user=alice")).json()["revoked"] >= 2
+            with anyio.fail_after(WAIT / 2):
+                revoked = await whoami(url, alice)
+            assert revoked.is_error and "identity 'alice' has not signed in" in text_of(revoked)
+            assert "refused by the authorization server" in text_of(revoked)
+            assert text_of(await whoami(url, bob)) == "bob"
+            relink = LINK.search(text_of(revoked))
+            assert relink is not None and (await browse(relink.group(1), "alice")).status_code == 200
+            assert text_of(await whoami(url, alice)) == "alice"
         final = await stats(origin)
-        assert final["signed_in"] == signed_in == ["svc", "alice", "bob"]
 
     # The hub's own tokens never reached the child; no token the child issued is in a log line or stored in clear.
     assert alice not in final["presented"] and bob not in final["presented"]
@@ -176,13 +211,33 @@ async def test_each_identity_signs_in_once_and_calls_as_itself(tmp_path: Path) -
     logged = log.read_text()
     for token in final["issued"]:
         assert token not in stored and token not in logged
-    assert link.partition("link=")[2] not in logged  # a sign-in link is a one-time credential: redacted
+    # A sign-in link is a one-time credential: every one the log mentions is redacted (the SDK's own lines too).
+    assert "link=" in logged and not re.search(r"link=(?!\[REDACTED\])", logged)
 
-    status = subprocess.run(
-        [sys.executable, "-m", "hub", "auth", "status", "--json", "-c", str(path)],
-        cwd=REPO, capture_output=True, text=True, timeout=WAIT, check=True,
-    )
-    rows = json.loads(status.stdout)["signed_in"]
+    with anyio.fail_after(WAIT):
+        status = await anyio.run_process(
+            [sys.executable, "-m", "hub", "auth", "status", "--json", "-c", str(path)], cwd=REPO, check=True
+        )
+    rows = json.loads(status.stdout.decode())["signed_in"]
     assert {(r["server"], r["identity"], r["refreshable"]) for r in rows} == {
-        ("tickets", "svc", True), ("tickets", "alice", True), ("tickets", "bob", True)
+        ("tickets", "svc", True),
+        ("tickets", "alice", True),
+        ("tickets", "bob", True),
     }
+
+
+async def test_a_desktop_hub_picks_up_its_users_sign_in_without_a_restart(tmp_path: Path) -> None:
+    """A stdio hub (one person, `--as carol`): until carol signs in, the server says how; `hub auth login` in a
+    terminal is then picked up by the running hub, whose listing gains the server's tools."""
+    async with tickets(tmp_path) as origin:
+        path = config(tmp_path, origin)
+        host = Host()
+        async with connect_hub(hub_params(path, tmp_path / "hub.log", "--as", "carol"), host) as client:
+            health = await client.call_tool("hub_health", {})
+            assert "run `hub auth login tickets --as carol`" in text_of(health)
+            assert "tickets_whoami" not in {t.name for t in (await client.list_tools()).tools}
+            await login(path, "carol")
+            await wait_for_tools(client, host, {"tickets_whoami"}, limit=WAIT)
+            assert text_of(await client.call_tool("tickets_whoami", {})) == "carol"
+    needs = log_events(tmp_path / "hub.log", "child_needs_sign_in")
+    assert len(needs) == 1  # said once, not at every try

@@ -158,3 +158,42 @@ async def test_a_pin_approval_on_one_replica_holds_on_all(tmp_path: Path) -> Non
             assert "rug_echo" in {t.name for t in (await on_b.list_tools()).tools}
             assert not (await on_b.call_tool("rug_echo", {"text": "hi"})).is_error
         assert (tmp_path / "b" / "servers.lock").read_bytes() == lock, "b's own file never changed"
+
+
+@pytest.mark.skipif(REDIS is None and not os.environ.get("CI"), reason="Redis is not installed (Debian: redis-server)")
+async def test_an_oauth_sign_in_on_one_replica_holds_on_another(tmp_path: Path) -> None:
+    """Child OAuth tokens live in Redis, sealed: alice signs in through replica a's link and calls through b."""
+    import redis.asyncio
+
+    from tests.integration.test_child_oauth import LINK, browse, login, stats, tickets, whoami
+    from tests.integration.test_team import create_token
+
+    async with redis_server() as redis_url, tickets(tmp_path) as origin:
+        document = {
+            "auth": {"tokens": "tokens.json"},
+            "state": {"backend": "redis", "url": redis_url},
+            "servers": {"tickets": {"url": f"{origin}/mcp", "sessions": "per-identity", "oauth": {}}},
+        }
+        config = tmp_path / "servers.yaml"
+        config.write_text(yaml.safe_dump(document, sort_keys=False))
+        alice = create_token(config, "alice")
+        await login(config, "svc")  # the hub's own identity, stored in Redis by the command
+        async with (
+            serve_hub_http(config, tmp_path / "a.log", "--replica-id", "a", "--as", "svc") as url_a,
+            serve_hub_http(config, tmp_path / "b.log", "--replica-id", "b", "--as", "svc") as url_b,
+        ):
+            refused = await whoami(url_a, alice)
+            found = LINK.search("".join(getattr(b, "text", "") for b in refused.content))
+            assert refused.is_error and found is not None
+            assert (await browse(found.group(1), "alice")).status_code == 200
+            answered = await whoami(url_b, alice)
+            assert "".join(getattr(b, "text", "") for b in answered.content) == "alice"
+        issued = (await stats(origin))["issued"]
+        client = redis.asyncio.from_url(redis_url)
+        try:
+            stored = await client.hgetall("hub:state:oauth")
+        finally:
+            await client.aclose()
+    assert len(stored) >= 3  # svc's and alice's sign-ins, and the hub's registration
+    kept = b"".join(k + v for k, v in stored.items())
+    assert not any(token.encode() in kept for token in issued)
