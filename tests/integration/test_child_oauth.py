@@ -38,6 +38,7 @@ from tests.conftest import (
     wait_for_file,
     wait_for_tools,
 )
+from tests.integration.test_docs import blocks, commands
 from tests.integration.test_team import as_person, create_token
 
 pytestmark = pytest.mark.anyio
@@ -104,8 +105,9 @@ def config(directory: Path, origin: str, **state: Any) -> Path:
     return path
 
 
-async def login(path: Path, identity: str) -> str:
-    """`hub auth login tickets --as IDENTITY --no-browser`, its address opened by the browser; its stdout."""
+async def login(path: Path, identity: str) -> tuple[str, str]:
+    """`hub auth login tickets --as IDENTITY --no-browser`, its address opened by the browser; its stderr and
+    stdout."""
     command = [
         sys.executable,
         "-m",
@@ -136,7 +138,7 @@ async def login(path: Path, identity: str) -> str:
     finally:
         if process.returncode is None:
             await stop(process)
-    return out.decode()
+    return seen.decode(), out.decode()
 
 
 def text_of(result: types.CallToolResult) -> str:
@@ -154,7 +156,7 @@ async def test_each_identity_signs_in_once_and_calls_as_itself(tmp_path: Path) -
         alice, bob = create_token(path, "alice"), create_token(path, "bob")
         log = tmp_path / "hub.log"
         # The hub's own identity signs in first: it lists the child's tools for everyone.
-        assert "identity 'svc' signed in to server 'tickets'" in await login(path, "svc")
+        assert "identity 'svc' signed in to server 'tickets'" in (await login(path, "svc"))[1]
 
         async with serve_hub_http(path, log, "--as", "svc") as url:
             refused = await whoami(url, alice)
@@ -241,3 +243,38 @@ async def test_a_desktop_hub_picks_up_its_users_sign_in_without_a_restart(tmp_pa
             assert text_of(await client.call_tool("tickets_whoami", {})) == "carol"
     needs = log_events(tmp_path / "hub.log", "child_needs_sign_in")
     assert len(needs) == 1  # said once, not at every try
+
+
+async def hub(command: str, path: Path) -> list[str]:
+    with anyio.fail_after(WAIT):
+        done = await anyio.run_process([sys.executable, "-m", "hub", *command.split()[1:], "-c", str(path)], cwd=REPO)
+    return done.stdout.decode().splitlines()
+
+
+async def test_the_auth_commands_of_the_docs_run_as_shown(tmp_path: Path) -> None:
+    """docs/cli.md's `hub auth` examples: the same commands, printing the same lines (times and addresses aside)."""
+    shown = {c: out for b in blocks(REPO / "docs" / "cli.md") for c, out in commands(b) if c.startswith("hub auth")}
+    login_svc, status, logout = (
+        "hub auth login tickets --as svc --no-browser",
+        "hub auth status",
+        "hub auth logout tickets --as alice",
+    )
+    assert set(shown) == {login_svc, status, logout}
+    row = re.compile(r"tickets  (alice|svc) +\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\+00:00  yes")
+    async with tickets(tmp_path) as origin:
+        path = config(tmp_path, origin)
+        err, out = await login(path, "svc")
+        await login(path, "alice")
+        said = err.splitlines()
+        assert said[0] == shown[login_svc][0]
+        query = "/authorize?response_type=code&client_id="
+        assert said[1].startswith(origin + query) and shown[login_svc][1].startswith("https://auth.example.com" + query)
+        for line in (said[1], shown[login_svc][1]):
+            assert "&redirect_uri=http%3A%2F%2F127.0.0.1%3A" in line and "%2Foauth%2Fcallback&" in line
+        assert out.splitlines() == shown[login_svc][2:]
+        table = await hub(status, path)
+        assert table[0] == shown[status][0]
+        assert all(row.fullmatch(line) for line in table[1:] + shown[status][1:])
+        assert sorted(line.split()[1] for line in table[1:]) == ["alice", "svc"]
+        assert await hub(logout, path) == shown[logout]
+        assert [line.split()[1] for line in (await hub(status, path))[1:]] == ["svc"]
