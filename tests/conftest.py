@@ -8,7 +8,7 @@ import socket
 import subprocess
 import sys
 from collections.abc import AsyncIterator, Awaitable, Callable
-from contextlib import asynccontextmanager
+from contextlib import asynccontextmanager, suppress
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -208,6 +208,22 @@ def serve_http_command(config: Path, port: int, log_file: Path, *extra: str) -> 
     ]
 
 
+async def stop_process(process: Process, grace: float = 15.0) -> None:
+    """SIGTERM, then SIGKILL if it has not exited within `grace` seconds; the wait for its exit is bounded and
+    shielded, so that a test being cancelled still leaves no process behind."""
+    with anyio.CancelScope(shield=True):
+        if process.returncode is None:
+            with suppress(ProcessLookupError):
+                process.terminate()
+            with anyio.move_on_after(grace):
+                await process.wait()
+        if process.returncode is None:
+            with suppress(ProcessLookupError):
+                process.kill()
+            with anyio.move_on_after(5):
+                await process.wait()
+
+
 async def wait_listening(process: Process, port: int, limit: float = WAIT) -> None:
     """Until something accepts connections on 127.0.0.1:`port`; fails if `process` exits first, or after `limit`."""
     with anyio.fail_after(limit):
@@ -235,13 +251,7 @@ async def serve_hub_http(config: Path, log_file: Path, *extra: str, port: int | 
             await wait_listening(process, port)
             yield f"http://127.0.0.1:{port}/mcp"
         finally:
-            process.terminate()
-            with anyio.move_on_after(15):
-                await process.wait()
-            if process.returncode is None:
-                process.kill()
-                with anyio.CancelScope(shield=True), anyio.move_on_after(5):
-                    await process.wait()
+            await stop_process(process)
 
 
 def log_events(log_file: Path, event: str) -> list[dict[str, Any]]:

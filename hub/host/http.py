@@ -33,6 +33,7 @@ from starlette.types import Receive, Scope, Send
 
 from hub.access.identity import Identity
 from hub.host.http_auth import WELL_KNOWN, Authenticator, Refusal
+from hub.host.http_body import read_body
 from hub.host.http_checks import Checks
 from hub.host.http_oauth import CALLBACK as OAUTH_CALLBACK
 from hub.host.http_oauth import START as OAUTH_START
@@ -43,7 +44,6 @@ from hub.host.http_status import StatusPage
 from hub.host.session import HostSession
 from hub.observe.metrics import ChildStats, Metrics
 from hub.observe.recent import Recent
-from hub.platform.pipes import EDGE
 from hub.protocol import revisions
 from hub.protocol.jsonrpc import (
     HEADER_MISMATCH,
@@ -275,31 +275,13 @@ class HttpFront:
     async def _read_body(self, receive: Receive, send: Send) -> bytes | None:
         """The whole body, bounded in size and in time; None if the client was answered already (or left)."""
         limit = self.hub.loaded.config.hub.max_request_bytes
-        chunks: list[bytes] = []
-        size = 0
-        with anyio.move_on_after(self.hub.loaded.config.hub.http.request_timeout) as waited:
-            while True:
-                message = await receive()
-                if message["type"] != "http.request":
-                    return None
-                chunk = message.get("body", b"")
-                size += len(chunk)
-                if size > limit:
-                    head = (chunks[0] if chunks else chunk)[:EDGE]
-                    await _error(
-                        send,
-                        413,
-                        INVALID_REQUEST,
-                        f"the request body is over the hub's limit of {limit} bytes (max_request_bytes)",
-                        leading_id(head),
-                    )
-                    return None
-                chunks.append(chunk)
-                if not message.get("more_body", False):
-                    return b"".join(chunks)
-        if waited.cancelled_caught:
+        body = await read_body(receive, limit, self.hub.loaded.config.hub.http.request_timeout)
+        if body.problem == "too_large":
+            message = f"the request body is over the hub's limit of {limit} bytes (max_request_bytes)"
+            await _error(send, 413, INVALID_REQUEST, message, leading_id(body.head))
+        elif body.problem == "late":
             await _error(send, 408, INVALID_REQUEST, "the request body did not arrive in time")
-        return None
+        return body.data
 
     def _not_found(self, headers: dict[str, str]) -> str:
         """Why a session id is not known here: closed or expired, or opened on another replica (named)."""

@@ -27,11 +27,11 @@ from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING
 from urllib.parse import parse_qs
 
-import anyio
 from starlette.types import Receive, Scope, Send
 
 from hub.access.identity import ANONYMOUS, Identity
 from hub.host.http_auth import MAX_TOKEN_CHARS, Authenticator, Refusal
+from hub.host.http_body import read_body
 from hub.host.http_checks import Checks
 from hub.host.status_page import render_live, render_login, render_refused, render_status
 from hub.observe.recent import Recent
@@ -212,18 +212,4 @@ class StatusPage:
 
     async def _form(self, receive: Receive) -> bytes | None:
         """The request's body, at most FORM_LIMIT bytes and within the front's request timeout; else None."""
-        chunks: list[bytes] = []
-        size = 0
-        with anyio.move_on_after(self.hub.loaded.config.hub.http.request_timeout):
-            while True:
-                message = await receive()
-                if message["type"] != "http.request":
-                    return None
-                chunk = message.get("body", b"")
-                size += len(chunk)
-                if size > FORM_LIMIT:
-                    return None
-                chunks.append(chunk)
-                if not message.get("more_body", False):
-                    return b"".join(chunks)
-        return None
+        return (await read_body(receive, FORM_LIMIT, self.hub.loaded.config.hub.http.request_timeout)).data

@@ -20,7 +20,7 @@ import pytest
 import yaml
 
 from hub.access.tokens import TokenFile
-from tests.conftest import WAIT, free_port, log_events, serve_hub_http, wait_listening
+from tests.conftest import WAIT, free_port, log_events, serve_hub_http, stop_process, wait_listening
 from tests.deploy.artifacts import DEPLOY, tool
 
 pytestmark = [pytest.mark.integration, pytest.mark.anyio]
@@ -59,13 +59,7 @@ async def balancer(argv: list[str], port: int, log: Path) -> AsyncIterator[None]
             await wait_listening(process, port)
             yield
         finally:
-            process.terminate()
-            with anyio.move_on_after(10):
-                await process.wait()
-            if process.returncode is None:
-                process.kill()
-                with anyio.CancelScope(shield=True), anyio.move_on_after(5):
-                    await process.wait()
+            await stop_process(process, grace=10)
 
 
 def messages(answer: httpx2.Response) -> list[dict[str, Any]]:

@@ -25,7 +25,6 @@ import httpx2
 import mcp_types as types
 import pytest
 import yaml
-from anyio.abc import Process
 
 from tests.conftest import (
     REPO,
@@ -35,6 +34,7 @@ from tests.conftest import (
     hub_params,
     log_events,
     serve_hub_http,
+    stop_process,
     wait_for_file,
     wait_for_tools,
 )
@@ -61,17 +61,7 @@ async def tickets(directory: Path) -> AsyncIterator[str]:
             await wait_for_file(port_file)
             yield port_file.read_text()
         finally:
-            await stop(process)
-
-
-async def stop(process: Process) -> None:
-    process.terminate()
-    with anyio.move_on_after(10):
-        await process.wait()
-    if process.returncode is None:
-        process.kill()
-        with anyio.CancelScope(shield=True), anyio.move_on_after(5):
-            await process.wait()
+            await stop_process(process, grace=10)
 
 
 async def stats(origin: str) -> dict[str, Any]:
@@ -137,7 +127,7 @@ async def login(path: Path, identity: str) -> tuple[str, str]:
             assert await process.wait() == 0
     finally:
         if process.returncode is None:
-            await stop(process)
+            await stop_process(process, grace=10)
     return seen.decode(), out.decode()
 
 

@@ -24,7 +24,16 @@ from mcp.client import Client
 from mcp.shared.exceptions import MCPError
 from prometheus_client.parser import text_string_to_metric_families
 
-from tests.conftest import REPO, WAIT, connect_host, free_port, python_child, serve_http_command, wait_listening
+from tests.conftest import (
+    REPO,
+    WAIT,
+    connect_host,
+    free_port,
+    python_child,
+    serve_http_command,
+    stop_process,
+    wait_listening,
+)
 from tests.conftest import write_config as write_servers
 
 pytestmark = [pytest.mark.anyio, pytest.mark.integration]
@@ -104,7 +113,7 @@ async def replicas_behind_haproxy(
         balancer = await anyio.open_process(
             [HAPROXY, "-db", "-f", str(tmp / "haproxy.cfg")], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
         )
-        stack.push_async_callback(_stop, balancer)
+        stack.push_async_callback(stop_process, balancer)
         await wait_listening(balancer, front)
         url = f"http://127.0.0.1:{front}/mcp"
         await _until_every_replica_is_checked_ready(replicas)
@@ -125,18 +134,7 @@ async def _until_every_replica_is_checked_ready(replicas: list[Replica]) -> None
 
 
 async def _stop_replica(replica: Replica) -> None:
-    await _stop(replica.process)
-
-
-async def _stop(process: Process) -> None:
-    if process.returncode is None:
-        process.terminate()
-        with anyio.move_on_after(15):
-            await process.wait()
-    if process.returncode is None:
-        process.kill()
-        with anyio.CancelScope(shield=True), anyio.move_on_after(5):
-            await process.wait()
+    await stop_process(replica.process)
 
 
 def calls_in(replicas: list[Replica]) -> list[dict[str, Any]]:
@@ -240,7 +238,7 @@ async def test_a_request_for_another_replicas_session_names_the_owner(tmp_path: 
         message = answer.json()["error"]["message"]
         assert "opened on replica 'r1' and this is 'r2'" in message and "Initialize a new session" in message
     finally:
-        await _stop(process)
+        await stop_process(process)
 
 
 @pytest.mark.skipif(HAPROXY is None and not os.environ.get("CI"), reason="HAProxy is not installed (Debian: haproxy)")

@@ -31,6 +31,7 @@ from tests.conftest import (
     log_events,
     python_child,
     serve_hub_http,
+    stop_process,
     wait_for_file,
     wait_for_log,
     wait_for_tools,
@@ -83,7 +84,7 @@ async def hub(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[Hub]:
                     await wait_for_tools(probe, watcher, {"lane_both", "shared_both", "remote_both"})
                 yield Hub(url, log_file, tmp)
         finally:
-            remote.terminate()
+            await stop_process(remote, grace=10)
 
 
 async def call(client: Client, name: str, arguments: dict[str, Any] | None = None) -> dict[str, Any]:

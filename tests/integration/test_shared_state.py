@@ -19,7 +19,7 @@ import yaml
 from mcp import types
 from pydantic import TypeAdapter
 
-from tests.conftest import connect_host, free_port, python_child, serve_hub_http, wait_listening
+from tests.conftest import connect_host, free_port, python_child, serve_hub_http, stop_process, wait_listening
 
 pytestmark = [pytest.mark.anyio, pytest.mark.integration]
 
@@ -37,11 +37,7 @@ async def redis_server() -> AsyncIterator[str]:
         await wait_listening(process, port)
         yield f"redis://127.0.0.1:{port}/0"
     finally:
-        process.terminate()
-        with anyio.move_on_after(10):
-            await process.wait()
-        if process.returncode is None:
-            process.kill()
+        await stop_process(process, grace=10)
 
 
 async def call(client: Any, arguments: dict[str, Any], **extra: Any) -> dict[str, Any]:

@@ -12,7 +12,16 @@ from typing import Any
 import anyio
 import pytest
 
-from tests.conftest import REPO, Host, connect_hub, hub_params, wait_for_file, wait_for_tools, write_config
+from tests.conftest import (
+    REPO,
+    Host,
+    connect_hub,
+    hub_params,
+    stop_process,
+    wait_for_file,
+    wait_for_tools,
+    write_config,
+)
 
 pytestmark = [pytest.mark.anyio, pytest.mark.integration]
 
@@ -28,11 +37,7 @@ async def served(tmp: Path, module: str, *args: str) -> AsyncIterator[int]:
             await wait_for_file(port_file)  # written once the server accepts connections
             yield int(port_file.read_text())
         finally:
-            process.terminate()
-            with anyio.move_on_after(10):
-                await process.wait()
-            if process.returncode is None:
-                process.kill()
+            await stop_process(process, grace=10)
 
 
 async def call(client: Any, name: str, arguments: dict[str, Any]) -> Any:
