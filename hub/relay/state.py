@@ -15,10 +15,12 @@ naming it, never a hang and never an unchecked accept.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import secrets
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -37,6 +39,10 @@ COUNT_PREFIX = "hub:state:minute:"
 OAUTH_KEY = "hub:state:oauth"  # a hash: record name -> a sealed OAuth record (hub.upstream.oauth)
 PINS_KEY = "hub:state:pins"  # a hash: child -> its approved pins (the lock file's entry for it, as JSON)
 PINS_CHANNEL = "hub:state:pins"  # published to on every approval: replicas read the pins again
+LOCK_PREFIX = "hub:state:lock:"  # a refresh of one OAuth record in progress (hub.upstream.oauth_refresh)
+LOCK_SECONDS = 30.0
+LOCK_POLL = 0.05
+_RELEASE = "if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('del', KEYS[1]) else return 0 end"
 RESUBSCRIBE_BACKOFF = (0.5, 10.0)  # seconds between attempts to listen again after Redis went away
 
 
@@ -192,6 +198,25 @@ class RedisState:
             await self._call(self._client.hdel, OAUTH_KEY, name)
         else:
             await self._call(self._client.hset, OAUTH_KEY, name, value)
+
+    @asynccontextmanager
+    async def lock(self, name: str) -> AsyncIterator[None]:
+        """Held by one replica at a time (SET NX PX, released only by its holder), for at most LOCK_SECONDS: a
+        replica that dies holding it delays the others that long, never for ever."""
+        key = LOCK_PREFIX + hashlib.sha256(name.encode()).hexdigest()[:32]
+        mine = secrets.token_hex(8)
+        try:
+            with anyio.fail_after(LOCK_SECONDS + REDIS_TIMEOUT):
+                # Redis tells nobody when a key goes: asked again, bounded.
+                while not await self._call(self._client.set, key, mine, nx=True, px=int(LOCK_SECONDS * 1000)):  # noqa: ASYNC110
+                    await anyio.sleep(LOCK_POLL)
+        except TimeoutError:
+            raise errors.Unavailable(f"another replica held the refresh of {name!r} too long") from None
+        try:
+            yield
+        finally:
+            with anyio.CancelScope(shield=True):
+                await self._call(self._client.eval, _RELEASE, 1, key, mine)
 
     async def names(self) -> list[str]:
         keys = await self._call(self._client.hkeys, OAUTH_KEY)

@@ -26,11 +26,14 @@ import json
 import os
 import secrets
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 from urllib.parse import quote
+
+import anyio
 
 from hub.access import sealed
 from hub.config.schema import ServerConfig
@@ -59,6 +62,9 @@ class Vault(Protocol):
         """Store `value` under `name`; None removes it."""
 
     async def names(self) -> list[str]: ...
+
+    def lock(self, name: str) -> AbstractAsyncContextManager[None]:
+        """Held while one of the hub's processes refreshes the record `name` (across replicas, where shared)."""
 
 
 class FileVault:
@@ -101,6 +107,10 @@ class FileVault:
             if isinstance(document, dict) and isinstance(document.get("name"), str):
                 found.append(document["name"])
         return found
+
+    @asynccontextmanager
+    async def lock(self, name: str) -> AsyncIterator[None]:
+        yield  # one process refreshes a record at a time (`Credentials.refreshing`); files are not shared by replicas
 
     def key(self) -> bytes:
         """The key beside the records, made (random, 0600) the first time; for a hub without `state.key`."""
@@ -154,6 +164,7 @@ class Credentials:
         self._known: bytes | None = None  # the key, once read (made on first use: a hub with no OAuth child never)
         self.conceal = conceal
         self.link_base: str | None = None
+        self._refreshing: dict[str, anyio.Lock] = {}  # one per record whose tokens a connection refreshed
 
     async def key(self) -> bytes:
         if self._known is None:
@@ -192,6 +203,15 @@ class Credentials:
         had = await self.vault.read(_tokens_name(child, identity)) is not None
         await self.vault.write(_tokens_name(child, identity), None)
         return had
+
+    @asynccontextmanager
+    async def refreshing(self, child: str, identity: str) -> AsyncIterator[None]:
+        """Held while an identity's tokens are refreshed: with rotating refresh tokens, a second refresh at the same
+        time (another connection, another replica) would be refused and end its connection for nothing."""
+        name = _tokens_name(child, identity)
+        lock = self._refreshing.setdefault(name, anyio.Lock())
+        async with lock, self.vault.lock(name):
+            yield
 
     async def registration(self, child: str, redirect_uri: str) -> dict[str, Any] | None:
         return await self._read(_client_name(child, redirect_uri))
@@ -253,26 +273,30 @@ class Credentials:
         ended: Callable[[str], None],
         *,
         shared: bool,
-    ) -> OAuthClientProvider:
-        """The provider a connection of `identity` sends its requests through; it never opens a browser.
+    ) -> Any:
+        """The `httpx.Auth` a connection of `identity` sends its requests through (the SDK's provider, refreshing
+        once at a time: `hub.upstream.oauth_refresh`); it never opens a browser.
 
         Raises:
             SignInRequired: the identity has not signed in (the message says how to).
         """
-        why = await self.sign_in_hint(child, identity, groups, shared=shared)
         if await self.signed(child, identity) is None:
-            raise SignInRequired(why)
+            raise SignInRequired(await self.sign_in_hint(child, identity, groups, shared=shared))
 
         async def refused(_: str) -> None:
             # The stored sign-in no longer works (refresh refused, token revoked): end the connection with the hint
             # now, rather than let its requests wait for a browser that never opens.
+            why = await self.sign_in_hint(child, identity, groups, shared=shared)
             ended(f"{why} (the stored sign-in was refused by the authorization server)")
             raise SignInRequired(f"identity '{identity}' must sign in to server '{child}' again")
 
         async def never() -> AuthorizationCodeResult:
-            raise SignInRequired(why)
+            raise SignInRequired(f"identity '{identity}' must sign in to server '{child}' again")
 
-        return await self.provider(child, config, identity, "http://127.0.0.1/oauth/callback", refused, never)
+        from hub.upstream.oauth_refresh import OneRefresh
+
+        provider = await self.provider(child, config, identity, "http://127.0.0.1/oauth/callback", refused, never)
+        return OneRefresh(provider, self, child, identity)
 
     # ---- how to sign in ----------------------------------------------------------------------------------------
 

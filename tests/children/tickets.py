@@ -35,7 +35,7 @@ from mcp.server.auth.provider import (
     construct_redirect_uri,
 )
 from mcp.server.auth.settings import AuthSettings, ClientRegistrationOptions
-from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver import Context, MCPServer
 from mcp.shared.auth import OAuthClientInformationFull, OAuthToken
 from starlette.requests import Request
 from starlette.responses import JSONResponse, RedirectResponse, Response
@@ -183,6 +183,14 @@ def main() -> None:
         """Open a ticket as the signed-in user."""
         token = get_access_token()
         return f"ticket '{title}' opened by {token.subject if token else '?'}"
+
+    @server.tool()
+    async def wait(seconds: float, ctx: Context) -> str:
+        """Wait `seconds`, then answer with the user; progress at the start (calls in flight at once overlap)."""
+        await ctx.report_progress(0, 1)
+        await anyio.sleep(seconds)
+        token = get_access_token()
+        return token.subject or "" if token is not None else ""
 
     server.custom_route("/consent", methods=["GET"])(authority.consent)
 
