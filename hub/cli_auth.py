@@ -25,7 +25,7 @@ from hub.access.identity import local_user
 from hub.config.schema import LoadedConfig, ServerConfig
 from hub.relay.state import oauth_credentials, open_state
 from hub.upstream.credentials import MissingCredential, personal
-from hub.upstream.oauth import Credentials
+from hub.upstream.oauth import CLIENT, Credentials
 from hub.upstream.signin import EXCHANGE_SECONDS, SignInFailed, sign_in
 
 if TYPE_CHECKING:
@@ -74,6 +74,13 @@ async def _act(args: argparse.Namespace, loaded: LoadedConfig) -> int:
             print(
                 f"hub: {args.server!r} is not a server with oauth: in {loaded.path} (those with it: "
                 f"{', '.join(named)})",
+                file=sys.stderr,
+            )
+            return EXIT_USAGE
+        if server.oauth.grant == "client_credentials":
+            print(
+                f"hub: server {args.server!r} signs in with the hub's client credentials (grant: client_credentials): "
+                "nobody signs in to it",
                 file=sys.stderr,
             )
             return EXIT_USAGE
@@ -183,7 +190,7 @@ async def _status(credentials: Credentials, as_json: bool) -> int:
     rows = [
         {
             "server": s.child,
-            "identity": s.identity,
+            "identity": "(client credentials)" if s.identity == CLIENT else s.identity,
             "expires": None
             if s.expires_at is None
             else datetime.datetime.fromtimestamp(s.expires_at, datetime.UTC).isoformat(timespec="seconds"),

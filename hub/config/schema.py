@@ -97,8 +97,18 @@ class OAuthSettings(_Strict):
     authorization server is discovered from it (RFC 9728), each identity signs in once in a browser, and its tokens
     are kept encrypted (`state:`) and refreshed by the hub."""
 
+    grant: Literal["authorization_code", "client_credentials"] = Field(
+        default="authorization_code",
+        description="'authorization_code': each identity signs in in a browser. 'client_credentials': the hub "
+        "itself, with client_id and client_secret, for every identity; nobody signs in.",
+    )
     scope: str | None = Field(
         default=None, description="Scopes to ask for, space-separated; unset: what the child's metadata names."
+    )
+    issuer: str | None = Field(
+        default=None,
+        description="With client_credentials: the authorization server that issued the client (its issuer "
+        "identifier); the hub asks no other for tokens.",
     )
     client_id: str | None = Field(
         default=None, description="A client registered with the authorization server; unset: dynamic registration."
@@ -112,6 +122,8 @@ class OAuthSettings(_Strict):
     def _secret_needs_id(self) -> OAuthSettings:
         if self.client_secret is not None and self.client_id is None:
             raise ValueError("client_secret needs client_id (a registered client)")
+        if self.grant == "client_credentials" and None in (self.client_id, self.client_secret, self.issuer):
+            raise ValueError("grant client_credentials needs client_id, client_secret and issuer")
         return self
 
 
@@ -236,6 +248,11 @@ class ServerConfig(_Strict):
             raise ValueError("oauth needs a Streamable HTTP child; the hub does not sign in to SSE children")
         if self.oauth is not None and any(k.lower() == "authorization" for k in self.headers):
             raise ValueError("oauth sets the Authorization header itself: remove it from headers")
+        if self.oauth is not None and self.oauth.grant == "client_credentials" and self.sessions == "per-identity":
+            raise ValueError(
+                "oauth grant client_credentials signs in as the hub, the same for every identity: use sessions: "
+                "shared (or per-host), not per-identity"
+            )
 
     def launch_settings(self) -> dict[str, object]:
         """What a running child depends on: everything but the keys that only shape what the host sees of it (a

@@ -47,6 +47,7 @@ TOKENS = b"hub:oauth-tokens:v1"  # purpose of the key that seals records
 LINKS = b"hub:oauth-links:v1"  # purpose of the key that seals sign-in links
 LINK_SECONDS = 600  # how long a sign-in link is good for (and at most once)
 KEY_FILE = "key"  # FileVault: the key beside the records when `state.key` is not given
+CLIENT = "*"  # whose record holds a client-credentials token: the hub's own, for every identity
 
 
 class SignInRequired(MissingCredential):
@@ -280,6 +281,11 @@ class Credentials:
         Raises:
             SignInRequired: the identity has not signed in (the message says how to).
         """
+        from hub.upstream.oauth_refresh import OneRefresh
+
+        assert config.oauth is not None
+        if config.oauth.grant == "client_credentials":
+            return OneRefresh(await self._client_provider(child, config), self, child, CLIENT)
         if await self.signed(child, identity) is None:
             raise SignInRequired(await self.sign_in_hint(child, identity, groups, shared=shared))
 
@@ -293,10 +299,30 @@ class Credentials:
         async def never() -> AuthorizationCodeResult:
             raise SignInRequired(f"identity '{identity}' must sign in to server '{child}' again")
 
-        from hub.upstream.oauth_refresh import OneRefresh
-
         provider = await self.provider(child, config, identity, "http://127.0.0.1/oauth/callback", refused, never)
         return OneRefresh(provider, self, child, identity)
+
+    async def _client_provider(self, child: str, config: ServerConfig) -> OAuthClientProvider:
+        """The SDK's client-credentials provider: the hub's own token, kept like an identity's under CLIENT."""
+        from mcp.client.auth.extensions.client_credentials import ClientCredentialsOAuthProvider
+
+        settings = config.oauth
+        assert config.url is not None and settings is not None
+        assert settings.client_id is not None and settings.client_secret is not None
+        storage = _Storage(self, child, config, CLIENT, "")
+        provider = ClientCredentialsOAuthProvider(
+            config.url,
+            storage,
+            settings.client_id,
+            settings.client_secret,
+            "client_secret_post",
+            settings.scope,
+            settings.issuer,
+        )
+        signed = await self.signed(child, CLIENT)
+        if signed is not None:
+            provider.context.token_expiry_time = signed.expires_at  # python-sdk#3250, as in `provider`
+        return provider
 
     # ---- how to sign in ----------------------------------------------------------------------------------------
 

@@ -22,6 +22,7 @@ import sys
 import time
 from pathlib import Path
 from typing import Any
+from urllib.parse import parse_qs
 
 import anyio
 import uvicorn
@@ -39,6 +40,7 @@ from mcp.server.mcpserver import Context, MCPServer
 from mcp.shared.auth import OAuthClientInformationFull, OAuthToken
 from starlette.requests import Request
 from starlette.responses import JSONResponse, RedirectResponse, Response
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 REFRESHED_TTL = 3600
 
@@ -52,7 +54,14 @@ class Authority(OAuthAuthorizationServerProvider[AuthorizationCode, RefreshToken
         self.codes: dict[str, AuthorizationCode] = {}
         self.access: dict[str, tuple[AccessToken, float]] = {}  # token -> (its record, exact expiry)
         self.refresh: dict[str, RefreshToken] = {}
-        self.stats: dict[str, Any] = {"registered": 0, "signed_in": [], "refreshed": 0, "presented": [], "issued": []}
+        self.stats: dict[str, Any] = {
+            "registered": 0,
+            "signed_in": [],
+            "refreshed": 0,
+            "presented": [],
+            "issued": [],
+            "client_tokens": 0,
+        }
 
     async def get_client(self, client_id: str) -> OAuthClientInformationFull | None:
         return self.clients.get(client_id)
@@ -152,10 +161,52 @@ class Authority(OAuthAuthorizationServerProvider[AuthorizationCode, RefreshToken
         self.refresh.pop(token.token, None)
 
 
+def with_client_credentials(app: ASGIApp, authority: Authority, client: str | None) -> ASGIApp:
+    """`app`, whose token endpoint also takes `grant_type=client_credentials` from the one `client` (ID:SECRET,
+    in the form: client_secret_post); every other request passes through unchanged (its body replayed)."""
+    client_id, _, client_secret = (client or "").partition(":")
+
+    async def wrapped(scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http" or scope["path"] != "/token" or scope["method"] != "POST":
+            await app(scope, receive, send)
+            return
+        body = b""
+        while True:
+            message = await receive()
+            body += message.get("body", b"")
+            if not message.get("more_body", False):
+                break
+        form = {k: v[0] for k, v in parse_qs(body.decode()).items()}
+        if form.get("grant_type") != "client_credentials":
+            replayed = False
+
+            async def replay() -> Message:
+                nonlocal replayed
+                if replayed:
+                    return await receive()
+                replayed = True
+                return {"type": "http.request", "body": body, "more_body": False}
+
+            await app(scope, replay, send)
+            return
+        if not client_id or (form.get("client_id"), form.get("client_secret")) != (client_id, client_secret):
+            answer = JSONResponse({"error": "invalid_client"}, status_code=401)
+        else:
+            registered = OAuthClientInformationFull(client_id=client_id, redirect_uris=None)
+            scopes = form.get("scope", "").split()
+            token = authority._issue(registered, f"client:{client_id}", scopes, REFRESHED_TTL, form.get("resource"))
+            authority.stats["client_tokens"] += 1
+            answer = JSONResponse(token.model_dump(mode="json", exclude_none=True))
+        await answer(scope, receive, send)
+
+    return wrapped
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--port-file", type=Path, required=True)
     parser.add_argument("--first-ttl", type=float, default=0.0)
+    parser.add_argument("--client", default=None, help="ID:SECRET of a client that may use client_credentials")
     args = parser.parse_args()
     sock = socket.socket()
     sock.bind(("127.0.0.1", 0))
@@ -209,7 +260,7 @@ def main() -> None:
     async def stats(request: Request) -> Response:
         return JSONResponse(authority.stats)
 
-    app = server.streamable_http_app()
+    app = with_client_credentials(server.streamable_http_app(), authority, args.client)
     web = uvicorn.Server(uvicorn.Config(app, log_level="warning", access_log=False, lifespan="on"))
 
     async def serve() -> None:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import html
 import json
+import os
 import re
 import subprocess
 import sys
@@ -47,12 +48,12 @@ LINK = re.compile(r"(http://127\.0\.0\.1:\d+/oauth/start\?link=[A-Za-z0-9_%-]+)"
 
 
 @asynccontextmanager
-async def tickets(directory: Path) -> AsyncIterator[str]:
+async def tickets(directory: Path, *extra: str) -> AsyncIterator[str]:
     """The protected child and its authorization server; yields its origin."""
     port_file = directory / "tickets.port"
     with (directory / "tickets.err").open("wb") as err:
         process = await anyio.open_process(
-            [sys.executable, "-m", "tests.children.tickets", "--port-file", str(port_file)],
+            [sys.executable, "-m", "tests.children.tickets", "--port-file", str(port_file), *extra],
             cwd=REPO,
             stdout=subprocess.DEVNULL,
             stderr=err,
@@ -268,3 +269,35 @@ async def test_the_auth_commands_of_the_docs_run_as_shown(tmp_path: Path) -> Non
         assert sorted(line.split()[1] for line in table[1:]) == ["alice", "svc"]
         assert await hub(logout, path) == shown[logout]
         assert [line.split()[1] for line in (await hub(status, path))[1:]] == ["svc"]
+
+
+async def test_a_client_credentials_server_needs_nobody_to_sign_in(tmp_path: Path) -> None:
+    """`grant: client_credentials`: the hub gets its own token with its client's id and secret (from the
+    environment here), keeps it across a restart, and `hub auth login` says nobody signs in to such a server."""
+    secret = "s3cret-of-the-hub-machine"
+    async with tickets(tmp_path, "--client", f"hub-machine:{secret}") as origin:
+        path = tmp_path / "servers.yaml"
+        oauth = {"grant": "client_credentials", "client_id": "hub-machine", "client_secret": "${TICKETS_SECRET}"}
+        document = {
+            "state": {"oauth_dir": "oauth"},
+            "servers": {"tickets": {"url": f"{origin}/mcp", "oauth": {**oauth, "issuer": origin}}},
+        }
+        path.write_text(yaml.safe_dump(document, sort_keys=False))
+        log = tmp_path / "hub.log"
+        for _ in range(2):  # a restart keeps the token
+            host = Host()
+            async with connect_hub(hub_params(path, log, env={"TICKETS_SECRET": secret}), host) as client:
+                await wait_for_tools(client, host, {"tickets_whoami"})
+                assert text_of(await client.call_tool("tickets_whoami", {})) == "client:hub-machine"
+        seen = await stats(origin)
+        with anyio.fail_after(WAIT):
+            refused = await anyio.run_process(
+                [sys.executable, "-m", "hub", "auth", "login", "tickets", "-c", str(path)],
+                cwd=REPO,
+                check=False,
+                env={**os.environ, "TICKETS_SECRET": secret},
+            )
+    assert seen["client_tokens"] == 1 and seen["signed_in"] == []
+    assert refused.returncode == 2 and b"nobody signs in to it" in refused.stderr
+    logged = log.read_text()
+    assert secret not in logged and not any(token in logged for token in seen["issued"])

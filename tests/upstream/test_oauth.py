@@ -96,5 +96,11 @@ def test_oauth_keys_are_checked() -> None:
         ServerConfig.model_validate({"command": "x", "oauth": {}})
     with pytest.raises(ValidationError, match="not sign in to SSE"):
         ServerConfig.model_validate({"url": "https://t.example/sse", "oauth": {}})
+    with pytest.raises(ValidationError, match="needs client_id, client_secret and issuer"):
+        server(grant="client_credentials", client_id="c", client_secret="s")
+    machine = {"grant": "client_credentials", "client_id": "c", "client_secret": "s", "issuer": "https://a.example"}
+    assert server(**machine).oauth is not None
+    with pytest.raises(ValidationError, match="not per-identity"):
+        ServerConfig.model_validate({"url": "https://t.example/mcp", "sessions": "per-identity", "oauth": machine})
     with pytest.raises(ValidationError, match="sets the Authorization header itself"):
         ServerConfig.model_validate({"url": "https://t.example/mcp", "headers": {"Authorization": "x"}, "oauth": {}})
