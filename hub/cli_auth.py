@@ -71,17 +71,14 @@ async def _act(args: argparse.Namespace, loaded: LoadedConfig) -> int:
         server = loaded.config.servers.get(args.server)
         if server is None or server.oauth is None:
             named = sorted(n for n, s in loaded.config.servers.items() if s.oauth is not None) or ["none"]
-            print(
-                f"hub: {args.server!r} is not a server with oauth: in {loaded.path} (those with it: "
-                f"{', '.join(named)})",
-                file=sys.stderr,
+            _tell(
+                f"hub: {args.server!r} is not a server with oauth: in {loaded.path} (those with it: {', '.join(named)})"
             )
             return EXIT_USAGE
         if server.oauth.grant == "client_credentials":
-            print(
+            _tell(
                 f"hub: server {args.server!r} signs in with the hub's client credentials (grant: client_credentials): "
-                "nobody signs in to it",
-                file=sys.stderr,
+                "nobody signs in to it"
             )
             return EXIT_USAGE
         identity = local_user(args.identity, tuple(args.group))
@@ -93,7 +90,7 @@ async def _act(args: argparse.Namespace, loaded: LoadedConfig) -> int:
         try:
             config = personal(server, identity, loaded.secrets)
         except MissingCredential as exc:
-            print(f"hub: {exc}", file=sys.stderr)
+            _tell(f"hub: {exc}")
             return 1
         return await _login(credentials, args, config, identity.name)
     finally:
@@ -113,11 +110,7 @@ async def _login(credentials: Credentials, args: argparse.Namespace, config: Ser
     finished = anyio.Event()
 
     async def show(url: str) -> None:
-        print(
-            f"Open this address in a browser to sign '{identity}' in to server '{args.server}':\n{url}",
-            file=sys.stderr,
-            flush=True,
-        )
+        _tell(f"Open this address in a browser to sign '{identity}' in to server '{args.server}':\n{url}")
         if not args.no_browser:
             webbrowser.open(url)
 
@@ -146,7 +139,7 @@ async def _login(credentials: Credentials, args: argparse.Namespace, config: Ser
             await sign_in(credentials, args.server, config, identity, redirect_uri, show, wait)
         except SignInFailed as exc:
             outcome.append(f"Sign-in failed: {exc}")
-            print(f"hub: {exc}", file=sys.stderr)
+            _tell(f"hub: {exc}")
         else:
             outcome.append(f"Signed '{identity}' in to server '{args.server}'. You can close this page.")
         finished.set()
@@ -160,6 +153,12 @@ async def _login(credentials: Credentials, args: argparse.Namespace, config: Ser
         f"identity '{identity}' signed in to server '{args.server}'; a running hub uses it from its next connection\n"
     )
     return 0
+
+
+def _tell(text: str) -> None:
+    """A line for the person at the terminal: stderr (stdout carries only the command's result)."""
+    sys.stderr.write(text + "\n")
+    sys.stderr.flush()
 
 
 async def _request_query(stream: SocketStream) -> dict[str, str] | None:
