@@ -208,6 +208,12 @@ def serve_http_command(config: Path, port: int, log_file: Path, *extra: str) -> 
     ]
 
 
+async def run_bounded(argv: list[str], limit: float = 120.0, **options: Any) -> subprocess.CompletedProcess[bytes]:
+    """`anyio.run_process(argv, check=False, **options)`, failing the test if it takes over `limit` seconds."""
+    with anyio.fail_after(limit):
+        return await anyio.run_process(argv, check=False, **options)
+
+
 async def stop_process(process: Process, grace: float = 15.0) -> None:
     """SIGTERM, then SIGKILL if it has not exited within `grace` seconds; the wait for its exit is bounded and
     shielded, so that a test being cancelled still leaves no process behind."""

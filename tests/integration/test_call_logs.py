@@ -16,7 +16,8 @@ import signal
 import subprocess
 import sys
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
@@ -34,6 +35,7 @@ from tests.conftest import (
     connect_hub,
     hub_params,
     python_child,
+    stop_process,
     wait_for_log,
     wait_for_tools,
     write_config,
@@ -74,14 +76,19 @@ class Output:
                 return self.text
 
 
-async def start_follow(*argv: str, cwd: Path) -> tuple[Process, Output, Output]:
-    """`hub logs --follow ...`, once it says it is following (its start is then past: calls after it are new)."""
+@asynccontextmanager
+async def following(*argv: str, cwd: Path) -> AsyncIterator[tuple[Process, Output, Output]]:
+    """`hub logs --follow ...`, once it says it is following (its start is then past: calls after it are new);
+    stopped on leaving if the test did not stop it."""
     process = await anyio.open_process(
         [*HUB, "logs", "--follow", *argv], cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.PIPE
     )
-    out, err = Output(process.stdout), Output(process.stderr)
-    await err.until(lambda t: "Ctrl-C to stop" in t, "hub logs --follow start following")
-    return process, out, err
+    try:
+        out, err = Output(process.stdout), Output(process.stderr)
+        await err.until(lambda t: "Ctrl-C to stop" in t, "hub logs --follow start following")
+        yield process, out, err
+    finally:
+        await stop_process(process)
 
 
 async def stop_follow(process: Process, out: Output, err: Output) -> None:
@@ -155,19 +162,19 @@ async def test_hub_logs_follows_filters_and_sums_up_a_real_run(tmp_path: Path) -
     async with connect_hub(params, host) as client:
         await wait_for_tools(client, host, TOOLS)
         await wait_for_log(log, "child_ready")  # no --log-file: hub.log_file, relative to servers.yaml
-        follow = await start_follow("-c", str(config), cwd=tmp_path)
-        for i in range(3):
-            await client.call_tool("kitchen_echo", {"text": f"echo {i}"})
-        for _ in range(2):
-            assert (await client.call_tool("kitchen_fail", {})).is_error
-        with pytest.raises(MCPError):
-            await client.call_tool("nope", {})
-        _, out, _ = follow
-        await out.until(
-            lambda t: t.count("kitchen_echo") == 3 and t.count("kitchen_fail") == 2 and " nope " in t,
-            "the six calls followed",
-        )
-        await stop_follow(*follow)
+        async with following("-c", str(config), cwd=tmp_path) as follow:
+            for i in range(3):
+                await client.call_tool("kitchen_echo", {"text": f"echo {i}"})
+            for _ in range(2):
+                assert (await client.call_tool("kitchen_fail", {})).is_error
+            with pytest.raises(MCPError):
+                await client.call_tool("nope", {})
+            _, out, _ = follow
+            await out.until(
+                lambda t: t.count("kitchen_echo") == 3 and t.count("kitchen_fail") == 2 and " nope " in t,
+                "the six calls followed",
+            )
+            await stop_follow(*follow)
         calls = await wait_calls(log, 6)
 
     followed = table(out.text)
@@ -219,14 +226,14 @@ async def test_a_burst_across_rotations_logs_every_call_once_and_follow_sees_eac
     wanted = [f"burst {i:03d}" for i in range(BURST)]
     async with connect_hub(hub_params(config, log), host) as client:
         await wait_for_tools(client, host, TOOLS)
-        follow = await start_follow(str(log), "--json", "--tool", "kitchen_echo", cwd=tmp_path)
-        async with anyio.create_task_group() as tg:
-            for text in wanted:
-                tg.start_soon(client.call_tool, "kitchen_echo", {"text": text})
-        await wait_calls(log, BURST)
-        _, out, err = follow
-        await out.until(lambda t: t.count("\n") >= BURST, f"{BURST} lines followed")
-        await stop_follow(*follow)
+        async with following(str(log), "--json", "--tool", "kitchen_echo", cwd=tmp_path) as follow:
+            async with anyio.create_task_group() as tg:
+                for text in wanted:
+                    tg.start_soon(client.call_tool, "kitchen_echo", {"text": text})
+            await wait_calls(log, BURST)
+            _, out, err = follow
+            await out.until(lambda t: t.count("\n") >= BURST, f"{BURST} lines followed")
+            await stop_follow(*follow)
 
     files = [*rotated_siblings(log), log]
     assert len(files) >= 5, f"only {len(files)} files: the burst did not rotate"

@@ -39,6 +39,7 @@ from tests.conftest import (
     python_child,
     serve_http_command,
     serve_hub_http,
+    stop_process,
     wait_for_file,
     wait_for_log,
     wait_for_tools,
@@ -165,15 +166,12 @@ async def start_hub(config: Path, port: int, log: Path, err: Any) -> Process:
     process = await anyio.open_process(
         serve_http_command(config, port, log), cwd=REPO, stdout=subprocess.DEVNULL, stderr=err
     )
-    await wait_listening(process, port)
+    try:
+        await wait_listening(process, port)
+    except BaseException:
+        await stop_process(process)
+        raise
     return process
-
-
-async def stop(process: Process) -> None:
-    if process.returncode is None:
-        process.kill()
-    with anyio.CancelScope(shield=True), anyio.move_on_after(15):
-        await process.wait()
 
 
 async def test_the_bridge_survives_the_hub_restarting(tmp_path: Path) -> None:
@@ -208,7 +206,8 @@ async def test_the_bridge_survives_the_hub_restarting(tmp_path: Path) -> None:
                         await wait_for_file(Path(f"{marker}.started"))
                         first.kill()
                 assert "lost" in str(failed[0]), failed[0]
-                await first.wait()
+                with anyio.fail_after(WAIT):
+                    await first.wait()
 
                 # A call made while the hub is down: the bridge retries it until the hub is back, finds its session
                 # forgotten, makes a new one with the host's own initialize, and sends the call again.
@@ -231,9 +230,9 @@ async def test_the_bridge_survives_the_hub_restarting(tmp_path: Path) -> None:
                 await call(client, "kitchen_log", {"level": "info", "message": "still here"})
                 await host.wait_for(lambda: any(e.data == "still here" for e in host.logs), "log after the restart")
         finally:
-            await stop(first)
+            await stop_process(first)
             if second is not None:
-                await stop(second)
+                await stop_process(second)
     renewed = await wait_for_log(tmp_path / "bridge.log", "connect_session_renewed")
     assert renewed["renewals"] == 1
 
@@ -366,10 +365,7 @@ async def test_bad_lines_are_answered_and_closing_stdin_ends_the_session(tmp_pat
             with anyio.fail_after(WAIT):
                 assert await process.wait() == 0
         finally:
-            if process.returncode is None:
-                process.kill()
-                with anyio.CancelScope(shield=True), anyio.move_on_after(5):
-                    await process.wait()
+            await stop_process(process)
         closed = await wait_for_log(tmp_path / "hub.log", "http_session_closed")
         assert "DELETE" in closed["reason"]
     assert log_events(tmp_path / "bridge.log", "connect_host_message_dropped")

@@ -12,7 +12,7 @@ import pytest
 import yaml
 from mcp import types
 
-from tests.conftest import Host, connect_host, hub_params, python_child
+from tests.conftest import Host, connect_host, hub_params, python_child, run_bounded
 
 pytestmark = [pytest.mark.anyio, pytest.mark.integration]
 
@@ -40,7 +40,7 @@ def setup(tmp_path: Path) -> tuple[Path, Path]:
 
 async def test_hub_check_names_the_file_of_each_server_and_overridden_key(tmp_path: Path) -> None:
     config, _ = setup(tmp_path)
-    done = await anyio.run_process([sys.executable, "-m", "hub", "check", "--config", str(config)], check=False)
+    done = await run_bounded([sys.executable, "-m", "hub", "check", "--config", str(config)])
     printed = done.stdout.decode()
     assert done.returncode == 0, (printed, done.stderr.decode())
     assert "from: icinga: team/ops.yaml; overridden: timeout (servers.yaml)" in printed
