@@ -117,9 +117,7 @@ class Hub:
         where = self.loaded.config.state
         shared = open_state(where.backend, where.url, where.key)  # read at start: a reload does not change it
         self.router.shared, self.router.seals = shared, Seals(shared)
-        self.oauth = oauth_credentials(
-            where, self.loaded.path.parent, shared, lambda v: self.call_log.redactor.add([v])
-        )
+        self.oauth = oauth_credentials(where, self.loaded.path.parent, shared)
         try:
             with anyio.fail_after(REDIS_START_LIMIT):
                 await shared.seal_key()  # known from now on: bridged rounds seal without waiting

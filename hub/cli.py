@@ -21,7 +21,6 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, TextIO
 
 from hub import __version__
-from hub.cli_auth import add_parser as add_auth_parser
 from hub.cli_connect import add_connect_parser, run_connect
 from hub.cli_install import add_parsers as add_install_parsers
 from hub.cli_install import run_install_command
@@ -145,7 +144,7 @@ def _parser() -> argparse.ArgumentParser:
     target.add_argument("--url", help="base URL of a hub serving HTTP, e.g. http://127.0.0.1:8000 (POST /reload)")
     add_logs_parser(commands)
     add_connect_parser(commands)
-    add_auth_parser(commands, common)
+    _add_auth_parser(commands, common)
     add_install_parsers(commands, common)
     for sub in (commands.choices["check"], listing, tokens, call, pin):
         sub.add_argument(
@@ -156,6 +155,31 @@ def _parser() -> argparse.ArgumentParser:
             help="how long to wait for servers to start (default: the longest connect_timeout)",
         )
     return parser
+
+
+def _add_auth_parser(
+    commands: argparse._SubParsersAction[argparse.ArgumentParser], common: argparse.ArgumentParser
+) -> None:
+    """`hub auth ...`; its module (hub.cli_auth) is imported only when it runs: it brings the OAuth machinery."""
+    auth = commands.add_parser("auth", help="sign identities in to OAuth-protected servers (servers with oauth:)")
+    actions = auth.add_subparsers(dest="action", required=True)
+    login = actions.add_parser("login", parents=[common], help="sign in to a server in a browser; keeps the tokens")
+    login.add_argument("server", help="a server of servers.yaml with oauth:")
+    login.add_argument("--no-browser", action="store_true", help="print the address to open; do not open a browser")
+    login.add_argument(
+        "--port",
+        type=int,
+        default=0,
+        help="loopback port for the redirect (default: any free one; a registered "
+        "client_id needs the one its redirect URI names)",
+    )
+    logout = actions.add_parser("logout", parents=[common], help="forget an identity's sign-in to a server")
+    logout.add_argument("server")
+    status = actions.add_parser("status", parents=[common], help="who is signed in to which server (never tokens)")
+    status.add_argument("--json", action="store_true", help="one JSON document")
+    for sub in (login, logout):
+        sub.add_argument("--as", dest="identity", metavar="NAME", help="the identity (default: the local user)")
+    login.add_argument("--group", action="append", default=[], help="a group of that identity; repeatable")
 
 
 class _AtMostTwo(argparse.Action):

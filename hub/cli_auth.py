@@ -35,28 +35,6 @@ EXIT_USAGE = 2
 HEAD_SECONDS = 10.0  # a browser's request to the loopback listener must arrive within this
 
 
-def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser], common: argparse.ArgumentParser) -> None:
-    auth = commands.add_parser("auth", help="sign identities in to OAuth-protected servers (servers with oauth:)")
-    actions = auth.add_subparsers(dest="action", required=True)
-    login = actions.add_parser("login", parents=[common], help="sign in to a server in a browser; keeps the tokens")
-    login.add_argument("server", help="a server of servers.yaml with oauth:")
-    login.add_argument("--no-browser", action="store_true", help="print the address to open; do not open a browser")
-    login.add_argument(
-        "--port",
-        type=int,
-        default=0,
-        help="loopback port for the redirect (default: any free one; a registered "
-        "client_id needs the one its redirect URI names)",
-    )
-    logout = actions.add_parser("logout", parents=[common], help="forget an identity's sign-in to a server")
-    logout.add_argument("server")
-    status = actions.add_parser("status", parents=[common], help="who is signed in to which server (never tokens)")
-    status.add_argument("--json", action="store_true", help="one JSON document")
-    for sub in (login, logout):
-        sub.add_argument("--as", dest="identity", metavar="NAME", help="the identity (default: the local user)")
-        sub.add_argument("--group", action="append", default=[], help="a group of that identity; repeatable")
-
-
 def run_auth_command(args: argparse.Namespace, loaded: LoadedConfig) -> int:
     return anyio.run(_act, args, loaded)
 
@@ -81,7 +59,7 @@ async def _act(args: argparse.Namespace, loaded: LoadedConfig) -> int:
                 "nobody signs in to it"
             )
             return EXIT_USAGE
-        identity = local_user(args.identity, tuple(args.group))
+        identity = local_user(args.identity, tuple(getattr(args, "group", ())))
         if args.action == "logout":
             had = await credentials.forget(args.server, identity.name)
             state = "signed out of" if had else "was not signed in to"
@@ -98,61 +76,78 @@ async def _act(args: argparse.Namespace, loaded: LoadedConfig) -> int:
 
 
 async def _login(credentials: Credentials, args: argparse.Namespace, config: ServerConfig, identity: str) -> int:
-    from mcp.shared.auth import AuthorizationCodeResult
-
     listener = await anyio.create_tcp_listener(local_host="127.0.0.1", local_port=args.port)
-    port = listener.extra(SocketAttribute.local_port)
-    redirect_uri = f"http://127.0.0.1:{port}/oauth/callback"
-    back = anyio.Event()
-    answered = anyio.Event()
-    landed: list[AuthorizationCodeResult] = []
-    outcome: list[str] = []
-    finished = anyio.Event()
+    redirect_uri = f"http://127.0.0.1:{listener.extra(SocketAttribute.local_port)}/oauth/callback"
+    loopback = _Loopback()
 
     async def show(url: str) -> None:
         _tell(f"Open this address in a browser to sign '{identity}' in to server '{args.server}':\n{url}")
         if not args.no_browser:
             webbrowser.open(url)
 
-    async def wait() -> AuthorizationCodeResult:
-        await back.wait()
-        return landed[0]
-
-    async def handle(stream: SocketStream) -> None:
-        async with stream:
-            query = await _request_query(stream)
-            if query is None:
-                await _answer(stream, 404, "Not found")
-                return
-            landed.append(
-                AuthorizationCodeResult(code=query.get("code", ""), state=query.get("state"), iss=query.get("iss"))
-            )
-            back.set()
-            with anyio.move_on_after(EXCHANGE_SECONDS * 2):
-                await finished.wait()
-            await _answer(stream, 200, outcome[0] if outcome else "The sign-in did not finish in time.")
-            answered.set()
-
     async with anyio.create_task_group() as tg:
-        tg.start_soon(listener.serve, handle)
+        tg.start_soon(listener.serve, loopback.handle)
         try:
-            await sign_in(credentials, args.server, config, identity, redirect_uri, show, wait)
+            await sign_in(credentials, args.server, config, identity, redirect_uri, show, loopback.code)
         except SignInFailed as exc:
-            outcome.append(f"Sign-in failed: {exc}")
             _tell(f"hub: {exc}")
-        else:
-            outcome.append(f"Signed '{identity}' in to server '{args.server}'. You can close this page.")
-        finished.set()
-        if back.is_set():
-            with anyio.move_on_after(5):
-                await answered.wait()
+            await loopback.over(f"Sign-in failed: {exc}")
+            tg.cancel_scope.cancel()
+            return 1
+        await loopback.over(f"Signed '{identity}' in to server '{args.server}'. You can close this page.")
         tg.cancel_scope.cancel()
-    if outcome[0].startswith("Sign-in failed"):
-        return 1
     sys.stdout.write(
         f"identity '{identity}' signed in to server '{args.server}'; a running hub uses it from its next connection\n"
     )
     return 0
+
+
+class _Loopback:
+    """The loopback end of the redirect: takes the browser's request with the code, and answers it with how the
+    sign-in ended. Every wait is bounded."""
+
+    def __init__(self) -> None:
+        self.landed: AuthorizationCodeResult | None = None
+        self.back = anyio.Event()
+        self.page = "The sign-in did not finish in time."
+        self.finished = anyio.Event()
+        self.answered = anyio.Event()
+
+    async def code(self) -> AuthorizationCodeResult:
+        await self.back.wait()
+        assert self.landed is not None
+        return self.landed
+
+    async def over(self, page: str) -> None:
+        """The sign-in ended: the browser, if it came back, is shown `page` (waited for a few seconds)."""
+        self.page = page
+        self.finished.set()
+        if self.back.is_set():
+            with anyio.move_on_after(5):
+                await self.answered.wait()
+
+    async def handle(self, stream: SocketStream) -> None:
+        try:
+            async with stream:
+                await self._answer(stream)
+        except (anyio.EndOfStream, anyio.BrokenResourceError, anyio.ClosedResourceError, OSError):
+            pass  # a browser's spare connection, closed unused; or one that left before its answer
+
+    async def _answer(self, stream: SocketStream) -> None:
+        from mcp.shared.auth import AuthorizationCodeResult
+
+        query = await _request_query(stream)
+        if query is None:
+            await _answer(stream, 404, "Not found")
+            return
+        self.landed = AuthorizationCodeResult(
+            code=query.get("code", ""), state=query.get("state"), iss=query.get("iss")
+        )
+        self.back.set()
+        with anyio.move_on_after(EXCHANGE_SECONDS * 2):
+            await self.finished.wait()
+        await _answer(stream, 200, self.page)
+        self.answered.set()
 
 
 def _tell(text: str) -> None:

@@ -28,6 +28,7 @@ _SHAPES = (
     r"|(?i:\bBearer\s+[A-Za-z0-9._~+/=-]{8,})"
     r"|\b(?:AKIA|ASIA)[0-9A-Z]{16}\b"
     r"|(?i:(?<=[a-z0-9+.-]://)[^:/@\s]+:(?P<pw>[^@\s]+)(?=@))"
+    r"|(?<=/oauth/start\?link=)[A-Za-z0-9_%-]+"  # a sign-in link (hub.upstream.oauth): good once, for one identity
 )
 _KEEP = frozenset({"event", "level", "timestamp"})
 

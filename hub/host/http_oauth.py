@@ -1,11 +1,11 @@
-"""The HTTP front's sign-in to OAuth children: `GET /oauth/start?link=...` and `GET /oauth/callback`.
+"""The HTTP front's sign-in to OAuth children: `/oauth/start?link=...` and `GET /oauth/callback`.
 
 An identity that has not signed in to an OAuth child is told, in the error of its call, a link to `/oauth/start`
 (`hub.upstream.oauth`): sealed by the hub, naming the child and the identity, good for LINK_SECONDS and once (its
-nonce is spent in the shared state, so across replicas too). Opening it starts the SDK's flow
-(`hub.upstream.signin`) and redirects the browser to the child's authorization server; that server sends the browser
-back to `/oauth/callback`, which hands the code to the waiting flow (matched by the flow's `state`), and the page
-says whether the tokens were stored.
+nonce is spent in the shared state, so across replicas too). Opening it shows whom it signs in and a button; the
+button (a POST) starts the SDK's flow (`hub.upstream.signin`) and redirects the browser to the child's
+authorization server; that server sends the browser back to `/oauth/callback`, which hands the code to the waiting
+flow (matched by the flow's `state`), and the page says whether the tokens were stored.
 
 A flow lives on the replica that started it: behind a balancer, `/oauth/` should stick to one replica by source
 address (docs/deploy.md), or the identity signs in with `hub auth login` instead.
@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import html
 import time
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qs, urlsplit
 
 import anyio
@@ -23,6 +23,8 @@ import structlog
 from anyio.abc import TaskGroup
 
 from hub.access.identity import Identity
+from hub.config.schema import ServerConfig
+from hub.host.http_body import read_body
 from hub.protocol import errors
 from hub.upstream.credentials import MissingCredential
 from hub.upstream.oauth import LINK_SECONDS, Credentials
@@ -35,12 +37,13 @@ if TYPE_CHECKING:
     from hub.app import Hub
 
 START = "/oauth/start"
+FORM_LIMIT = 8192  # the confirmation's form: one link
 CALLBACK = "/oauth/callback"
 _log = structlog.get_logger("hub.http")
 _PAGE = (
     "<!doctype html><html><head><meta charset=utf-8><meta name=viewport content='width=device-width'>"
     "<title>hub: sign-in</title></head><body style='font-family:system-ui;max-width:40em;margin:3em auto'>"
-    "<h1>{title}</h1><p>{text}</p></body></html>"
+    "<h1>{title}</h1><p>{text}</p>{form}</body></html>"
 )
 
 
@@ -75,17 +78,37 @@ class SignIns:
             await anyio.sleep_forever()
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["method"] not in ("GET", "HEAD"):
-            await _page(send, 405, "Not allowed", "Sign-in pages are opened with GET.")
-            return
         query = {k: v[0] for k, v in parse_qs(scope.get("query_string", b"").decode("latin-1")).items()}
-        if scope["path"] == START:
-            await self._start(query, send)
+        if scope["path"] == START and scope["method"] == "POST":
+            body = await read_body(receive, FORM_LIMIT, self.hub.loaded.config.hub.http.request_timeout)
+            form = {k: v[0] for k, v in parse_qs((body.data or b"").decode("latin-1")).items()}
+            await self._start(form.get("link", ""), send)
+        elif scope["method"] not in ("GET", "HEAD"):
+            await _page(send, 405, "Not allowed", "Sign-in pages are opened with GET.")
+        elif scope["path"] == START:
+            await self._confirm(query.get("link", ""), send)
         else:
             await self._callback(query, send)
 
-    async def _start(self, query: dict[str, str], send: Send) -> None:
-        payload = await self.credentials.open_link(query.get("link", ""))
+    async def _confirm(self, link: str, send: Send) -> None:
+        """What the link is for, and a button: the sign-in starts only when the person says so (a link previewer or
+        a mail scanner that opens it spends nothing), and names the identity it signs in, so that nobody signs
+        their own account in under another's name by opening someone else's link."""
+        payload = await self._opened(link, send)
+        if payload is not None:
+            who, server = str(payload["i"]), str(payload["c"])
+            form = (
+                f"<form method=post action='{START}'><input type=hidden name=link value='{html.escape(link)}'>"
+                f"<button type=submit>Sign in as {html.escape(who)}</button></form>"
+            )
+            text = (
+                f"This signs identity '{who}' in to server '{server}': the hub will call that server with the "
+                f"account you choose next. If you are not {who}, close this page."
+            )
+            await _page(send, 200, "Sign in", text, form)
+
+    async def _opened(self, link: str, send: Send) -> dict[str, Any] | None:
+        payload = await self.credentials.open_link(link)
         if payload is None:
             await _page(
                 send,
@@ -94,9 +117,15 @@ class SignIns:
                 f"This sign-in link is not valid or is older than "
                 f"{LINK_SECONDS // 60} minutes. Call the tool again for a new one.",
             )
+        return payload
+
+    async def _start(self, link: str, send: Send) -> None:
+        payload = await self._opened(link, send)
+        if payload is None:
             return
         child = self.hub.children.get(str(payload.get("c")))
-        identity = Identity(str(payload["i"]), frozenset(str(g) for g in payload.get("g", ())), "token")
+        groups = payload.get("g") or []
+        identity = Identity(str(payload["i"]), frozenset(str(g) for g in groups), "token")
         try:
             fresh = await self.hub.router.shared.use_nonce(f"oauth:{payload.get('n')}", float(payload["x"]))
         except errors.HubError as exc:
@@ -107,7 +136,7 @@ class SignIns:
                 send,
                 400,
                 "Link already used",
-                "This sign-in link was opened before. Call the tool again for a new one.",
+                "This sign-in link was used before. Call the tool again for a new one.",
             )
             return
         if child is None or child.config.oauth is None:
@@ -129,16 +158,13 @@ class SignIns:
         await send(
             {
                 "type": "http.response.start",
-                "status": 302,
+                "status": 303,
                 "headers": [(b"location", flow.url.encode()), (b"cache-control", b"no-store")],
             }
         )
         await send({"type": "http.response.body", "body": b""})
 
-    async def _run(self, flow: _Flow, config: object) -> None:
-        from hub.config.schema import ServerConfig
-
-        assert isinstance(config, ServerConfig)
+    async def _run(self, flow: _Flow, config: ServerConfig) -> None:
         state: str | None = None
 
         async def show(url: str) -> None:
@@ -163,7 +189,7 @@ class SignIns:
                 duration_ms=round((time.monotonic() - started) * 1000),
             )
         except SignInFailed as exc:
-            flow.error = str(exc)
+            flow.error = flow.error or str(exc)  # the authorization server's own answer, if it gave one
             _log.warning("oauth_sign_in_failed", child=flow.child, identity=flow.identity, error=flow.error)
         finally:
             flow.shown.set()
@@ -204,12 +230,13 @@ class SignIns:
             await _page(send, 502, "Sign-in failed", flow.error or "The token exchange did not finish in time.")
 
 
-async def _page(send: Send, status: int, title: str, text: str) -> None:
-    body = _PAGE.format(title=html.escape(title), text=html.escape(text)).encode()
+async def _page(send: Send, status: int, title: str, text: str, form: str = "") -> None:
+    """A small page: `title` and `text` are escaped here; `form` is markup made of escaped values."""
+    body = _PAGE.format(title=html.escape(title), text=html.escape(text), form=form).encode()
     headers = [
         (b"content-type", b"text/html; charset=utf-8"),
         (b"cache-control", b"no-store"),
-        (b"content-security-policy", b"default-src 'none'; style-src 'unsafe-inline'"),
+        (b"content-security-policy", b"default-src 'none'; style-src 'unsafe-inline'; form-action 'self'"),
         (b"referrer-policy", b"no-referrer"),
     ]
     await send({"type": "http.response.start", "status": status, "headers": headers})

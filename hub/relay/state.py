@@ -242,14 +242,12 @@ def _safe(url: str) -> str:
     return f"{scheme}{sep}{rest.rpartition('@')[2]}" if "@" in rest else url
 
 
-def oauth_credentials(
-    config: StateConfig, base: Path, shared: SharedState, conceal: Callable[[str], None] | None = None
-) -> Credentials:
+def oauth_credentials(config: StateConfig, base: Path, shared: SharedState) -> Credentials:
     """Where OAuth children's sign-ins are kept: in Redis with `backend: redis` (sealed under the shared key, so
     that every replica reads them), else in files under `oauth_dir` (default: the user's state directory), sealed
     under `state.key` or, without one, a key kept beside them."""
     if isinstance(shared, RedisState):
-        return Credentials(shared, shared.seal_key, conceal)
+        return Credentials(shared, shared.seal_key)
     if config.oauth_dir is not None:
         directory = base / Path(config.oauth_dir).expanduser()
     else:
@@ -262,7 +260,7 @@ def oauth_credentials(
     async def key() -> bytes:
         return given.encode() if given else files.key()
 
-    return Credentials(files, key, conceal)
+    return Credentials(files, key)
 
 
 def open_state(backend: str, url: str | None, key: str | None) -> SharedState:

@@ -47,6 +47,7 @@ TOKENS = b"hub:oauth-tokens:v1"  # purpose of the key that seals records
 LINKS = b"hub:oauth-links:v1"  # purpose of the key that seals sign-in links
 LINK_SECONDS = 600  # how long a sign-in link is good for (and at most once)
 KEY_FILE = "key"  # FileVault: the key beside the records when `state.key` is not given
+KEY_BYTES = 32
 CLIENT = "*"  # whose record holds a client-credentials token: the hub's own, for every identity
 
 
@@ -117,13 +118,22 @@ class FileVault:
         """The key beside the records, made (random, 0600) the first time; for a hub without `state.key`."""
         self._ensure_directory()
         path = self.directory / KEY_FILE
-        try:
-            descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-        except FileExistsError:
-            return path.read_bytes()
-        key = secrets.token_bytes(32)
-        with os.fdopen(descriptor, "wb") as file:
-            file.write(key)
+        if not path.exists():
+            # Written whole under another name, then linked into place (which fails if another process was first):
+            # nobody ever reads a key half written.
+            temporary = path.with_suffix(f".{secrets.token_hex(4)}.tmp")
+            descriptor = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+            with os.fdopen(descriptor, "wb") as file:
+                file.write(secrets.token_bytes(KEY_BYTES))
+            try:
+                os.link(temporary, path)
+            except FileExistsError:
+                pass
+            finally:
+                temporary.unlink()
+        key = path.read_bytes()
+        if len(key) != KEY_BYTES:
+            raise OSError(f"{path} is not a key of {KEY_BYTES} bytes: remove it (every sign-in kept beside it is lost)")
         return key
 
     def _ensure_directory(self) -> None:
@@ -153,17 +163,14 @@ class Credentials:
     """The OAuth records of every (child, identity), sealed under `key` in `vault`.
 
     `link_base` is the hub's origin as browsers reach it (set by the HTTP front): with it, an identity that must
-    sign in is given a one-time link; without it (stdio), the `hub auth login` command to run. `conceal` is told
-    every link made, so that the log redacts it: a link is good for one sign-in into that identity's record.
+    sign in is given a one-time link; without it (stdio), the `hub auth login` command to run. A link is good
+    for one sign-in into that identity's record: the log redacts every one by its shape (hub.redaction).
     """
 
-    def __init__(
-        self, vault: Vault, key: Callable[[], Awaitable[bytes]], conceal: Callable[[str], None] | None = None
-    ) -> None:
+    def __init__(self, vault: Vault, key: Callable[[], Awaitable[bytes]]) -> None:
         self.vault = vault
         self._get_key = key
         self._known: bytes | None = None  # the key, once read (made on first use: a hub with no OAuth child never)
-        self.conceal = conceal
         self.link_base: str | None = None
         self._refreshing: dict[str, anyio.Lock] = {}  # one per record whose tokens a connection refreshed
 
@@ -240,8 +247,11 @@ class Credentials:
         redirect_uri: str,
         redirect_handler: Callable[[str], Awaitable[None]],
         callback_handler: Callable[[], Awaitable[AuthorizationCodeResult]],
+        *,
+        fresh: bool = False,
     ) -> OAuthClientProvider:
-        """The SDK's OAuth client for `identity` at `child`, over this identity's record."""
+        """The SDK's OAuth client for `identity` at `child`, over this identity's record; `fresh`: for a new sign-in,
+        which neither uses the stored record nor replaces it until new tokens arrive."""
         from mcp.client.auth import OAuthClientProvider
         from mcp.shared.auth import OAuthClientMetadata
         from pydantic import AnyUrl
@@ -257,8 +267,9 @@ class Credentials:
             token_endpoint_auth_method="client_secret_post" if settings.client_secret else "none",
         )
         storage = _Storage(self, child, config, identity, redirect_uri)
+        storage.fresh = fresh
         provider = OAuthClientProvider(config.url, metadata, storage, redirect_handler, callback_handler)
-        signed = await self.signed(child, identity)
+        signed = None if fresh else await self.signed(child, identity)
         if signed is not None:
             # python-sdk#3250: the SDK loads stored tokens without their expiry; given here, an expired token is
             # refreshed before it is sent instead of being refused and sending the flow to a browser.
@@ -285,22 +296,27 @@ class Credentials:
 
         assert config.oauth is not None
         if config.oauth.grant == "client_credentials":
-            return OneRefresh(await self._client_provider(child, config), self, child, CLIENT)
+            return OneRefresh(await self._client_provider(child, config), self, child, CLIENT, None)
         if await self.signed(child, identity) is None:
             raise SignInRequired(await self.sign_in_hint(child, identity, groups, shared=shared))
+
+        async def end(why: str) -> None:
+            ended(f"{await self.sign_in_hint(child, identity, groups, shared=shared)} ({why})")
+            raise SignInRequired(f"identity '{identity}' must sign in to server '{child}' again")
 
         async def refused(_: str) -> None:
             # The stored sign-in no longer works (refresh refused, token revoked): end the connection with the hint
             # now, rather than let its requests wait for a browser that never opens.
-            why = await self.sign_in_hint(child, identity, groups, shared=shared)
-            ended(f"{why} (the stored sign-in was refused by the authorization server)")
-            raise SignInRequired(f"identity '{identity}' must sign in to server '{child}' again")
+            await end("the stored sign-in was refused by the authorization server")
+
+        async def signed_out() -> None:
+            await end("its sign-in was removed")
 
         async def never() -> AuthorizationCodeResult:
             raise SignInRequired(f"identity '{identity}' must sign in to server '{child}' again")
 
         provider = await self.provider(child, config, identity, "http://127.0.0.1/oauth/callback", refused, never)
-        return OneRefresh(provider, self, child, identity)
+        return OneRefresh(provider, self, child, identity, signed_out)
 
     async def _client_provider(self, child: str, config: ServerConfig) -> OAuthClientProvider:
         """The SDK's client-credentials provider: the hub's own token, kept like an identity's under CLIENT."""
@@ -348,8 +364,6 @@ class Credentials:
             "n": secrets.token_urlsafe(12),
         }
         token = sealed.seal(await self.key(), payload, LINKS)
-        if self.conceal is not None:
-            self.conceal(token)
         return f"{self.link_base}/oauth/start?link={quote(token)}"
 
     async def open_link(self, token: str) -> dict[str, Any] | None:
@@ -372,10 +386,14 @@ class _Storage:
         self.identity = identity
         self.redirect_uri = uri
         self.client: dict[str, Any] | None = None
+        # A sign-in in progress: the identity's stored record is neither used nor touched until new tokens come.
+        self.fresh = False
 
     async def get_tokens(self) -> OAuthToken | None:
         from mcp.shared.auth import OAuthToken
 
+        if self.fresh:
+            return None
         signed = await self.credentials.signed(self.child, self.identity)
         if signed is None:
             return None
@@ -384,24 +402,26 @@ class _Storage:
         return OAuthToken.model_validate(signed.tokens)
 
     async def set_tokens(self, tokens: OAuthToken) -> None:
-        await self.credentials.store_tokens(self.child, self.identity, tokens, self.client)
+        client = None if self.config.oauth is not None and self.config.oauth.client_id is not None else self.client
+        await self.credentials.store_tokens(self.child, self.identity, tokens, client)
 
     async def get_client_info(self) -> OAuthClientInformationFull | None:
         from mcp.shared.auth import OAuthClientInformationFull
 
-        if self.client is None:
-            signed = await self.credentials.signed(self.child, self.identity)
-            self.client = signed.client if signed is not None else None
-        if self.client is None:
-            self.client = await self.credentials.registration(self.child, self.redirect_uri)
         settings = self.config.oauth
-        if self.client is None and settings is not None and settings.client_id is not None:
+        if settings is not None and settings.client_id is not None:
+            # The configured client, as the configuration says now (a rotated secret is used at once).
             self.client = {
                 "client_id": settings.client_id,
                 "client_secret": settings.client_secret,
                 "redirect_uris": [self.redirect_uri],
                 "token_endpoint_auth_method": "client_secret_post" if settings.client_secret else "none",
             }
+        if self.client is None and not self.fresh:
+            signed = await self.credentials.signed(self.child, self.identity)
+            self.client = signed.client if signed is not None else None
+        if self.client is None:
+            self.client = await self.credentials.registration(self.child, self.redirect_uri)
         return None if self.client is None else OAuthClientInformationFull.model_validate(self.client)
 
     async def set_client_info(self, client_info: OAuthClientInformationFull) -> None:

@@ -13,7 +13,7 @@ a valid token go straight through the provider, never waiting on the lock.
 from __future__ import annotations
 
 import time
-from collections.abc import AsyncGenerator
+from collections.abc import AsyncGenerator, Awaitable, Callable
 from contextlib import AsyncExitStack
 from typing import TYPE_CHECKING
 
@@ -28,12 +28,21 @@ REFRESH_SKEW = 30.0  # seconds before its expiry a token is refreshed
 
 
 class OneRefresh(httpx2.Auth):
-    def __init__(self, provider: OAuthClientProvider, credentials: Credentials, child: str, identity: str) -> None:
+    def __init__(
+        self,
+        provider: OAuthClientProvider,
+        credentials: Credentials,
+        child: str,
+        identity: str,
+        gone: Callable[[], Awaitable[None]] | None,
+    ) -> None:
         self.provider = provider
-        self.requires_response_body = provider.requires_response_body
         self.credentials = credentials
         self.child = child
         self.identity = identity
+        # The identity's record was removed (hub auth logout): ends the connection, raising. None (the hub's own
+        # client credentials): a new token is simply asked for.
+        self.gone = gone
 
     def _due(self) -> bool:
         expiry = self.provider.context.token_expiry_time
@@ -48,6 +57,8 @@ class OneRefresh(httpx2.Auth):
             try:
                 outgoing = await flow.__anext__()
                 while True:
+                    if outgoing is request:
+                        await held.aclose()  # the refresh is over: the request itself is sent without the lock
                     response = yield outgoing
                     outgoing = await flow.asend(response)
             except StopAsyncIteration:
@@ -61,8 +72,9 @@ class OneRefresh(httpx2.Auth):
 
         context = self.provider.context
         signed = await self.credentials.signed(self.child, self.identity)
-        fresh = signed is not None and (signed.expires_at is None or signed.expires_at > time.time() + REFRESH_SKEW)
-        if signed is not None and fresh:
+        if signed is None and self.gone is not None:
+            await self.gone()  # signed out: a refresh here would store the record again
+        elif signed is not None and (signed.expires_at is None or signed.expires_at > time.time() + REFRESH_SKEW):
             context.current_tokens = OAuthToken.model_validate(signed.tokens)
             context.token_expiry_time = signed.expires_at
         elif context.token_expiry_time is not None:

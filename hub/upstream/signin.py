@@ -39,7 +39,8 @@ async def sign_in(
     show: Callable[[str], Awaitable[None]],
     landed: Callable[[], Awaitable[AuthorizationCodeResult]],
 ) -> None:
-    """Sign `identity` in to `child` afresh (its previous sign-in, if any, is replaced).
+    """Sign `identity` in to `child` afresh: its previous sign-in, if any, is replaced once the new one has tokens,
+    and kept if this one fails or is abandoned.
 
     Raises:
         SignInFailed: the child is not OAuth-protected, the authorization server refused, or time ran out.
@@ -48,8 +49,8 @@ async def sign_in(
     from mcp.client.auth import OAuthFlowError, OAuthTokenError
 
     assert config.url is not None
-    await credentials.forget(child, identity)
-    provider = await credentials.provider(child, config, identity, redirect_uri, show, landed)
+    before = await credentials.signed(child, identity)
+    provider = await credentials.provider(child, config, identity, redirect_uri, show, landed, fresh=True)
     # A ping outside any session: a protected child refuses it with 401 before anything else, which starts the
     # flow; once signed in, the SDK sends it again and whatever the child answers (often 400: no session) is fine.
     probe = {"jsonrpc": "2.0", "id": "hub-sign-in", "method": "ping"}
@@ -69,5 +70,6 @@ async def sign_in(
         raise SignInFailed(f"the authorization server of server '{child}' refused: {exc}") from None
     except httpx2.HTTPError as exc:
         raise SignInFailed(f"server '{child}' or its authorization server cannot be reached: {exc}") from None
-    if await credentials.signed(child, identity) is None:
+    after = await credentials.signed(child, identity)
+    if after is None or (before is not None and after.tokens == before.tokens):
         raise SignInFailed(f"server '{child}' did not ask for a sign-in (is it OAuth-protected at {config.url}?)")

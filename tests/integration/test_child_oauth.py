@@ -72,16 +72,26 @@ async def stats(origin: str) -> dict[str, Any]:
     return result
 
 
+FORM = re.compile(r"<form method=post action='([^']+)'><input type=hidden name=link value='([^']+)'>")
+
+
 async def browse(url: str, user: str) -> httpx2.Response:
-    """A browser opening `url` and following its redirects, choosing `user` on the consent page."""
+    """A person opening `url` in a browser: pressing the hub's sign-in button, following the redirects, choosing
+    `user` on the authorization server's consent page."""
     async with httpx2.AsyncClient(timeout=WAIT, follow_redirects=False) as http:
+        answer = await http.get(url)
         for _ in range(6):
-            answer = await http.get(url)
+            button = FORM.search(answer.text) if answer.status_code == 200 else None
+            if button is not None:
+                target = str(answer.url.join(button.group(1)))
+                answer = await http.post(target, data={"link": html.unescape(button.group(2))})
+                continue
             if answer.status_code not in (302, 303, 307):
                 return answer
             url = answer.headers["location"]
             if "/consent?" in url:
                 url += f"&user={user}"
+            answer = await http.get(url)
     raise AssertionError("too many redirects")
 
 
@@ -159,10 +169,15 @@ async def test_each_identity_signs_in_once_and_calls_as_itself(tmp_path: Path) -
             link = found.group(1)
 
             before = await stats(origin)
+            async with httpx2.AsyncClient(timeout=WAIT) as http:  # a link previewer: it spends nothing
+                for method in ("HEAD", "GET"):
+                    preview = await http.request(method, link)
+                    assert preview.status_code == 200
+            assert "If you are not alice, close this page" in html.unescape(preview.text)
             page = await browse(link, "alice")
             assert page.status_code == 200 and "'alice' is signed in to server 'tickets'" in html.unescape(page.text)
             again = await browse(link, "alice")
-            assert again.status_code == 400 and "opened before" in again.text  # a link is good once
+            assert again.status_code == 400 and "used before" in again.text  # a link is good once
 
             # The token from the sign-in was issued already expired: the stored sign-in is refreshed, not sent.
             assert text_of(await whoami(url, alice)) == "alice"
@@ -269,6 +284,32 @@ async def test_the_auth_commands_of_the_docs_run_as_shown(tmp_path: Path) -> Non
         assert sorted(line.split()[1] for line in table[1:]) == ["alice", "svc"]
         assert await hub(logout, path) == shown[logout]
         assert [line.split()[1] for line in (await hub(status, path))[1:]] == ["svc"]
+
+        # A sign-in started and abandoned (the browser never came back) leaves the one before it as it was.
+        kept = (await hub("hub auth status --json", path))[1:]
+        command = [
+            sys.executable,
+            "-m",
+            "hub",
+            "auth",
+            "login",
+            "tickets",
+            "--as",
+            "svc",
+            "--no-browser",
+            "-c",
+            str(path),
+        ]
+        abandoned = await anyio.open_process(command, cwd=REPO)
+        try:
+            assert abandoned.stderr is not None
+            with anyio.fail_after(WAIT):
+                seen = b""
+                while b"/authorize?" not in seen:
+                    seen += await abandoned.stderr.receive()
+        finally:
+            await stop_process(abandoned)
+        assert (await hub("hub auth status --json", path))[1:] == kept
 
 
 async def test_a_client_credentials_server_needs_nobody_to_sign_in(tmp_path: Path) -> None:
