@@ -23,6 +23,7 @@ import secrets
 import time
 from typing import TYPE_CHECKING, Any
 
+from hub.config.lock import digest
 from hub.protocol import errors, revisions
 from hub.protocol.jsonrpc import encode
 from hub.relay.ports import AskFailed, HostRequest
@@ -40,9 +41,8 @@ SHOWN_ARGUMENTS = 2000
 
 
 def arguments_digest(arguments: Any) -> str:
-    """A digest of the host's arguments, independent of key order."""
-    text = json.dumps(arguments, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=repr)
-    return hashlib.sha256(text.encode()).hexdigest()
+    """A digest of the host's arguments, independent of key order; any string JSON allows, lone surrogates too."""
+    return digest(arguments)
 
 
 def question(exposed: str, child: str, arguments: Any, shown: str) -> dict[str, Any]:

@@ -176,6 +176,8 @@ async def test_a_sealed_confirmation_is_accepted_once_for_its_caller_tool_and_ar
         await Seals(MemoryState()).open(state, "ann", "pg_drop", {"table": "t"})  # another hub's key
     shared = MemoryState(b"k" * 32)  # two replicas with one key: sealed on one, honoured on the other
     assert await Seals(shared).open(await Seals(MemoryState(b"k" * 32)).seal("ann", "t", {}), "ann", "t", {}) is None
+    lone = {"table": "\ud800"}  # a lone surrogate: valid JSON text, not UTF-8; the round still seals and opens
+    assert await seals.open(await seals.seal("ann", "pg_drop", lone), "ann", "pg_drop", lone) is None
 
 
 @pytest.mark.parametrize(
