@@ -23,6 +23,7 @@ from anyio.abc import TaskGroup
 
 from hub import __version__
 from hub.access.identity import Identity, local_user
+from hub.access.policy import View
 from hub.config.lock import ChildPins, LockError, child_from_document, overlay
 from hub.config.schema import LoadedConfig, ServerConfig
 from hub.logs import CallLog
@@ -44,6 +45,12 @@ from hub.upstream.child import Child, ChildState, Launch
 from hub.upstream.connection import Connection
 from hub.upstream.credentials import personal
 from hub.upstream.oauth import Credentials
+
+
+def _may_see(view: View, child: Child) -> bool:
+    """Whether a server without tools yet (starting) is named to a caller: when its policy allows names under the
+    server's prefix, as it will allow some of its tools."""
+    return not child.listing.tools and bool(child.prefix) and view.allows(f"{child.prefix}_", writes=False)
 
 
 def replica_id(given: str | None = None) -> str:
@@ -318,23 +325,25 @@ class Hub:
             return (*health, SEARCH_TOOL_DEF, CALL_TOOL_DEF)
         return health
 
-    def instructions(self) -> str:
-        """What the hub tells a host at initialize: one line per server from what it offers now (its prefix, its
-        own first line of instructions, its tools), within INSTRUCTIONS_LIMIT, so that a host's tool search and
-        the model know what is behind the one entry."""
+    def instructions(self, view: View) -> str:
+        """What the hub tells a host at initialize: one line per server the caller may use (`view`: its policy),
+        naming its prefix and the tools the caller may call, within INSTRUCTIONS_LIMIT, so that a host's tool search
+        and the model know what is behind the one entry. A child's own instructions are not passed on: they are
+        its text, unchecked, and would reach the model as the hub's."""
         namespace = self.catalog.namespace
         searching = search_exposed(self.loaded.config.hub, self.loaded.config.servers.values())
         owned: dict[str, list[str]] = {}
         for exposed, route in namespace.tool_routes.items():
-            owned.setdefault(route.child, []).append(exposed)
-        lines = [f"This MCP hub serves the tools of {len(self.children)} servers, each under its own prefix:"]
-        per_line = max(80, (INSTRUCTIONS_LIMIT - 200) // max(1, len(self.children)))
-        for child in self.children.values():
+            if view.open or view.allows(exposed, writes=namespace.writes(exposed)):
+                owned.setdefault(route.child, []).append(exposed)
+        shown = [c for c in self.children.values() if view.open or c.name in owned or _may_see(view, c)]
+        lines = [f"This MCP hub serves the tools of {len(shown)} servers, each under its own prefix:"]
+        per_line = max(80, (INSTRUCTIONS_LIMIT - 200) // max(1, len(shown)))
+        for child in shown:
             tools = owned.get(child.name, [])
-            about = (child.instructions or "").strip().splitlines()
             head = f"- {child.prefix + '_' if child.prefix else '(no prefix)'} {child.name}"
-            head += f": {about[0]}" if about else ""
-            listed = ", ".join(t.removeprefix(f"{child.prefix}_") for t in tools) if tools else str(child.state)
+            own = f"{child.prefix}_" if child.prefix else ""  # said once, in `head`
+            listed = ", ".join(t.removeprefix(own) for t in tools) if tools else str(child.state)
             line = f"{head} ({len(tools)} tools: {listed})"
             lines.append(line if len(line) <= per_line else line[: per_line - 4] + "...)")
         if searching:

@@ -243,7 +243,9 @@ class HostSession:
                 )
             )
             return
-        result = revisions.initialize_result(params["protocolVersion"], self.hub.instructions())
+        result = revisions.initialize_result(
+            params["protocolVersion"], self.hub.instructions(self.hub.loaded.policy.view(self.identity))
+        )
         self.version = result["protocolVersion"]
         self.capabilities = capabilities
         self.client_info = params.get("clientInfo")
@@ -271,7 +273,13 @@ class HostSession:
             stream.end(error_line(request.id, METHOD_NOT_FOUND, f"Method not found: {method!r}"[:300]))
         elif method == "server/discover":
             stream.end(
-                result_line(request.id, revisions.stamp(revisions.discover_result(self.hub.instructions()), method))
+                result_line(
+                    request.id,
+                    revisions.stamp(
+                        revisions.discover_result(self.hub.instructions(self.hub.loaded.policy.view(self.identity))),
+                        method,
+                    ),
+                )
             )
         else:
             self._serve(Received(self, request, envelope.version, stream, envelope), stream)

@@ -14,6 +14,7 @@ from typing import Any
 import anyio
 import pytest
 
+from hub.access.policy import OPEN
 from hub.app import Hub
 from hub.config import parse_config
 from hub.config.schema import LoadedConfig
@@ -123,12 +124,12 @@ async def test_initialize_answers_with_the_hosts_version_if_spoken_else_the_late
                     "protocolVersion": answered,
                     "capabilities": revisions.SERVER_CAPABILITIES,
                     "serverInfo": revisions.SERVER_INFO,
-                    "instructions": hub.instructions(),
+                    "instructions": hub.instructions(OPEN),
                 },
             },
         )
     ]
-    assert hub.instructions().startswith("This MCP hub serves the tools of")
+    assert hub.instructions(OPEN).startswith("This MCP hub serves the tools of")
     assert (session.era, session.version, session.client_info) == ("handshake", answered, {"name": "host"})
     assert session.declared("roots") and not session.declared("sampling")
 

@@ -193,6 +193,7 @@ async def test_two_identities_at_once_see_and_call_only_their_own_tools(tmp_path
         assert seen_a and all(n.startswith("icinga_") or n == "postgres_echo" for n in seen_a)
         assert seen_b and all(n.startswith("postgres_") for n in seen_b)
         assert "hub_health" not in seen_a | seen_b  # no rule allows it to them
+        assert "icinga" not in (b.instructions or "")  # nor does the hub's description of itself name them
 
         async def calls(client: Client, mine: str, theirs: str, results: dict[str, Any]) -> None:
             for _ in range(10):
