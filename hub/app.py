@@ -24,7 +24,7 @@ from anyio.abc import TaskGroup
 from hub import __version__
 from hub.access.identity import Identity, local_user
 from hub.access.policy import View
-from hub.config.lock import ChildPins, LockError, child_from_document, overlay
+from hub.config.lock import BASE_KEY, LockError, SharedApproval, child_from_document, overlay
 from hub.config.schema import LoadedConfig, ServerConfig
 from hub.logs import CallLog
 from hub.platform.processes import EXIT_GRACE, KILL_GRACE
@@ -92,7 +92,7 @@ class Hub:
         self.watchdog = Watchdog()
         self.hosts = Hosts()
         # Pins approved in the shared state (replicas: hub.relay.state) over servers.lock's.
-        self.shared_pins: dict[str, ChildPins] = {}
+        self.shared_pins: dict[str, SharedApproval] = {}
         self.catalog = Catalog(
             self._reserved, lambda: overlay(self.loaded.lock, self.shared_pins), lambda: self.loaded.config.hub
         )
@@ -153,10 +153,12 @@ class Hub:
     async def _shared_pins_changed(self) -> None:
         """Another replica (or `hub pin --approve`) stored approvals: the namespace is made again with them."""
         stored = await self.router.shared.approved_pins()
-        pins: dict[str, ChildPins] = {}
+        pins: dict[str, SharedApproval] = {}
         for child, entry in stored.items():
             try:
-                pins[child] = child_from_document(entry, f"shared state: pins of {child}")
+                base = entry.pop(BASE_KEY, None) if isinstance(entry, dict) else None
+                approved = child_from_document(entry, f"shared state: pins of {child}")
+                pins[child] = SharedApproval(approved, base if isinstance(base, str) else None)
             except LockError as exc:
                 self._log.warning("shared_pins_refused", child=child, error=str(exc))
         if pins != self.shared_pins:

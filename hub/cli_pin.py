@@ -28,12 +28,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
 from hub.config.lock import (
+    BASE_KEY,
     ChildPins,
     FieldChange,
     Lock,
     LockError,
     Verdict,
     child_document,
+    entry_digest,
     load_lock,
     lock_path,
     pins_of,
@@ -242,16 +244,17 @@ async def _approve(hub: Hub, lock: Lock, path: Path, name: str, tool: str | None
     except LockError as exc:
         return _fail(str(exc), 1)
     out.write(f"{message}\nwrote {path}\n")
-    return await _share(hub, name, pins, out)
+    return await _share(hub, name, pins, lock.servers.get(name), out)
 
 
-async def _share(hub: Hub, name: str, pins: ChildPins, out: TextIO) -> int:
-    """With shared state (replicas, `state: redis`): the approval is stored there too, and every replica applies it."""
+async def _share(hub: Hub, name: str, pins: ChildPins, base: ChildPins | None, out: TextIO) -> int:
+    """With shared state (replicas, `state: redis`): the approval is stored there too, with the entry it amends
+    (`base`), and every replica applies it while its own file still has that entry."""
     state = hub.router.shared
     if not state.shared:
         return 0
     try:
-        await state.approve_pins(name, child_document(pins))
+        await state.approve_pins(name, {**child_document(pins), BASE_KEY: entry_digest(base)})
     except errors.HubError as exc:
         return _fail(f"{exc.message}; the lock file was written, the replicas were not told", 1)
     out.write(f"shared with the replicas ({name})\n")

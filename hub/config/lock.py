@@ -352,8 +352,31 @@ def child_from_document(entry: Any, where: str) -> ChildPins:
     return _parse_child(entry, where)
 
 
-def overlay(lock: Lock | None, shared: Mapping[str, ChildPins]) -> Lock | None:
-    """The lock in force: the file's, with the children approved in the shared state (replicas) over it."""
+BASE_KEY = "base"  # in a shared approval's document: the digest of the file entry it amends
+
+
+@dataclass(frozen=True)
+class SharedApproval:
+    """A child's pins approved on some replica (the shared state), and the digest of the lock file's entry they
+    were approved over (None: the file had none)."""
+
+    pins: ChildPins
+    base: str | None
+
+
+def entry_digest(pins: ChildPins | None) -> str | None:
+    """The digest of one child's lock-file entry; None for no entry."""
+    return None if pins is None else digest(child_document(pins))
+
+
+def overlay(lock: Lock | None, shared: Mapping[str, SharedApproval]) -> Lock | None:
+    """The lock in force: the file's, with the approvals of the shared state (replicas) over it while the file's
+    entry is still the one each was approved over. Once the file changes (the approval committed to it, or another
+    decision taken), the file wins: an approval in Redis never outlives the file it amended."""
     if not shared:
         return lock
-    return Lock({**(lock.servers if lock is not None else {}), **shared})
+    servers = dict(lock.servers) if lock is not None else {}
+    for child, approval in shared.items():
+        if entry_digest(servers.get(child)) == approval.base:
+            servers[child] = approval.pins
+    return Lock(servers)

@@ -15,11 +15,14 @@ from hub.config.lock import (
     FieldChange,
     Lock,
     LockError,
+    SharedApproval,
     canonical_prompt,
     canonical_tool,
     digest,
+    entry_digest,
     load_lock,
     lock_path,
+    overlay,
     pins_of,
     save_lock,
 )
@@ -276,3 +279,15 @@ def test_a_malformed_lock_is_a_lock_error_naming_the_file_and_the_fault(
 def test_an_unwritable_lock_is_a_lock_error(tmp_path: Path) -> None:
     with pytest.raises(LockError, match="cannot write the lock file"):
         save_lock(tmp_path / "missing-dir" / "servers.lock", Lock())
+
+
+def test_a_shared_approval_holds_only_while_the_file_entry_it_amended_is_unchanged() -> None:
+    old = pins_of([tool()], (), None)
+    approved = pins_of([tool(description="approved")], (), None)
+    other = pins_of([tool(description="decided in git")], (), None)
+    file = Lock({"c": old})
+    shared = {"c": SharedApproval(approved, entry_digest(old))}
+    assert overlay(file, shared) == Lock({"c": approved})  # the replicas' file is still the one it amended
+    assert overlay(file.with_child("c", other), shared) == Lock({"c": other})  # the file changed since: it wins
+    assert overlay(Lock({}), {"c": SharedApproval(approved, None)}) == Lock({"c": approved})  # a first pin
+    assert overlay(file, {"c": SharedApproval(approved, None)}) == file  # approved before the file had one
