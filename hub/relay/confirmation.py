@@ -150,7 +150,7 @@ def begin(
             "and this host cannot ask for it: it did not declare the elicitation capability. Call it from a host "
             "that supports elicitation, or ask the hub's operator"
         )
-    router.spawn(_confirmation, router, request, route, exposed, params, rule)
+    router.stage(request, _confirmation, router, request, route, exposed, params, rule)
 
 
 async def _confirmation(
@@ -163,9 +163,6 @@ async def _confirmation(
         return
     if not confirmed:
         return  # a 2026-07-28 host was sent the question; its answer comes as a request of its own
-    if route.child not in router.catalog.children:
-        router.refuse(request, errors.Unavailable(f"server '{route.child}' was removed"), route.child, rule)
-        return
     forwarded = {k: v for k, v in params.items() if k not in ("requestState", "inputResponses")}
     router.start_call(request, route, exposed, forwarded, rule, "accepted")
 

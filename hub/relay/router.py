@@ -101,6 +101,8 @@ class Router:
         self._own_key = secrets.token_bytes(32)
         self.redact: Callable[[Any], Any] = lambda value: value  # what the user is shown of arguments to confirm
         self._calls: dict[tuple[object, RequestId], Call] = {}
+        # Admitted requests in a step that waits before their call (the replicas' count, the user's confirmation).
+        self._pending: dict[tuple[object, RequestId], tuple[anyio.CancelScope, HostRequest]] = {}
         self._parked: dict[str, Call] = {}
         self._idle: anyio.Event | None = None  # set when the last call in flight ends (`wait_idle`)
         self.last_request = 0.0  # when the last routed request arrived (monotonic): the drain waits for quiet
@@ -118,6 +120,24 @@ class Router:
         not end the router's other tasks, and with them the hub."""
         assert self._tg is not None, "the router is not running"
         self._tg.start_soon(_guarded, func, args)
+
+    def stage(self, request: HostRequest, func: Callable[..., Coroutine[Any, Any, Any]], *args: Any) -> None:
+        """Run `func(*args)`, a step of an admitted request that waits before its call (the replicas' count, the
+        user's confirmation), as in flight: the drain waits for it, another request with its id is refused, and
+        the host's cancel ends it unanswered, as it ends a call."""
+        key = (request.session, request.id)
+        entry = self._pending[key] = (anyio.CancelScope(), request)
+
+        async def staged() -> None:
+            try:
+                with entry[0]:
+                    await func(*args)
+            finally:
+                if self._pending.get(key) is entry:
+                    del self._pending[key]
+                    self._tell_idle()
+
+        self.spawn(staged)
 
     # ---- routing ------------------------------------------------------------------------------------------------
 
@@ -206,13 +226,13 @@ class Router:
             except errors.HubError as error:
                 raise error if decision.allowed else errors.Denied(error, decision.rule) from None
             return
-        if (request.session, request.id) in self._calls:
+        if (request.session, request.id) in self._calls or (request.session, request.id) in self._pending:
             raise errors.InvalidRequest(
                 f"invalid request: request id {_named(request.id)} is already in flight on this connection"
             )
         rules = namespace.tool_rules.get(exposed, NO_RULES) if kind == "tool" else NO_RULES
         if self._per_minute_shared(request) is not None:
-            self.spawn(self._count_then_go, request, route, exposed, params, decision.rule, rules)
+            self.stage(request, self._count_then_go, request, route, exposed, params, decision.rule, rules)
             return
         self._go(request, route, exposed, params, decision.rule, rules)
 
@@ -266,7 +286,11 @@ class Router:
         rule: str | None,
         confirmed: str | None = None,
     ) -> None:
-        call = self._call(request, self.catalog.children[route.child], exposed, route.original, params)
+        child = self.catalog.children.get(route.child)
+        if child is None:  # removed by a reload while the request waited (its count, its confirmation)
+            self.refuse(request, errors.Unavailable(f"server '{route.child}' was removed"), route.child, rule)
+            return
+        call = self._call(request, child, exposed, route.original, params)
         call.rule = rule
         call.confirmation = confirmed
         if request.method in ("resources/subscribe", "resources/unsubscribe"):
@@ -375,7 +399,16 @@ class Router:
         """The host cancelled request `request_id` of `session`; False if no call of it is in flight."""
         call = self._calls.get((session, request_id)) if isinstance(request_id, int | str) else None
         if call is None:
-            return False
+            staged = self._pending.get((session, request_id)) if isinstance(request_id, int | str) else None
+            if staged is None:
+                return False
+            scope, request = staged
+            scope.cancel()
+            request.drop()
+            self.log_line(
+                request, None, _name(request), None, time.perf_counter(), "cancelled", None, 0, None, None, None
+            )
+            return True
         call.cancel(reason)
         return True
 
@@ -390,16 +423,16 @@ class Router:
 
     @property
     def in_flight(self) -> int:
-        return len(self._calls)
+        return len(self._calls) + len(self._pending)
 
     async def wait_idle(self) -> None:
         """Until no call is in flight (unbounded: the caller bounds it, as the drain on SIGTERM does)."""
-        while self._calls:
+        while self._calls or self._pending:
             self._idle = anyio.Event()
             await self._idle.wait()
 
     def _tell_idle(self) -> None:
-        if self._idle is not None and not self._calls:
+        if self._idle is not None and not self._calls and not self._pending:
             self._idle.set()
             self._idle = None
 

@@ -21,7 +21,17 @@ from mcp import types
 from mcp.shared.exceptions import MCPError
 from pydantic import TypeAdapter
 
-from tests.conftest import REPO, Host, connect_host, hub_params, python_child, run_bounded, write_config
+from tests.conftest import (
+    REPO,
+    WAIT,
+    Host,
+    connect_host,
+    hub_params,
+    python_child,
+    run_bounded,
+    wait_for_log,
+    write_config,
+)
 from tests.integration.test_docs import blocks, commands
 
 pytestmark = [pytest.mark.anyio, pytest.mark.integration]
@@ -129,6 +139,25 @@ async def test_a_destructive_call_runs_only_on_the_users_yes(setup: tuple[Path, 
         assert tools_run == ["query"], "a declined call never reaches the child"
     (line,) = [line for line in call_log(log_file) if line["name"] == "postgres_drop_table"]
     assert (line["outcome"], line.get("confirmation")) == (("ok", "accepted") if answer else ("not_confirmed", None))
+
+
+async def test_a_call_cancelled_while_its_user_is_asked_never_runs(setup: tuple[Path, Path, Path]) -> None:
+    """The host cancels the call while the question is on screen; the user then says yes: nothing runs."""
+    config, record, log_file = setup
+    answer = anyio.Event()
+    host = Host(elicit_answer={"confirm": True}, hold=answer.wait)
+    async with connect_host(hub_params(config, log_file), host) as client:
+        with anyio.fail_after(WAIT):
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(raw_call, client, "postgres_drop_table", {"table": "audit"})
+                await host.wait_for(lambda: bool(host.elicited), "the question")
+                tg.cancel_scope.cancel()  # the SDK's client tells the hub: notifications/cancelled
+            await wait_for_log(log_file, "call", lambda e: e["outcome"] == "cancelled")  # the hub took the cancel
+            answer.set()
+        assert not (await raw_call(client, "postgres_query", {"sql": "select 1"})).get("isError")
+    assert [g["tool"] for g in received(record)] == ["query"], "the cancelled call never reached the child"
+    dropped = [line for line in call_log(log_file) if line["name"] == "postgres_drop_table"]
+    assert [line["outcome"] for line in dropped] == ["cancelled"]
 
 
 async def test_a_host_that_cannot_elicit_gets_a_clear_error(setup: tuple[Path, Path, Path]) -> None:
