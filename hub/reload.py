@@ -68,7 +68,6 @@ async def watch_config(hub: Hub) -> None:
             continue
         current = _stamps(hub)
         if current[hub.loaded.path] is not None and current != last:
-            last = current
             await reload_from_disk(hub, "file changed")
             last = _stamps(hub)  # the files of the configuration now in force
 

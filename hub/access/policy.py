@@ -109,9 +109,10 @@ class Policy:
         """Whether any identity has a limit (else nothing is counted per identity)."""
         return not self.limits.unlimited or any(r.limited for r in self.rules)
 
-    def decide(self, identity: Identity, exposed: str, writes: bool = False) -> Decision:
-        """Whether `identity` may see and use `exposed` (a tool that `writes`, or not), and which rule said so."""
-        return self.view(identity).decide(exposed, writes)
+    def decide(self, identity: Identity, exposed: str, *, writes: bool) -> Decision:
+        """Whether `identity` may see and use `exposed` (a tool that `writes`, or not: always said, since a rule's
+        `read_only` turns on it), and which rule said so."""
+        return self.view(identity).decide(exposed, writes=writes)
 
     def limits_for(self, identity: Identity) -> Limits:
         """The hub-wide limits, each lowered by the matching rules that set a lower one."""
@@ -145,7 +146,7 @@ class View:
     default: Default
     open: bool = False  # everything allowed: no policy at all
 
-    def decide(self, exposed: str, writes: bool = False) -> Decision:
+    def decide(self, exposed: str, *, writes: bool) -> Decision:
         """Among the matching rules a deny (or a read_only rule, for a tool that `writes`) wins over every allow; a
         name none mentions falls to the default."""
         if self.open:
@@ -158,8 +159,8 @@ class View:
                 return rule.allowed
         return ALLOWED if self.default == "allow" else DENIED
 
-    def allows(self, exposed: str, writes: bool = False) -> bool:
-        return self.decide(exposed, writes).allowed
+    def allows(self, exposed: str, *, writes: bool) -> bool:
+        return self.decide(exposed, writes=writes).allowed
 
 
 OPEN = View((), "allow", open=True)

@@ -256,10 +256,15 @@ def _parse(document: Any, path: Path) -> Lock:
     servers = document.get("servers")
     if not isinstance(servers, dict):
         raise LockError(f"the lock file {path}: 'servers' must be an object of server name -> pins")
-    return Lock({name: _parse_child(entry, f"{path}: servers.{name}") for name, entry in servers.items()})
+    return Lock({name: child_from_document(entry, f"{path}: servers.{name}") for name, entry in servers.items()})
 
 
-def _parse_child(entry: Any, where: str) -> ChildPins:
+def child_from_document(entry: Any, where: str) -> ChildPins:
+    """One child's entry (of the lock file, or of the shared state), checked.
+
+    Raises:
+        LockError: naming `where` and what is wrong.
+    """
     if not isinstance(entry, dict):
         raise LockError(f"{where} must be an object with 'tools', 'prompts' and 'instructions'")
     instructions = entry.get("instructions")
@@ -341,15 +346,6 @@ def child_document(pins: ChildPins) -> dict[str, Any]:
         "tools": {n: {"sha256": p.digest, "definition": p.definition} for n, p in pins.tools.items()},
         "prompts": {n: {"sha256": p.digest, "definition": p.definition} for n, p in pins.prompts.items()},
     }
-
-
-def child_from_document(entry: Any, where: str) -> ChildPins:
-    """One child's entry read back, checked as the lock file's are.
-
-    Raises:
-        LockError: naming `where` and what is wrong.
-    """
-    return _parse_child(entry, where)
 
 
 BASE_KEY = "base"  # in a shared approval's document: the digest of the file entry it amends

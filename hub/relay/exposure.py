@@ -19,7 +19,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from hub.config.overrides import ArgumentConstraint, DescriptionEdit, ToolOverride
+from hub.config.overrides import ArgumentConstraint, ToolOverride
 from hub.config.schema import ServerConfig
 from hub.protocol import errors
 
@@ -99,7 +99,7 @@ def shape_tool(config: ServerConfig, child: str, tool: dict[str, Any]) -> Shaped
             edit = override.description
             current = definition.get("description")
             current = current if isinstance(current, str) else None
-            definition["description"] = edit if isinstance(edit, str) else _edit(edit, current)
+            definition["description"] = edit if isinstance(edit, str) else edit.apply(current)
         if override.annotations:
             own = definition.get("annotations")
             definition["annotations"] = {**(own if isinstance(own, dict) else {}), **override.annotations}
@@ -122,10 +122,6 @@ def shape_tool(config: ServerConfig, child: str, tool: dict[str, Any]) -> Shaped
             "who knows it only reads can say so under the server's overrides (docs/safety.md)"
         )
     return ShapedTool(definition, suffix, rules, held_back)
-
-
-def _edit(edit: DescriptionEdit, description: str | None) -> str:
-    return edit.apply(description)
 
 
 def _schema(schema: Any, fixed: Mapping[str, Any], constraints: Mapping[str, ArgumentConstraint]) -> Any:

@@ -198,7 +198,7 @@ class Router:
         if route is None and name in (HEALTH_TOOL, SEARCH_TOOL, CALL_TOOL) and name in self.catalog.reserved():
             # The gateway tools answer only with what the caller's policy allows: their own names are not decided.
             own = name in GATEWAY_TOOLS
-            decision = ALLOWED if own else self.policy().decide(request.session.identity, name)
+            decision = ALLOWED if own else self.policy().decide(request.session.identity, name, writes=False)
             if not decision.allowed:
                 raise errors.Denied(errors.UnknownName(f"Unknown tool: {_named(name)}"), decision.rule)
             if name == HEALTH_TOOL:
@@ -215,7 +215,7 @@ class Router:
     ) -> None:
         namespace = self.catalog.namespace
         writes = kind == "tool" and namespace.writes(exposed)
-        decision = self.policy().decide(request.session.identity, exposed, writes)
+        decision = self.policy().decide(request.session.identity, exposed, writes=writes)
         if route is None or not decision.allowed:
             held = namespace.held_back.get(exposed) if kind in ("tool", "prompt") and decision.allowed else None
             if held is not None:
@@ -549,11 +549,18 @@ class Router:
             return report
         namespace = self.catalog.namespace
         routes = (namespace.tool_routes, namespace.prompt_routes, namespace.resource_routes, namespace.template_routes)
-        seen = {route.child for table in routes for name, route in table.items() if view.allows(name)}
+        seen = {
+            route.child
+            for table in routes
+            for name, route in table.items()
+            if view.allows(name, writes=table is namespace.tool_routes and namespace.writes(name))
+        }
         return {
             **report,
             "servers": [s for s in report["servers"] if s["name"] in seen],
-            "collisions": [c for c in report["collisions"] if view.allows(c["exposed"])],
+            "collisions": [
+                c for c in report["collisions"] if view.allows(c["exposed"], writes=namespace.writes(c["exposed"]))
+            ],
         }
 
     # ---- the call log ------------------------------------------------------------------------------------------

@@ -184,7 +184,10 @@ class RedisState:
                         if message.get("type") == "message":
                             await changed()
             except Exception as exc:  # Redis went away, or a read failed: listen again
-                _log.warning("shared_pins_unavailable", error=type(exc).__name__, retry_s=delay)
+                # Redis's own errors, timeouts and refusals are expected here; anything else is the hub's fault,
+                # logged with its traceback (and still retried: the approvals must not stop for good).
+                expected = isinstance(exc, OSError | TimeoutError | errors.HubError) or "redis" in type(exc).__module__
+                _log.warning("shared_pins_unavailable", error=type(exc).__name__, retry_s=delay, exc_info=not expected)
             await anyio.sleep(delay)
             delay = min(delay * 2, RESUBSCRIBE_BACKOFF[1])
 

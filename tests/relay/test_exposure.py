@@ -125,9 +125,9 @@ def test_a_policy_rule_with_read_only_denies_every_tool_that_may_write() -> None
          Rule("admins", groups=frozenset({"admins"}), allow=("*",))),
         "deny",
     )  # fmt: skip
-    assert not policy.decide(viewer, "icinga_get_host", ns.writes("icinga_get_host")).allowed
-    assert policy.decide(viewer, "icinga_list_hosts", ns.writes("icinga_list_hosts")).allowed
-    assert policy.decide(admin, "icinga_get_host", ns.writes("icinga_get_host")).allowed
+    assert not policy.decide(viewer, "icinga_get_host", writes=ns.writes("icinga_get_host")).allowed
+    assert policy.decide(viewer, "icinga_list_hosts", writes=ns.writes("icinga_list_hosts")).allowed
+    assert policy.decide(admin, "icinga_get_host", writes=ns.writes("icinga_get_host")).allowed
     listed = ns.listing("tools/list", "2025-06-18", view=policy.view(viewer))
     assert b"icinga_list_hosts" in listed and b"icinga_get_host" not in listed
 

@@ -66,15 +66,15 @@ def test_deny_wins_over_allow_among_the_rules_that_match() -> None:
     )
     alice = Identity("alice", frozenset({"oncall"}))
     dave = Identity("dave", frozenset({"dba"}))
-    assert policy.decide(alice, "icinga_ack").allowed
-    assert policy.decide(alice, "postgres_query").rule == "oncall"
-    assert not policy.decide(alice, "postgres_drop").allowed
-    assert policy.decide(alice, "postgres_drop").rule is None  # the default decided
-    assert policy.decide(dave, "postgres_write").rule == "no-writes"
-    assert not policy.decide(dave, "postgres_write").allowed
+    assert policy.decide(alice, "icinga_ack", writes=False).allowed
+    assert policy.decide(alice, "postgres_query", writes=False).rule == "oncall"
+    assert not policy.decide(alice, "postgres_drop", writes=False).allowed
+    assert policy.decide(alice, "postgres_drop", writes=False).rule is None  # the default decided
+    assert policy.decide(dave, "postgres_write", writes=False).rule == "no-writes"
+    assert not policy.decide(dave, "postgres_write", writes=False).allowed
     assert policy.view(alice) != policy.view(dave)
     assert policy.view(alice) == policy.view(Identity("erin", frozenset({"oncall"})))
 
 
 def test_no_policy_allows_everything() -> None:
-    assert Policy().open and Policy().decide(Identity("x"), "anything").allowed
+    assert Policy().open and Policy().decide(Identity("x"), "anything", writes=False).allowed
