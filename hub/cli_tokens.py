@@ -1,9 +1,7 @@
 """`hub tokens`: what the tool listing costs the model's context, per tool, per server and in all.
 
-The count is an estimate unless `tiktoken` is installed with its `cl100k_base` encoding already on disk (it is
-never downloaded here): then it is that encoding's count of the tool's JSON. Otherwise it is the JSON's size in
-bytes divided by four, the usual rule of thumb for English text and JSON; both are approximations of what a given
-host and model charge, and good for comparing servers and exposure modes.
+The count is `hub.observe.tokens`'s: tiktoken's `cl100k_base` if installed and cached, else bytes / 4 of the
+tool's JSON; good for comparing servers and exposure modes.
 
 "Listed" is what a host's tools/list shows; with `exposure: search` a server's tools are found through
 hub_search_tools instead, and cost nothing until found.
@@ -11,24 +9,14 @@ hub_search_tools instead, and cost nothing until found.
 
 from __future__ import annotations
 
-import importlib
 import json
-from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, TextIO
+
+from hub.observe.tokens import counter
 
 if TYPE_CHECKING:
     from hub.app import Hub
     from hub.host.inprocess import InProcessHost
-
-
-def counter() -> tuple[Callable[[str], int], str]:
-    """A token counter and its name: tiktoken's cl100k_base when it is installed and cached, else bytes / 4."""
-    try:
-        tiktoken = importlib.import_module("tiktoken")  # optional, and without type stubs
-        encoding = tiktoken.get_encoding("cl100k_base")
-        return (lambda text: len(encoding.encode(text))), "tiktoken cl100k_base"
-    except Exception:  # not installed, or the encoding is not on disk and must not be fetched
-        return (lambda text: (len(text.encode()) + 3) // 4), "estimate: bytes / 4"
 
 
 def _compact(value: Any) -> str:

@@ -22,8 +22,8 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from hub.cli_tokens import counter
 from hub.observe.recent import Recent
+from hub.observe.tokens import counter
 
 if TYPE_CHECKING:
     from hub.app import Hub
