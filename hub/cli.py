@@ -25,6 +25,7 @@ from hub.cli_connect import add_connect_parser, run_connect
 from hub.cli_install import add_parsers as add_install_parsers
 from hub.cli_install import run_install_command
 from hub.cli_logs import add_logs_parser, run_logs
+from hub.cli_table import print_table
 
 if TYPE_CHECKING:
     from hub.app import Hub
@@ -383,13 +384,6 @@ async def _one_shot(hub: Hub, args: argparse.Namespace) -> int:
         if args.command == "list":
             return await _print_list(hub, host, args.json, sys.stdout)
         return await _print_call(host, args.name, args.arguments, sys.stdout)
-
-
-def print_table(rows: list[list[str]], out: TextIO) -> None:
-    """Rows as left-aligned columns, the first row a header."""
-    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
-    for row in rows:
-        out.write("  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip() + "\n")
 
 
 def _print_check(hub: Hub, out: TextIO) -> int:

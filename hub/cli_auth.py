@@ -22,6 +22,7 @@ import anyio
 from anyio.abc import SocketAttribute, SocketStream
 
 from hub.access.identity import local_user
+from hub.cli_table import print_table
 from hub.config.schema import LoadedConfig, ServerConfig
 from hub.relay.state import oauth_credentials, open_state
 from hub.upstream.credentials import MissingCredential, personal
@@ -196,9 +197,8 @@ async def _status(credentials: Credentials, as_json: bool) -> int:
         sys.stdout.write(json.dumps({"signed_in": rows}, indent=2) + "\n")
         return 0
     table = [["SERVER", "IDENTITY", "TOKEN EXPIRES", "REFRESH"]] + [
-        [r["server"], r["identity"], r["expires"] or "never", "yes" if r["refreshable"] else "no"] for r in rows
+        [str(r["server"]), str(r["identity"]), str(r["expires"] or "never"), "yes" if r["refreshable"] else "no"]
+        for r in rows
     ]
-    widths = [max(len(str(r[i])) for r in table) for i in range(4)]
-    for row in table:
-        sys.stdout.write("  ".join(str(c).ljust(w) for c, w in zip(row, widths, strict=True)).rstrip() + "\n")
+    print_table(table, sys.stdout)
     return 0

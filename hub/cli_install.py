@@ -19,6 +19,8 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
+from hub.cli_table import print_table
+
 if TYPE_CHECKING:
     from hub.install.clients import Paths
     from hub.install.importer import ImportPlan
@@ -216,11 +218,9 @@ def _status(args: argparse.Namespace, paths: Paths, out: TextIO) -> int:
     rows = status(paths, args.name, expected)
     table = [["CLIENT", "SCOPE", "STATE", "ENTRY", "FILE"]]
     table += [[r.client, r.scope, r.state, r.name, str(r.file)] for r in rows]
-    widths = [max(len(row[i]) for row in table) for i in range(len(table[0]))]
-    for row in table:
-        out.write("  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip() + "\n")
+    print_table(table, out)
     for r in rows:
-        if r.state in ("drift", "unreadable"):
+        if r.state in ("drift", "unreadable", "remote"):
             out.write(f"{r.state}: {r.client} ({r.scope}) {r.name or r.file}: {r.detail}\n")
     if any(r.state == "drift" for r in rows):
         out.write(f"hub install CLIENT writes: {shlex.join(expected)}\n")

@@ -27,6 +27,7 @@ from pathlib import Path
 from types import FrameType
 from typing import IO, Any, TextIO
 
+from hub.cli_table import print_table
 from hub.logfile import Follower, file_identity, read_lines, rotated_siblings
 
 # Every outcome of docs/call-log.md (a test keeps the two equal): a misspelt --outcome is refused, not silently empty.
@@ -278,12 +279,6 @@ def _row(cells: Sequence[str], widths: Sequence[int]) -> str:
     return "  ".join(padded).rstrip() + "\n"
 
 
-def _table(rows: list[list[str]], out: TextIO) -> None:
-    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
-    for row in rows:
-        out.write("  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip() + "\n")
-
-
 @dataclass
 class _Printer:
     """Writes the matching calls (a table, or the lines as they are) and keeps their summary."""
@@ -315,7 +310,7 @@ class _Printer:
         if self.summary.calls:
             if not self.as_json:
                 where.write("\n")
-            _table(self.summary.rows(), where)
+            print_table(self.summary.rows(), where)
         else:
             where.write("no matching calls\n")
         if self.not_json:

@@ -12,6 +12,7 @@ import time
 from pathlib import Path
 
 from hub.access.tokens import TokenFile, TokenFileError
+from hub.cli_table import print_table
 from hub.config.schema import LoadedConfig
 
 EXIT_USAGE = 2
@@ -55,9 +56,7 @@ def _act(args: argparse.Namespace, tokens: TokenFile) -> int:
                 "expired" if e.expired(now) else "valid",
             ]
         )
-    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
-    for row in rows:
-        out.write("  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip() + "\n")
+    print_table(rows, out)
     out.write(f"{len(entries)} token(s) in {Path(tokens.path)}\n")
     return 0
 

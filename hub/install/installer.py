@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import shlex
 import subprocess
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
@@ -218,10 +218,24 @@ def _rows(client: Client, scope: Scope, file: Path, name: str, expected: list[st
     rows = []
     for entry_name, entry in hubs.items():
         actual = [str(entry.get("command", "")), *(str(a) for a in entry.get("args") or [])]
+        remote = _remote(entry, actual)
+        if remote is not None:  # a team hub at a URL (`hub install --url`): nothing local to drift from
+            rows.append(Installed(client.name, scope, file, "remote", entry_name, tuple(actual), remote))
+            continue
         detail = drift(actual, expected)
         state = "drift" if detail else "installed"
         rows.append(Installed(client.name, scope, file, state, entry_name, tuple(actual), detail or ""))
     return rows
+
+
+def _remote(entry: Mapping[str, Any], command: list[str]) -> str | None:
+    """The URL of a hub entry that reaches a team hub: a host's own HTTP entry, or a `hub connect URL` bridge."""
+    for key in ("url", "serverUrl"):
+        if isinstance(entry.get(key), str):
+            return str(entry[key])
+    if "connect" in command[1:-1]:
+        return command[command.index("connect", 1) + 1]
+    return None
 
 
 def drift(actual: list[str], expected: list[str]) -> str | None:

@@ -374,6 +374,8 @@ def test_a_team_url_is_a_native_http_entry_or_a_hub_connect_bridge_and_never_hol
         assert URL in (entry.get("url"), entry.get("serverUrl"))
     assert run_install_command(given, paths, io.StringIO()) == 0
     assert file.read_text() == text, "running it twice changes nothing"
+    (row,) = [r for r in status(paths, "hub", COMMAND) if (r.client, r.scope, r.name) == (client, "user", "hub")]
+    assert (row.state, row.detail) == ("remote", URL), "a team hub's entry is not a local one that drifted"
 
 
 def test_a_url_with_a_query_string_is_refused(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
