@@ -508,14 +508,28 @@ async def _print_list(hub: Hub, host: InProcessHost, as_json: bool, out: TextIO)
 
 async def _ask_on_terminal(question: str) -> bool:
     """The hub's confirmation question on the terminal (stderr; stdout is the result's): yes only on 'y' or 'yes'."""
+    import contextlib
+    import threading
+
     import anyio
+    import anyio.from_thread
+    import anyio.lowlevel
 
-    def ask() -> str:
+    answered = anyio.Event()
+    answer: list[str] = []
+    token = anyio.lowlevel.current_token()
+
+    def ask() -> None:
+        # A daemon thread: if the call's deadline passes while the person has not answered, `hub call` exits
+        # without waiting for a line that may never come (a worker thread would hold the process until Enter).
         print(f"{question}\nRun it? [y/N] ", end="", file=sys.stderr, flush=True)
-        return sys.stdin.readline()
+        answer.append(sys.stdin.readline())
+        with contextlib.suppress(RuntimeError):  # the loop is gone: nobody waits for the answer any more
+            anyio.from_thread.run_sync(answered.set, token=token)
 
-    answer = await anyio.to_thread.run_sync(ask, abandon_on_cancel=True)
-    return answer.strip().lower() in ("y", "yes")
+    threading.Thread(target=ask, name="hub-confirm", daemon=True).start()
+    await answered.wait()
+    return answer[0].strip().lower() in ("y", "yes")
 
 
 async def _print_call(host: InProcessHost, name: str, arguments: str, out: TextIO) -> int:

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import shlex
 import subprocess
+import sys
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -26,8 +27,15 @@ from hub.install.edit import EditError, backup, backups, open_servers, read_text
 Runner = Callable[[list[str]], int]
 
 
+COMMAND_SECONDS = 60.0  # a host's own command (`claude mcp add`) must finish within this
+
+
 def run_command(argv: list[str]) -> int:
-    return subprocess.run(argv, check=False).returncode
+    try:
+        return subprocess.run(argv, check=False, timeout=COMMAND_SECONDS).returncode
+    except subprocess.TimeoutExpired:
+        print(f"hub: `{shlex.join(argv)}` did not finish within {COMMAND_SECONDS:g}s", file=sys.stderr)
+        return 124  # what timeout(1) exits with
 
 
 @dataclass(frozen=True)
