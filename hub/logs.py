@@ -68,9 +68,12 @@ class CallLog:
     it, it goes through structlog like any other line (console format, or a level that filters it out).
     """
 
-    def __init__(self, stream: TextIO | None = None, redactor: Redactor | None = None) -> None:
+    def __init__(
+        self, stream: TextIO | None = None, redactor: Redactor | None = None, file: LogFile | None = None
+    ) -> None:
         self._stream = stream
         self.redactor = redactor or Redactor()
+        self.file = file  # the log file every line goes to (None: stderr), for SIGHUP to reopen
         self._log = structlog.get_logger("hub.calls")
         self._json = json.JSONEncoder(default=repr)
 
@@ -88,10 +91,6 @@ class CallLog:
         stream.write(self._json.encode(fields) + "\n")
 
 
-# The file configure_logging opened, for SIGHUP to reopen (hub.reload); None when logging to stderr.
-_log_file: LogFile | None = None
-
-
 def configure_logging(
     fmt: LogFormat = "json", level: str = "info", file: str | None = None, max_bytes: int = 0, backups: int = 1
 ) -> CallLog:
@@ -100,10 +99,9 @@ def configure_logging(
     With `file`, lines are appended to it whole, rotated past `max_bytes` (0: never) keeping `backups` files
     (hub.logfile).
     """
-    global _log_file
-    _log_file = LogFile(file, max_bytes, backups) if file else None
+    log_file = LogFile(file, max_bytes, backups) if file else None
     # A LogFile has all that structlog, stdlib logging and the call log use of a text stream: write, flush, isatty.
-    stream = cast(TextIO, _log_file) if _log_file else sys.stderr
+    stream = cast(TextIO, log_file) if log_file else sys.stderr
     numeric = logging.getLevelNamesMapping().get(level.upper(), logging.INFO)
     redactor = Redactor()
     shared: list[structlog.types.Processor] = [
@@ -137,11 +135,11 @@ def configure_logging(
     root.handlers[:] = [handler]
     # The SDK logs routine protocol chatter at INFO; keep it out unless debugging.
     root.setLevel(max(numeric, logging.WARNING) if numeric > logging.DEBUG else numeric)
-    return CallLog(stream if fmt == "json" and numeric <= logging.INFO else None, redactor)
+    return CallLog(stream if fmt == "json" and numeric <= logging.INFO else None, redactor, log_file)
 
 
-def reopen_log_file() -> None:
+def reopen_log_file(call_log: CallLog) -> None:
     """Reopen the log file, if logging goes to one: after external rotation (logrotate, then SIGHUP)."""
-    if _log_file is not None:
-        _log_file.reopen()
-        structlog.get_logger("hub").info("log_file_reopened", file=str(_log_file.path))
+    if call_log.file is not None:
+        call_log.file.reopen()
+        structlog.get_logger("hub").info("log_file_reopened", file=str(call_log.file.path))

@@ -88,7 +88,7 @@ async def handle_signals(hub: Hub, stop: anyio.CancelScope, signals: Iterable[si
         with anyio.open_signal_receiver(*signals) as received:
             async for signum in received:
                 if signum == signal.SIGHUP:
-                    reopen_log_file()  # after logrotate moved the log file away (docs/call-log.md#rotation)
+                    reopen_log_file(hub.call_log)  # after logrotate moved the log file away (docs/call-log.md#rotation)
                     await reload_from_disk(hub, "SIGHUP")
                     continue
                 structlog.get_logger("hub").info("hub_stopping", signal=signal.Signals(signum).name)

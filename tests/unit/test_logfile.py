@@ -157,10 +157,10 @@ def test_structlog_stdlib_and_the_call_log_share_the_rotating_file(tmp_path: Pat
 
 def test_reopen_log_file_moves_on_to_a_new_file_and_says_so(tmp_path: Path, restore_logging: None) -> None:
     path = tmp_path / "hub.log"
-    configure_logging("json", "info", str(path))
+    call_log = configure_logging("json", "info", str(path))
     structlog.get_logger("test").info("first")
     path.rename(tmp_path / "hub.log.old")
-    reopen_log_file()
+    reopen_log_file(call_log)
     structlog.get_logger("test").info("second")
     assert [json.loads(line)["event"] for line in (tmp_path / "hub.log.old").read_text().splitlines()] == ["first"]
     new = [json.loads(line) for line in path.read_text().splitlines()]
