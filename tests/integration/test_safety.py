@@ -210,9 +210,11 @@ async def test_a_2026_host_confirms_in_a_sealed_round_accepted_once(setup: tuple
 
 async def test_an_unknown_tool_is_still_an_error_not_a_confirmation(setup: tuple[Path, Path, Path]) -> None:
     config, _, log_file = setup
-    async with connect_host(hub_params(config, log_file)) as client:
-        with pytest.raises(MCPError):
+    host = Host(elicit_answer={"confirm": True})
+    async with connect_host(hub_params(config, log_file), host) as client:
+        with pytest.raises(MCPError, match="Unknown tool"):
             await raw_call(client, "postgres_nosuch", {})
+    assert host.elicited == [], "nobody is asked to confirm a tool that does not exist"
 
 
 async def test_a_rug_pull_and_a_new_tool_stay_quarantined_until_approved(tmp_path: Path) -> None:

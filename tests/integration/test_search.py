@@ -104,10 +104,6 @@ async def test_a_found_tool_is_called_through_hub_call_tool_or_by_name(client: C
     assert bad.is_error and "argument 'name'" in bad.content[0].text  # type: ignore[union-attr]
 
 
-def test_the_queries_are_twenty_or_more() -> None:
-    assert len(QUERIES) >= 20 and REPO.is_dir()
-
-
 def test_hub_tokens_on_the_default_servers_is_as_the_docs_show() -> None:
     """The tool and server columns of docs/cli.md's `hub tokens` (token counts move with the servers' versions),
     and the JSON's sums."""
