@@ -10,13 +10,17 @@ import structlog
 from hub.bridge.relay import Relay
 from hub.bridge.remote import Remote, new_client
 from hub.bridge.token import Token
-from hub.bridge.wire import MAX_LINE_BYTES, host_wire
 from hub.platform import WINDOWS
+from hub.platform.stdio_wire import stdio_wire
 
 # Each ends the bridge as the host leaving does: the session is ended at the hub first.
 STOP_SIGNALS = () if WINDOWS else (signal.SIGHUP, signal.SIGTERM, signal.SIGINT)
 
 _log = structlog.get_logger("hub.connect")
+
+
+# The longest line taken from the host; a longer one is dropped as it arrives (and answered, if its id is found).
+MAX_LINE_BYTES = 64 * 1024 * 1024
 
 
 async def run_bridge(url: str, token: Token) -> None:
@@ -28,8 +32,11 @@ async def run_bridge(url: str, token: Token) -> None:
         # The wire calls the relay only from the event loop, which runs nothing before `relay` is set below.
         async with (
             anyio.create_task_group() as tg,
-            host_wire(
-                tg, lambda line: relay.line(line), lambda head, size: relay.oversized(head, size, MAX_LINE_BYTES)
+            stdio_wire(
+                tg,
+                MAX_LINE_BYTES,
+                lambda line: relay.line(line),
+                lambda head, size: relay.oversized(head, size, MAX_LINE_BYTES),
             ) as wire,
         ):
             relay = Relay(remote, wire.write, tg)

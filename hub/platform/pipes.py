@@ -389,7 +389,7 @@ class ThreadWriter:
     """Writes a blocking descriptor from a daemon thread of its own, in order (the hub's stdout where it cannot be
     polled); a host that stops reading blocks only that thread, never the hub's exit."""
 
-    def __init__(self, fd: int, tg: TaskGroup | None = None) -> None:
+    def __init__(self, fd: int) -> None:
         self._fd = fd
         self._backlog = Backlog()
         self._ready = threading.Condition()

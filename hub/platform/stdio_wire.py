@@ -1,9 +1,11 @@
-"""The host's wire: this process's stdin and stdout, newline-delimited JSON-RPC, and nothing else on stdout.
+"""This process's stdin and stdout as a wire of newline-delimited JSON-RPC, for the hub's stdio front and for
+`hub connect`'s bridge alike.
 
-As in the hub's stdio front (`hub.host.stdio`), the wire is kept on private duplicates of fd 0 and 1, and fd 1 is
-pointed at stderr while the bridge runs, so that nothing printed by accident can corrupt the protocol. The
-duplicates are read and written with the hub's pipe machinery (`hub.platform.pipes`): without blocking, from the
-event loop, on POSIX; by a daemon thread per direction elsewhere (and with HUB_PORTABLE=1).
+Like the SDK's `stdio_server`, the wire is kept on private duplicates of fd 0 and 1 while it is in use, and fd 0 is
+pointed at the null device and fd 1 at stderr, so that nothing printed by accident (by the hub, a library or a
+child) can corrupt the protocol. The duplicates are read and written with the hub's pipe machinery
+(`hub.platform.pipes`): without blocking, from the event loop's own callbacks, on POSIX; by a daemon thread per
+direction elsewhere (and with HUB_PORTABLE=1).
 """
 
 from __future__ import annotations
@@ -16,26 +18,16 @@ import anyio
 from anyio.abc import TaskGroup
 
 from hub.platform import LINUX, portable
-from hub.platform.pipes import (
-    Broken,
-    FdWriter,
-    Lines,
-    ThreadWriter,
-    Writer,
-    restore_wire,
-    wire_reader,
-)
+from hub.platform.pipes import Broken, FdWriter, Lines, ThreadWriter, restore_wire, wire_reader
 
-# The longest line taken from the host; a longer one is dropped as it arrives (and answered, if its id is found).
-MAX_LINE_BYTES = 64 * 1024 * 1024
-# How long the lines already written may take to reach the host once the bridge stops.
+# How long the lines already written may take to reach the host once the wire is left.
 FLUSH_LIMIT = 2.0
 
 
 class HostWire:
     """Lines to the host; `gone` is set once the host closed stdin or stopped reading stdout."""
 
-    def __init__(self, writer: Writer) -> None:
+    def __init__(self, writer: FdWriter | ThreadWriter) -> None:
         self._writer = writer
         self.gone = anyio.Event()
 
@@ -47,11 +39,12 @@ class HostWire:
 
 
 @asynccontextmanager
-async def host_wire(
-    tg: TaskGroup, on_line: Callable[[bytes], None], on_oversized: Callable[[bytes, int], None]
+async def stdio_wire(
+    tg: TaskGroup, limit: int, on_line: Callable[[bytes], None], on_oversized: Callable[[bytes, int], None]
 ) -> AsyncIterator[HostWire]:
-    """The wire for the life of the block: each line the host writes to `on_line` (an over-long one's head and
-    size to `on_oversized`); on leaving, what was written is flushed (bounded) and fd 0 and 1 are put back."""
+    """The wire for the life of the block: each line the host writes goes to `on_line`, from the event loop (a
+    line over `limit` bytes is dropped as it arrives: its head and size go to `on_oversized`); on leaving, what was
+    written is flushed (bounded) and fd 0 and 1 are put back as they were."""
     wire_in, wire_out = os.dup(0), os.dup(1)
     null = os.open(os.devnull, os.O_RDONLY)
     os.dup2(null, 0)
@@ -68,7 +61,7 @@ async def host_wire(
 
                 widen_pipe(wire_out)
         wire = HostWire(writer)
-        lines = Lines(MAX_LINE_BYTES, on_line, lambda head, tail, size: on_oversized(head, size))
+        lines = Lines(limit, on_line, lambda head, tail, size: on_oversized(head, size))
         reader = wire_reader(wire_in, lines.feed, wire.gone.set, tg)
         try:
             yield wire
