@@ -338,21 +338,21 @@ def run_logs(args: argparse.Namespace, config: str | None, out: TextIO = sys.std
 
 
 def _log_path(given: str | None, config: str | None, err: TextIO) -> Path | None:
-    """FILE or --log-file; else `hub.log_file` of servers.yaml, read without validating the rest of the file (a
-    server's `${TOKEN}` the shell does not have must not keep a person from their logs)."""
+    """FILE or --log-file; else `hub.log_file` of servers.yaml (its includes and servers.env as the hub reads
+    them), read without validating the rest (a server's `${TOKEN}` the shell does not have must not keep a person
+    from their logs)."""
     if given is not None:
         return Path(given)
     if config is None or not os.path.exists(config):
         err.write("hub: which log? give FILE, or --log-file PATH, or set hub.log_file in servers.yaml\n")
         return None
-    import yaml
-
     from hub.config.expansion import expand_env
+    from hub.config.loader import ConfigError, read_unchecked
 
     try:
-        tree = yaml.safe_load(Path(config).read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
-        err.write(f"hub: cannot read {config}: {exc}\n")
+        tree, environ = read_unchecked(Path(config))
+    except ConfigError as exc:
+        err.write(f"hub: {exc}\n")
         return None
     settings = tree.get("hub") if isinstance(tree, dict) else None
     value = settings.get("log_file") if isinstance(settings, dict) else None
@@ -360,7 +360,7 @@ def _log_path(given: str | None, config: str | None, err: TextIO) -> Path | None
         err.write(f"hub: {config} sets no hub.log_file; give FILE or --log-file PATH\n")
         return None
     try:
-        value = expand_env(value, os.environ)
+        value = expand_env(value, environ)
     except KeyError as exc:
         err.write(f"hub: hub.log_file in {config} uses ${{{exc.args[0]}}}, which is not set\n")
         return None

@@ -343,6 +343,20 @@ def load_config(path: str | Path, environ: Mapping[str, str] | None = None) -> L
     )
 
 
+def read_unchecked(path: Path) -> tuple[Any, dict[str, str]]:
+    """The file with its includes merged, not validated, and the environment its `${VAR}` see (the process's over
+    servers.env): for a command that needs one setting of a file whose rest need not be valid (`hub logs`).
+
+    Raises:
+        ConfigError: a file cannot be read or parsed, an include is missing or loops, or servers.env is invalid.
+    """
+    try:
+        environ = environment_with_env_file(path, os.environ)
+        return resolve(path, _read_file).tree, environ
+    except (EnvFileError, IncludeError) as exc:
+        raise ConfigError(str(exc)) from None
+
+
 def _absolute(path: Path) -> Path:
     return Path(os.path.abspath(path))
 

@@ -320,3 +320,10 @@ def test_the_default_log_is_hub_log_file_of_servers_yaml_relative_to_it(
     assert status == 1 and "sets no hub.log_file; give FILE or --log-file PATH" in err
     status, _, err = logs(config=None)
     assert status == 1 and "give FILE, or --log-file PATH, or set hub.log_file in servers.yaml" in err
+
+    # As the hub reads it: from an included file, with a variable of servers.env.
+    (config.parent / "team.yaml").write_text("hub:\n  log_file: ${LOG_DIR}/hub.log\nservers: {}\n")
+    (config.parent / "servers.env").write_text("LOG_DIR=../logs\n")
+    config.write_text("include: [team.yaml]\nservers: {}\n")
+    status, out, err = logs("--json", config=str(config))
+    assert status == 0 and json.loads(out)["request_id"] == 1, err
