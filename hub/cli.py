@@ -17,7 +17,7 @@ import os
 import signal
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, TextIO
 
 from hub import __version__
@@ -437,13 +437,17 @@ def _relative(file: Any, config: Any) -> str:
         return str(file)
 
 
-def _tokens(value: Any) -> tuple[int, int]:
-    """Size of a listing in bytes and in approximate LLM tokens (about 4 bytes per token for JSON)."""
-    size = len(json.dumps(value, separators=(",", ":")))
-    return size, (size + 3) // 4
+def _tokens(value: Any, count: Callable[[str], int]) -> tuple[int, int]:
+    """Size of a listing in bytes (compact UTF-8 JSON) and in tokens (`count`: as `hub tokens` and the status page
+    count them, hub.observe.tokens)."""
+    text = json.dumps(value, separators=(",", ":"), ensure_ascii=False)
+    return len(text.encode()), count(text)
 
 
 async def _print_list(hub: Hub, host: InProcessHost, as_json: bool, out: TextIO) -> int:
+    from hub.observe.tokens import counter
+
+    count = counter()[0]
     tools = (await host.request("tools/list", {}))["tools"]
     resources = (await host.request("resources/list", {}))["resources"]
     templates = (await host.request("resources/templates/list", {}))["resourceTemplates"]
@@ -455,7 +459,7 @@ async def _print_list(hub: Hub, host: InProcessHost, as_json: bool, out: TextIO)
         per_child.setdefault(owner.get(tool["name"], "hub"), []).append(tool)
     servers: list[dict[str, Any]] = []
     for name, child in [("hub", None), *hub.children.items()]:
-        size, tokens = _tokens(per_child.get(name, []))
+        size, tokens = _tokens(per_child.get(name, []), count)
         servers.append(
             {
                 "name": name,
@@ -466,7 +470,7 @@ async def _print_list(hub: Hub, host: InProcessHost, as_json: bool, out: TextIO)
                 **_origin(hub, name),
             }
         )
-    total_bytes, total_tokens = _tokens(tools)
+    total_bytes, total_tokens = _tokens(tools, count)
     if as_json:
         json.dump(
             {
