@@ -170,8 +170,6 @@ def _fail(message: str, status: int) -> int:
 
 
 def _check_approve(hub: Hub, approve: list[str]) -> str | None:
-    if len(approve) > 2:
-        return "--approve takes a server and at most one tool: --approve CHILD [TOOL]"
     servers = hub.loaded.config.servers
     name = approve[0]
     if name not in servers:

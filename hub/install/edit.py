@@ -12,6 +12,7 @@ the servers' mapping of a JSON (with comments) or TOML file edited entry by entr
 from __future__ import annotations
 
 import difflib
+import glob
 import os
 import re
 import shutil
@@ -106,15 +107,11 @@ def backups(path: Path) -> list[Path]:
     """The backups of `path`, oldest first."""
     found: list[tuple[str, int, Path]] = []
     if path.parent.is_dir():
-        for candidate in path.parent.glob(f"{glob_escape(path.name)}{BACKUP_MARK}*"):
+        for candidate in path.parent.glob(f"{glob.escape(path.name)}{BACKUP_MARK}*"):
             match = _STAMP.search(candidate.name[len(path.name) :])
             if match and candidate.name[: len(path.name)] == path.name:
                 found.append((match.group(1), int(match.group(2) or 1), candidate))
     return [p for _, _, p in sorted(found)]
-
-
-def glob_escape(name: str) -> str:
-    return re.sub(r"([*?\[])", r"[\1]", name)
 
 
 def unified_diff(path: Path, before: str | None, after: str) -> str:
