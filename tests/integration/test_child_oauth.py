@@ -26,6 +26,7 @@ import httpx2
 import mcp_types as types
 import pytest
 import yaml
+from anyio.abc import Process
 
 from tests.conftest import (
     REPO,
@@ -106,40 +107,35 @@ def config(directory: Path, origin: str, **state: Any) -> Path:
     return path
 
 
-async def login(path: Path, identity: str) -> tuple[str, str]:
-    """`hub auth login tickets --as IDENTITY --no-browser`, its address opened by the browser; its stderr and
-    stdout."""
-    command = [
-        sys.executable,
-        "-m",
-        "hub",
-        "auth",
-        "login",
-        "tickets",
-        "--as",
-        identity,
-        "--no-browser",
-        "-c",
-        str(path),
-    ]
-    process = await anyio.open_process(command, cwd=REPO)
-    assert process.stderr is not None and process.stdout is not None
+@asynccontextmanager
+async def logging_in(path: Path, identity: str) -> AsyncIterator[tuple[Process, str, str]]:
+    """`hub auth login tickets --as IDENTITY --no-browser` until it prints the address to open: the process, that
+    address, and all it printed on stderr; stopped on leaving if still running."""
+    command = [sys.executable, "-m", "hub", "auth", "login", "tickets", "--as", identity, "--no-browser"]
+    process = await anyio.open_process([*command, "-c", str(path)], cwd=REPO)
+    assert process.stderr is not None
     try:
         with anyio.fail_after(WAIT):
             seen = b""
             while b"/authorize?" not in seen or not seen.endswith(b"\n"):
                 seen += await process.stderr.receive()
-            url = seen.decode().strip().splitlines()[-1]
-            page = await browse(url, identity)
-            assert page.status_code == 200 and "Signed" in page.text, page.text
+        yield process, seen.decode().strip().splitlines()[-1], seen.decode()
+    finally:
+        await stop_process(process, grace=10)
+
+
+async def login(path: Path, identity: str) -> tuple[str, str]:
+    """`hub auth login ...`, its address opened by the browser, signing in as `identity`; its stderr and stdout."""
+    async with logging_in(path, identity) as (process, url, said):
+        page = await browse(url, identity)
+        assert page.status_code == 200 and "Signed" in page.text, page.text
+        assert process.stdout is not None
+        with anyio.fail_after(WAIT):
             out = b""
             async for chunk in process.stdout:
                 out += chunk
             assert await process.wait() == 0
-    finally:
-        if process.returncode is None:
-            await stop_process(process, grace=10)
-    return seen.decode(), out.decode()
+    return said, out.decode()
 
 
 def text_of(result: types.CallToolResult) -> str:
@@ -287,28 +283,8 @@ async def test_the_auth_commands_of_the_docs_run_as_shown(tmp_path: Path) -> Non
 
         # A sign-in started and abandoned (the browser never came back) leaves the one before it as it was.
         kept = (await hub("hub auth status --json", path))[1:]
-        command = [
-            sys.executable,
-            "-m",
-            "hub",
-            "auth",
-            "login",
-            "tickets",
-            "--as",
-            "svc",
-            "--no-browser",
-            "-c",
-            str(path),
-        ]
-        abandoned = await anyio.open_process(command, cwd=REPO)
-        try:
-            assert abandoned.stderr is not None
-            with anyio.fail_after(WAIT):
-                seen = b""
-                while b"/authorize?" not in seen:
-                    seen += await abandoned.stderr.receive()
-        finally:
-            await stop_process(abandoned)
+        async with logging_in(path, "svc"):
+            pass  # the address printed, never opened
         assert (await hub("hub auth status --json", path))[1:] == kept
 
 
