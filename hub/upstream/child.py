@@ -325,12 +325,12 @@ class Child:
         try:
             async with anyio.create_task_group() as tg, self.open_connection(tg) as connection:
                 opened = connection
+                if self.per_identity:  # before the handshake: what the child asks at once goes to the right host
+                    connection.identity = self.shared_identity
                 with anyio.fail_after(self.config.connect_timeout):
                     await connection.handshake(self.config.protocol, self.config.connect_timeout)
                     self.listing = await self._read_lists(connection, self._offered(connection), Listing())
                     self._instructions = connection.instructions
-                if self.per_identity:
-                    connection.identity = self.shared_identity
                 self.shared = connection
                 self.start_ms = round((time.monotonic() - began) * 1000, 1)
                 self.started_at = time.monotonic()
@@ -585,11 +585,13 @@ class _SessionConnection:
         try:
             with self._scope:
                 async with anyio.create_task_group() as tg, child.open_connection(tg, self.identity) as connection:
-                    with anyio.fail_after(child.config.connect_timeout):
-                        await connection.handshake(child.config.protocol, child.config.connect_timeout)
+                    # Whose it is, before the handshake: a child may ask its host something (roots/list) as soon as
+                    # it is initialized, before the handshake's await returns here.
                     if self.identity is None:
                         connection.owner = self.owner
                     connection.identity = self.identity
+                    with anyio.fail_after(child.config.connect_timeout):
+                        await connection.handshake(child.config.protocol, child.config.connect_timeout)
                     self.connection = connection
                     self.ready.set()
                     child.log.info("session_connection_opened", host_session=self.label, sessions=child.sessions_open)
