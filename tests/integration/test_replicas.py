@@ -10,6 +10,7 @@ import os
 import shutil
 import signal
 import subprocess
+import sys
 from collections.abc import AsyncIterator
 from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass
@@ -64,8 +65,11 @@ def haproxy_config(port: int, stats: int, replicas: list[Replica], sticky: bool 
     return f"""
 global
     maxconn 2000
+    log stdout format raw local0
 defaults
     mode http
+    log global
+    option httplog
     timeout connect 5s
     timeout client 2m
     timeout server 2m
@@ -81,6 +85,7 @@ listen stats
     stats uri /stats
 backend hub
     balance roundrobin
+    option http-server-close
 {stick}
     option httpchk
     http-check send meth GET uri /readyz
@@ -110,14 +115,21 @@ async def replicas_behind_haproxy(
             await wait_listening(replica.process, replica.port)
         (tmp / "haproxy.cfg").write_text(haproxy_config(front, stats, replicas, sticky=not stateless))
         assert HAPROXY is not None
-        balancer = await anyio.open_process(
-            [HAPROXY, "-db", "-f", str(tmp / "haproxy.cfg")], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
-        )
+        # HAProxy's log (one line per request, with how it ended) goes to a file, shown when the test fails.
+        with (tmp / "haproxy.log").open("wb") as haproxy_log:
+            balancer = await anyio.open_process(
+                [HAPROXY, "-db", "-f", str(tmp / "haproxy.cfg")], stdout=haproxy_log, stderr=subprocess.STDOUT
+            )
         stack.push_async_callback(stop_process, balancer)
         await wait_listening(balancer, front)
         url = f"http://127.0.0.1:{front}/mcp"
         await _until_every_replica_is_checked_ready(replicas)
-        yield url, replicas
+        try:
+            yield url, replicas
+        except BaseException:
+            lines = (tmp / "haproxy.log").read_text(errors="replace").splitlines()
+            print("HAProxy's log, its last 40 lines:", *lines[-40:], sep="\n", file=sys.stderr)
+            raise
 
 
 async def _until_every_replica_is_checked_ready(replicas: list[Replica]) -> None:
