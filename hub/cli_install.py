@@ -132,9 +132,11 @@ def _install(args: argparse.Namespace, paths: Paths, out: TextIO) -> int:
         latest, change = restore_plan(target)
         if not args.dry_run:
             restore(latest, change)
-        return _report(change, args.dry_run, out)
+        _report(change, args.dry_run, out)
+        return 0
     if args.uninstall:
-        return _report(_carry_out(uninstall_plan(target, args.name), args.dry_run), args.dry_run, out)
+        _report(_carry_out(uninstall_plan(target, args.name), args.dry_run), args.dry_run, out)
+        return 0
     if args.url is not None:
         return _install_url(args, client, target, out)
     config = _config(args.config, paths)
@@ -142,10 +144,10 @@ def _install(args: argparse.Namespace, paths: Paths, out: TextIO) -> int:
         return EXIT_USAGE
     command = serve_command(hub_executable(), config)
     change = _carry_out(plan(target, args.name, command), args.dry_run)
-    status = _report(change, args.dry_run, out)
+    _report(change, args.dry_run, out)
     if change.changes and not args.dry_run:
         out.write(f"  runs: {shlex.join(command)}\n  restart {client.title} to start it\n")
-    return status
+    return 0
 
 
 def _install_url(args: argparse.Namespace, client: Any, target: Any, out: TextIO) -> int:
@@ -170,12 +172,12 @@ def _install_url(args: argparse.Namespace, client: Any, target: Any, out: TextIO
     else:
         command = connect_command(hub_executable(), url, variable)
     change = _carry_out(plan(target, args.name, command), args.dry_run)
-    status = _report(change, args.dry_run, out)
+    _report(change, args.dry_run, out)
     if change.changes and not args.dry_run:
         how = "its own HTTP client" if remote is not None else f"`{shlex.join(command)}`"
         out.write(f"  {client.title} reaches {url} through {how}, with the token from ${variable}\n")
         out.write(f"  set {variable} in the environment {client.title} starts with, then restart it\n")
-    return status
+    return 0
 
 
 def _carry_out(change: Change, dry_run: bool) -> Change:
@@ -186,7 +188,7 @@ def _carry_out(change: Change, dry_run: bool) -> Change:
     return change if dry_run else apply(change, datetime.now())
 
 
-def _report(change: Change, dry_run: bool, out: TextIO, hidden: tuple[str, ...] = ()) -> int:
+def _report(change: Change, dry_run: bool, out: TextIO, hidden: tuple[str, ...] = ()) -> None:
     """The change as the person reads it: a diff when dry (with the `hidden` values, secrets, redacted), then one
     line on what it did (or would do)."""
     verb = "would run" if dry_run else "ran"
@@ -205,7 +207,6 @@ def _report(change: Change, dry_run: bool, out: TextIO, hidden: tuple[str, ...] 
     elif not change.changes:
         line += "; nothing written"
     out.write(line + "\n")
-    return 0
 
 
 def _status(args: argparse.Namespace, paths: Paths, out: TextIO) -> int:
