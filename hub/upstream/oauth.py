@@ -21,6 +21,7 @@ What the hub adds is where tokens live and who they belong to:
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import os
@@ -34,9 +35,12 @@ from typing import TYPE_CHECKING, Any, Protocol
 from urllib.parse import quote
 
 import anyio
+import structlog
 
 from hub.access import sealed
 from hub.config.schema import ServerConfig
+from hub.platform.filelock import Held, file_lock
+from hub.protocol import errors
 from hub.upstream.credentials import MissingCredential
 
 if TYPE_CHECKING:
@@ -48,6 +52,9 @@ LINKS = b"hub:oauth-links:v1"  # purpose of the key that seals sign-in links
 LINK_SECONDS = 600  # how long a sign-in link is good for (and at most once)
 KEY_FILE = "key"  # FileVault: the key beside the records when `state.key` is not given
 KEY_BYTES = 32
+LOCK_SECONDS = 30.0  # FileVault: how long a refresh of another process is waited for
+_log = structlog.get_logger("hub.oauth")
+
 CLIENT = "*"  # whose record holds a client-credentials token: the hub's own, for every identity
 
 
@@ -112,7 +119,16 @@ class FileVault:
 
     @asynccontextmanager
     async def lock(self, name: str) -> AsyncIterator[None]:
-        yield  # one process refreshes a record at a time (`Credentials.refreshing`); files are not shared by replicas
+        """Held by one process at a time: one person's hubs (a stdio hub per desktop host) share these files, and
+        two of them refreshing one record at once would have the second refresh refused where refresh tokens rotate.
+        A holder slower than LOCK_SECONDS makes the waiter give up with an error, never hang."""
+        self._ensure_directory()
+        try:
+            waiting = functools.partial(_log.info, "oauth_refresh_waits", record=name.replace("\x00", "/"))
+            async with file_lock(self._path(name).with_suffix(".lock"), LOCK_SECONDS, waiting):
+                yield
+        except Held:  # only its taking raises it
+            raise errors.Unavailable(f"another hub held the refresh of {name!r} over {LOCK_SECONDS:g} s") from None
 
     def key(self) -> bytes:
         """The key beside the records, made (random, 0600) the first time; for a hub without `state.key`."""

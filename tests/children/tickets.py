@@ -8,7 +8,8 @@ resource refuses an expired token with 401 (checked to the fraction of a second,
 
 `GET /admin/stats` (no auth: a test's window into the server) tells what happened: registrations, sign-ins,
 refreshes, every bearer token presented to the resource, and every access token issued. `POST /admin/revoke?user=`
-revokes every token of a user.
+revokes every token of a user. `POST /admin/hold` makes refreshes wait until `POST /admin/release`, so that a test
+can have two refreshes meet. Refresh tokens rotate: each is good once, a second use is refused (`invalid_grant`).
 
 Tools: `whoami` (the user the presented token belongs to) and `ticket` (a ticket for that user).
 """
@@ -33,6 +34,7 @@ from mcp.server.auth.provider import (
     AuthorizationParams,
     OAuthAuthorizationServerProvider,
     RefreshToken,
+    TokenError,
     construct_redirect_uri,
 )
 from mcp.server.auth.settings import AuthSettings, ClientRegistrationOptions
@@ -54,10 +56,13 @@ class Authority(OAuthAuthorizationServerProvider[AuthorizationCode, RefreshToken
         self.codes: dict[str, AuthorizationCode] = {}
         self.access: dict[str, tuple[AccessToken, float]] = {}  # token -> (its record, exact expiry)
         self.refresh: dict[str, RefreshToken] = {}
+        self.held: anyio.Event | None = None
         self.stats: dict[str, Any] = {
             "registered": 0,
             "signed_in": [],
             "refreshed": 0,
+            "refreshing": 0,  # refreshes waiting for /admin/release
+            "refused": 0,  # refreshes with a refresh token used before
             "presented": [],
             "issued": [],
             "client_tokens": 0,
@@ -120,7 +125,13 @@ class Authority(OAuthAuthorizationServerProvider[AuthorizationCode, RefreshToken
     async def exchange_refresh_token(
         self, client: OAuthClientInformationFull, refresh_token: RefreshToken, scopes: list[str]
     ) -> OAuthToken:
-        del self.refresh[refresh_token.token]  # rotated: each refresh token is good once
+        if self.held is not None:  # /admin/hold: refreshes wait here until /admin/release
+            self.stats["refreshing"] += 1
+            await self.held.wait()
+            self.stats["refreshing"] -= 1
+        if self.refresh.pop(refresh_token.token, None) is None:  # rotated: each refresh token is good once
+            self.stats["refused"] += 1
+            raise TokenError("invalid_grant", "refresh token already used")
         self.stats["refreshed"] += 1
         return self._issue(
             client, refresh_token.subject or "", scopes or refresh_token.scopes, REFRESHED_TTL, refresh_token.resource
@@ -202,6 +213,39 @@ def with_client_credentials(app: ASGIApp, authority: Authority, client: str | No
     return wrapped
 
 
+def _admin_routes(server: MCPServer[Any], authority: Authority) -> None:
+    """The test's window into the authorization server, without auth: revoke, hold and release refreshes, stats."""
+
+    async def revoke(request: Request) -> Response:
+        """Revoke every token of `?user=` (an administrator of the authorization server ending a person's grants)."""
+        user = request.query_params.get("user", "")
+        gone = [t for t, (record, _) in authority.access.items() if record.subject == user]
+        gone += [t for t, record in authority.refresh.items() if record.subject == user]
+        for token in gone:
+            authority.access.pop(token, None)
+            authority.refresh.pop(token, None)
+        return JSONResponse({"revoked": len(gone)})
+
+    async def hold(request: Request) -> Response:
+        """Refreshes wait from now on (counted in stats' `refreshing`) until `/admin/release`."""
+        authority.held = anyio.Event()
+        return JSONResponse({"held": True})
+
+    async def release(request: Request) -> Response:
+        if authority.held is not None:
+            authority.held.set()
+            authority.held = None
+        return JSONResponse({"held": False})
+
+    async def stats(request: Request) -> Response:
+        return JSONResponse(authority.stats)
+
+    server.custom_route("/admin/revoke", methods=["POST"])(revoke)
+    server.custom_route("/admin/hold", methods=["POST"])(hold)
+    server.custom_route("/admin/release", methods=["POST"])(release)
+    server.custom_route("/admin/stats", methods=["GET"])(stats)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--port-file", type=Path, required=True)
@@ -245,20 +289,7 @@ def main() -> None:
 
     server.custom_route("/consent", methods=["GET"])(authority.consent)
 
-    @server.custom_route("/admin/revoke", methods=["POST"])
-    async def revoke(request: Request) -> Response:
-        """Revoke every token of `?user=` (an administrator of the authorization server ending a person's grants)."""
-        user = request.query_params.get("user", "")
-        gone = [t for t, (record, _) in authority.access.items() if record.subject == user]
-        gone += [t for t, record in authority.refresh.items() if record.subject == user]
-        for token in gone:
-            authority.access.pop(token, None)
-            authority.refresh.pop(token, None)
-        return JSONResponse({"revoked": len(gone)})
-
-    @server.custom_route("/admin/stats", methods=["GET"])
-    async def stats(request: Request) -> Response:
-        return JSONResponse(authority.stats)
+    _admin_routes(server, authority)
 
     app = with_client_credentials(server.streamable_http_app(), authority, args.client)
     web = uvicorn.Server(uvicorn.Config(app, log_level="warning", access_log=False, lifespan="on"))

@@ -247,6 +247,44 @@ async def test_a_desktop_hub_picks_up_its_users_sign_in_without_a_restart(tmp_pa
     assert len(needs) == 1  # said once, not at every try
 
 
+async def test_one_persons_two_desktop_hubs_refresh_her_sign_in_once(tmp_path: Path) -> None:
+    """Two desktop hosts, each with its own stdio hub as carol, share her sign-in (the files of her state
+    directory). Her token is expired when both start: the authorization server holds the first hub's refresh until
+    the second hub has come to its own, which waits for the first (the record's file lock) and takes what it stored.
+    Refresh tokens rotate: a second refresh with the same one would be refused and cost carol her sign-in."""
+    async with tickets(tmp_path) as origin:
+        path = config(tmp_path, origin)
+        await login(path, "carol")
+        before = (await stats(origin))["refreshed"]
+        answers: list[str] = []
+
+        async def desktop(index: int) -> None:
+            host = Host()
+            async with connect_hub(hub_params(path, tmp_path / f"hub{index}.log", "--as", "carol"), host) as client:
+                await wait_for_tools(client, host, {"tickets_whoami"}, limit=WAIT)
+                answers.append(text_of(await client.call_tool("tickets_whoami", {})))
+
+        async with httpx2.AsyncClient(timeout=WAIT) as http, anyio.create_task_group() as tg:
+            await http.post(f"{origin}/admin/hold")
+            tg.start_soon(desktop, 1)
+            with anyio.fail_after(WAIT):
+                while (await stats(origin))["refreshing"] < 1:  # noqa: ASYNC110 - a poll of another process
+                    await anyio.sleep(0.05)
+            tg.start_soon(desktop, 2)
+            with anyio.fail_after(WAIT):  # the second hub waits for the first's refresh (or, wrongly, refreshes too)
+                while not log_events(tmp_path / "hub2.log", "oauth_refresh_waits"):
+                    if (await stats(origin))["refreshing"] > 1:
+                        break
+                    await anyio.sleep(0.05)
+            await http.post(f"{origin}/admin/release")
+        assert answers == ["carol", "carol"]
+        after = await stats(origin)
+        assert after["refreshed"] == before + 1 and after["refused"] == 0, "one refresh, none refused"
+        assert not log_events(tmp_path / "hub2.log", "child_needs_sign_in")
+        (waited,) = log_events(tmp_path / "hub2.log", "oauth_refresh_waits")
+        assert waited["record"] == "tokens/tickets/carol"
+
+
 async def hub(command: str, path: Path) -> list[str]:
     with anyio.fail_after(WAIT):
         done = await anyio.run_process([sys.executable, "-m", "hub", *command.split()[1:], "-c", str(path)], cwd=REPO)
