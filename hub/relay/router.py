@@ -509,15 +509,7 @@ class Router:
     def _health(self, request: HostRequest, rule: str | None) -> None:
         started = time.perf_counter()
         report = self._visible_health(request.session.identity)
-        result: dict[str, Any] = {
-            "content": [{"type": "text", "text": json.dumps(report, indent=2)}],
-            "structuredContent": report,
-        }
-        if revisions.is_modern(request.version):
-            result = revisions.stamp(result, "tools/call")
-        body = encode(result)
-        request.respond(body)
-        self.log_line(request, "hub", HEALTH_TOOL, None, started, "ok", None, len(body), None, rule, None)
+        self._answer_builtin(request, HEALTH_TOOL, json.dumps(report, indent=2), report, started, rule)
 
     def _search(self, request: HostRequest, rule: str | None) -> None:
         """hub_search_tools: the best matches among the tools the caller's policy shows, as full definitions."""
@@ -531,15 +523,19 @@ class Router:
         found = self.catalog.namespace.search(query, limit, view)
         report = {"tools": found}
         names = ", ".join(str(t.get("name")) for t in found) or "none"
-        result: dict[str, Any] = {
-            "content": [{"type": "text", "text": f"{len(found)} tools found: {names}\n{json.dumps(report)}"}],
-            "structuredContent": report,
-        }
+        text = f"{len(found)} tools found: {names}\n{json.dumps(report)}"
+        self._answer_builtin(request, SEARCH_TOOL, text, report, started, rule)
+
+    def _answer_builtin(
+        self, request: HostRequest, tool: str, text: str, report: dict[str, Any], started: float, rule: str | None
+    ) -> None:
+        """A built-in tool's result (`text`, and `report` as its structured content), answered and logged."""
+        result: dict[str, Any] = {"content": [{"type": "text", "text": text}], "structuredContent": report}
         if revisions.is_modern(request.version):
             result = revisions.stamp(result, "tools/call")
         body = encode(result)
         request.respond(body)
-        self.log_line(request, "hub", SEARCH_TOOL, None, started, "ok", None, len(body), None, rule, None)
+        self.log_line(request, "hub", tool, None, started, "ok", None, len(body), None, rule, None)
 
     def _visible_health(self, identity: Identity) -> dict[str, Any]:
         """The health report as `identity` may see it: the servers (and collisions) of names its policy shows."""
