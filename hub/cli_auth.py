@@ -20,6 +20,7 @@ from urllib.parse import parse_qs, urlsplit
 
 import anyio
 from anyio.abc import SocketAttribute, SocketStream
+from anyio.streams.stapled import MultiListener
 
 from hub.access.identity import local_user
 from hub.cli_table import print_table
@@ -76,8 +77,24 @@ async def _act(args: argparse.Namespace, loaded: LoadedConfig) -> int:
         await shared.close()
 
 
+async def _listener(credentials: Credentials, server: str, port: int) -> MultiListener[SocketStream]:
+    """The loopback listener for the redirect: on `port` if given; else on the port of a loopback redirect URI the
+    hub registered at this server before, while it is free, so that signing in again (another identity, or later)
+    reuses that registration instead of registering the hub once more; else on any free port."""
+    if port:
+        return await anyio.create_tcp_listener(local_host="127.0.0.1", local_port=port)
+    for uri in await credentials.redirect_uris(server):
+        parts = urlsplit(uri)
+        if parts.hostname == "127.0.0.1" and parts.port and parts.path == "/oauth/callback":
+            try:
+                return await anyio.create_tcp_listener(local_host="127.0.0.1", local_port=parts.port)
+            except OSError:
+                continue  # taken now: another registration, or a new one
+    return await anyio.create_tcp_listener(local_host="127.0.0.1", local_port=0)
+
+
 async def _login(credentials: Credentials, args: argparse.Namespace, config: ServerConfig, identity: str) -> int:
-    listener = await anyio.create_tcp_listener(local_host="127.0.0.1", local_port=args.port)
+    listener = await _listener(credentials, args.server, args.port)
     redirect_uri = f"http://127.0.0.1:{listener.extra(SocketAttribute.local_port)}/oauth/callback"
     loopback = _Loopback()
 

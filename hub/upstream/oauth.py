@@ -243,6 +243,16 @@ class Credentials:
     async def store_registration(self, child: str, redirect_uri: str, client: dict[str, Any]) -> None:
         await self._write(_client_name(child, redirect_uri), client)
 
+    async def redirect_uris(self, child: str) -> list[str]:
+        """The redirect URIs the hub is registered with at `child`'s authorization server (one registration each)."""
+        found = []
+        for name in await self.vault.names():
+            kind, _, rest = name.partition("\x00")
+            registered, _, uri = rest.partition("\x00")
+            if kind == "client" and registered == child:
+                found.append(uri)
+        return found
+
     async def everyone(self) -> list[Signed]:
         """Every identity's sign-in to every child (for `hub auth status`)."""
         found = []

@@ -305,6 +305,7 @@ async def test_the_auth_commands_of_the_docs_run_as_shown(tmp_path: Path) -> Non
         path = config(tmp_path, origin)
         err, out = await login(path, "svc")
         await login(path, "alice")
+        assert (await stats(origin))["registered"] == 1, "the second sign-in reused the port the hub registered"
         said = err.splitlines()
         assert said[0] == shown[login_svc][0]
         query = "/authorize?response_type=code&client_id="
