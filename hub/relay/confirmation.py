@@ -4,9 +4,10 @@ A call that needs confirmation (`confirm:` of its child, `hub.relay.exposure`) l
 explicit yes from the host's user, asked through elicitation in form mode:
 
 - a handshake-era host is sent `elicitation/create` on the call's own stream, and the call waits for the answer;
-- a 2026-07-28 host gets an `input_required` answer whose `requestState` is sealed here: an HMAC-SHA256 over the
-  identity, the exposed tool, a digest of the arguments, an expiry and a nonce. It comes back with the user's
-  answer; the state is accepted only if its MAC, identity, tool, arguments and expiry match, and only once.
+- a 2026-07-28 host gets an `input_required` answer whose `requestState` is sealed here (`hub.access.sealed`,
+  AES-GCM under a key of its own purpose): the identity, the exposed tool, a digest of the arguments, an expiry and
+  a nonce. It comes back with the user's answer; the state is accepted only if it opens, its identity, tool,
+  arguments and expiry match, and only once.
 
 The key and the used nonces are the hub's shared state (`hub.relay.state`): by default the process's own (a round
 is honoured only by the hub that sealed it, until it expires or the hub restarts), or Redis, shared by replicas.
@@ -14,15 +15,12 @@ is honoured only by the hub that sealed it, until it expires or the hub restarts
 
 from __future__ import annotations
 
-import base64
-import binascii
-import hashlib
-import hmac
 import json
 import secrets
 import time
 from typing import TYPE_CHECKING, Any
 
+from hub.access import sealed
 from hub.config.lock import digest
 from hub.protocol import errors, revisions
 from hub.protocol.jsonrpc import encode
@@ -33,6 +31,7 @@ if TYPE_CHECKING:
     from hub.relay.router import Router
 
 STATE_PREFIX = "hub-confirm:"
+CONFIRMATIONS = b"hub:confirmations:v1"  # the purpose of the key that seals a confirmation round's state
 INPUT_KEY = "confirm"  # the key of the one input request in a confirmation round
 ANSWER_FIELD = "confirm"  # the form's boolean field
 STATE_TTL = 300.0  # seconds a confirmation round may take before its state expires
@@ -92,8 +91,7 @@ class Seals:
             "e": time.time() + self._ttl,
             "n": secrets.token_urlsafe(12),
         }
-        body = _b64(json.dumps(payload, separators=(",", ":")).encode())
-        return f"{STATE_PREFIX}{body}.{_b64(await self._mac(body))}"
+        return STATE_PREFIX + sealed.seal(await self.state.seal_key(), payload, CONFIRMATIONS)
 
     async def open(self, state: str, identity: str, exposed: str, arguments: Any) -> None:
         """Accept a sealed state once, for this identity, tool and arguments, before its expiry.
@@ -102,13 +100,8 @@ class Seals:
             errors.NotConfirmed: naming what is wrong (tampered, another call's, expired, or already used).
             errors.Unavailable: the shared state cannot be reached.
         """
-        body, _, mac = state.removeprefix(STATE_PREFIX).partition(".")
-        try:
-            valid = hmac.compare_digest(_unb64(mac), await self._mac(body))
-            payload = json.loads(_unb64(body)) if valid else None
-        except (binascii.Error, ValueError):
-            valid, payload = False, None
-        if not valid or not isinstance(payload, dict):
+        payload = sealed.unseal(await self.state.seal_key(), state.removeprefix(STATE_PREFIX), CONFIRMATIONS)
+        if payload is None:
             raise _refused(exposed, "its requestState is not one the hub issued (altered or forged)")
         if (payload.get("i"), payload.get("t"), payload.get("a")) != (identity, exposed, arguments_digest(arguments)):
             raise _refused(exposed, "its requestState was issued for another caller, tool or arguments")
@@ -118,20 +111,9 @@ class Seals:
         if not await self.state.use_nonce(str(payload.get("n")), float(expiry)):
             raise _refused(exposed, "its requestState was used already (a confirmation is good for one call)")
 
-    async def _mac(self, body: str) -> bytes:
-        return hmac.new(await self.state.seal_key(), body.encode(), hashlib.sha256).digest()
-
 
 def _refused(exposed: str, why: str) -> errors.NotConfirmed:
     return errors.NotConfirmed(f"the confirmation of {exposed!r} is refused: {why}; call the tool again")
-
-
-def _b64(data: bytes) -> str:
-    return base64.urlsafe_b64encode(data).rstrip(b"=").decode()
-
-
-def _unb64(text: str) -> bytes:
-    return base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))
 
 
 # ---- the flow, on the router's one path (hub.relay.router._dispatch calls `begin`) ----------------------------
