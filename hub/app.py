@@ -82,7 +82,6 @@ class Hub:
     ) -> None:
         self.loaded = loaded
         self.local = local or local_user()  # who a stdio host and the one-shot commands act for
-        self.replica = replica_id()  # this process among replicas of one hub (`hub serve --replica-id`)
         self.stateless = False  # `hub serve --http --stateless`: every request on its own (hub.host.http)
         self.auth_required = False  # serving HTTP beyond loopback with auth: a reload may not drop `auth:`
         self.draining = False  # stopping: no new sessions, /readyz 503, calls in flight finish (`drain`)
@@ -106,7 +105,7 @@ class Hub:
             lambda: self.loaded.policy,
         )
         self.router.redact = self.call_log.redactor.value
-        self.router.replica = self.replica
+        self.router.replica = replica_id()
         self.attribution = Attribution(self.router, self.hosts)
         self._start_over = False  # every child started with the hub settled, or the listing wait ran out
         self._log = structlog.get_logger("hub")
@@ -117,6 +116,16 @@ class Hub:
     @property
     def children(self) -> dict[str, Child]:
         return self.catalog.children
+
+    @property
+    def replica(self) -> str:
+        """This process among replicas of one hub (`hub serve --replica-id`): in session ids, input-round states and
+        the call log. Kept by the router, which seals it into rounds."""
+        return self.router.replica
+
+    @replica.setter
+    def replica(self, name: str) -> None:
+        self.router.replica = name
 
     @asynccontextmanager
     async def running(self) -> AsyncIterator[Hub]:

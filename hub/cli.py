@@ -314,7 +314,7 @@ async def _run(args: argparse.Namespace, started: float) -> int:
     if getattr(args, "replica_id", None):
         from hub.app import replica_id
 
-        hub.replica = hub.router.replica = replica_id(args.replica_id)
+        hub.replica = replica_id(args.replica_id)
     from hub.host.serve import serve
 
     await serve(hub, args.http, args.allow_host)

@@ -11,6 +11,7 @@ valid exactly as long as that namespace is the current one, and never answers fo
 from __future__ import annotations
 
 import fnmatch
+import functools
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -107,7 +108,6 @@ class Namespace(Listing):
     quarantined: tuple[Quarantined, ...] = ()
     unlisted: frozenset[str] = frozenset()  # routed tools a listing leaves out (`exposure: search`): found by search
     _encoded: dict[tuple[str, str, int, View | None], bytes] = field(default_factory=dict, compare=False, repr=False)
-    _index: dict[int, ToolIndex] = field(default_factory=dict, compare=False, repr=False)  # made on the first search
 
     def route_uri(self, exposed: str) -> Route | None:
         """The child that owns an exposed URI: listed, prefixed, or matched by an unprefixed child's template."""
@@ -125,10 +125,12 @@ class Namespace(Listing):
 
     def search(self, query: str, limit: int, view: View) -> list[dict[str, Any]]:
         """The routed tools (listed or not) that best match `query`, among those `view` allows (`hub.relay.search`)."""
-        index = self._index.get(0)
-        if index is None:
-            index = self._index[0] = ToolIndex(self.tools)
-        return index.search(query, limit, lambda name: view.allows(name, writes=self.writes(name)))
+        return self._index.search(query, limit, lambda name: view.allows(name, writes=self.writes(name)))
+
+    @functools.cached_property
+    def _index(self) -> ToolIndex:
+        """The search index of this namespace's tools, made on its first search (a namespace never changes)."""
+        return ToolIndex(self.tools)
 
     def writes(self, tool: str) -> bool:
         """Whether the exposed `tool` may change something: not effectively read-only (policy `read_only`)."""
