@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import socket
 import subprocess
 import sys
@@ -182,6 +183,27 @@ async def connect_host(
     )
     async with client:
         yield client
+
+
+def initialize_request(
+    request_id: int | str = 1, version: str = "2025-11-25", name: str = "t", capabilities: dict[str, Any] | None = None
+) -> dict[str, Any]:
+    """A handshake-era host's `initialize`, as a raw JSON-RPC request (for tests that speak HTTP by hand)."""
+    info = {"name": name, "version": "1"}
+    params = {"protocolVersion": version, "capabilities": capabilities or {}, "clientInfo": info}
+    return {"jsonrpc": "2.0", "id": request_id, "method": "initialize", "params": params}
+
+
+def system_tool(name: str) -> str:
+    """The path of a program from the system's packages (haproxy, redis-server, ...); the test is skipped when it is
+    missing, except under CI, where .ci/run installs it and its absence is a failure."""
+    found = shutil.which(name) or shutil.which(name, path="/usr/sbin:/sbin:/usr/bin")
+    if found is None:
+        message = f"{name} is not installed (.ci/run installs it from Debian's packages)"
+        if os.environ.get("CI"):
+            pytest.fail(message)
+        pytest.skip(message)
+    return found
 
 
 def free_port() -> int:

@@ -8,15 +8,13 @@ import fnmatch
 import json
 import os
 import shlex
-import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import pytest
 import yaml
 
-from tests.conftest import REPO
+from tests.conftest import REPO, system_tool
 
 DEPLOY = REPO / "deploy"
 KUBE = DEPLOY / "kubernetes"
@@ -31,15 +29,7 @@ CHILD_STOP_S = 6
 # ---- checkers ----------------------------------------------------------------------------------------------------
 
 
-def tool(name: str) -> str:
-    """The path of a checker binary; skipped when it is missing, except under CI, where .ci/run installs it."""
-    found = shutil.which(name) or shutil.which(name, path="/usr/sbin:/sbin")
-    if found is None:
-        message = f"{name} is not installed (.ci/run installs it from Debian's packages)"
-        if os.environ.get("CI"):
-            pytest.fail(message)
-        pytest.skip(message)
-    return found
+tool = system_tool  # a checker binary (haproxy -c, kubeconform, ...)
 
 
 # ---- Dockerfile ------------------------------------------------------------------------------------------------

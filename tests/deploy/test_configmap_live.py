@@ -20,7 +20,7 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
 
 from hub.access.tokens import TokenFile
-from tests.conftest import WAIT, free_port, serve_hub_http, wait_for_log
+from tests.conftest import WAIT, free_port, initialize_request, serve_hub_http, wait_for_log
 from tests.deploy.artifacts import SECRETS_MOUNT, container, dockerfile, kubelet_volume, servers_yaml
 
 pytestmark = [pytest.mark.integration, pytest.mark.anyio]
@@ -139,16 +139,7 @@ async def test_the_public_name_the_deployment_allows_is_accepted(tmp_path: Path)
                 "Authorization": f"Bearer {volumes.alice}",
                 "accept": "application/json, text/event-stream",
             },
-            json={
-                "jsonrpc": "2.0",
-                "id": 1,
-                "method": "initialize",
-                "params": {
-                    "protocolVersion": "2025-11-25",
-                    "capabilities": {},
-                    "clientInfo": {"name": "t", "version": "1"},
-                },
-            },
+            json=initialize_request(),
         )
         assert answer.status_code == 200, answer.text
 

@@ -21,7 +21,7 @@ from typing import Any
 import anyio
 import pytest
 
-from tests.conftest import REPO, WAIT, log_events, wait_for_file, write_config
+from tests.conftest import REPO, WAIT, initialize_request, log_events, wait_for_file, write_config
 from tests.faults._helpers import KITCHEN, SHUTDOWN_WAIT, fault_child, hub_command
 
 pytestmark = [pytest.mark.anyio, pytest.mark.integration]
@@ -212,12 +212,7 @@ async def test_sigterm_drains_calls_in_flight_before_stopping(tmp_path: Path) ->
     assert started["in_flight"] == 1 and drained["timed_out"] is False
 
 
-INITIALIZE = {
-    "jsonrpc": "2.0",
-    "id": 1,
-    "method": "initialize",
-    "params": {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}},
-}
+INITIALIZE = initialize_request()
 
 
 def _post(port: int, body: dict[str, Any], session: str | None) -> tuple[int, str, str | None]:

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import signal
 import subprocess
 import sys
@@ -33,13 +32,13 @@ from tests.conftest import (
     python_child,
     serve_http_command,
     stop_process,
+    system_tool,
     wait_listening,
 )
 from tests.conftest import write_config as write_servers
 
 pytestmark = [pytest.mark.anyio, pytest.mark.integration]
 
-HAPROXY = shutil.which("haproxy") or ("/usr/sbin/haproxy" if os.path.exists("/usr/sbin/haproxy") else None)
 SESSIONS, CALLS = 50, 20
 
 
@@ -98,6 +97,7 @@ backend hub
 async def replicas_behind_haproxy(
     tmp: Path, count: int = 3, stateless: bool = False
 ) -> AsyncIterator[tuple[str, list[Replica]]]:
+    haproxy = system_tool("haproxy")
     config = write_servers(tmp, {"k": python_child("tests.children.kitchen", "--name", "k")}, {"log_arguments": True})
     front, stats = free_port(), free_port()
     async with AsyncExitStack() as stack:
@@ -114,11 +114,12 @@ async def replicas_behind_haproxy(
         for replica in replicas:
             await wait_listening(replica.process, replica.port)
         (tmp / "haproxy.cfg").write_text(haproxy_config(front, stats, replicas, sticky=not stateless))
-        assert HAPROXY is not None
         # HAProxy's log (one line per request, with how it ended) goes to a file, shown when the test fails.
         with (tmp / "haproxy.log").open("wb") as haproxy_log:
             balancer = await anyio.open_process(
-                [HAPROXY, "-db", "-f", str(tmp / "haproxy.cfg")], stdout=haproxy_log, stderr=subprocess.STDOUT
+                [haproxy, "-db", "-f", str(tmp / "haproxy.cfg")],
+                stdout=haproxy_log,
+                stderr=subprocess.STDOUT,
             )
         stack.push_async_callback(stop_process, balancer)
         await wait_listening(balancer, front)
@@ -164,7 +165,6 @@ def echoed(result: Any) -> str:
     return str(result.content[0].text)
 
 
-@pytest.mark.skipif(HAPROXY is None and not os.environ.get("CI"), reason="HAProxy is not installed (Debian: haproxy)")
 async def test_sessions_stick_to_one_replica_and_a_dead_replica_costs_only_its_own(tmp_path: Path) -> None:
     async with replicas_behind_haproxy(tmp_path) as (url, replicas):
 
@@ -253,7 +253,6 @@ async def test_a_request_for_another_replicas_session_names_the_owner(tmp_path: 
         await stop_process(process)
 
 
-@pytest.mark.skipif(HAPROXY is None and not os.environ.get("CI"), reason="HAProxy is not installed (Debian: haproxy)")
 async def test_stateless_replicas_serve_both_eras_behind_plain_round_robin(tmp_path: Path) -> None:
     async with replicas_behind_haproxy(tmp_path, stateless=True) as (url, replicas):
 
@@ -281,7 +280,6 @@ async def test_stateless_replicas_serve_both_eras_behind_plain_round_robin(tmp_p
         assert stream.status_code == 405 and "statelessly" in stream.json()["error"]["message"]
 
 
-@pytest.mark.skipif(HAPROXY is None and not os.environ.get("CI"), reason="HAProxy is not installed (Debian: haproxy)")
 async def test_a_rolling_restart_under_load_fails_no_call_in_flight(tmp_path: Path) -> None:
     """SIGTERM one replica at a time while hosts keep calling: the replica drains (its calls in flight finish,
     /readyz turns 503 so HAProxy stops sending it sessions), exits, and comes back. A host whose session was on it

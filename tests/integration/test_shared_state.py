@@ -4,8 +4,6 @@ answered on another and accepted there once; replayed on the first, it is refuse
 from __future__ import annotations
 
 import json
-import os
-import shutil
 import subprocess
 import time
 from collections.abc import AsyncIterator
@@ -26,20 +24,29 @@ from tests.conftest import (
     run_bounded,
     serve_hub_http,
     stop_process,
+    system_tool,
     wait_listening,
 )
 
 pytestmark = [pytest.mark.anyio, pytest.mark.integration]
 
-REDIS = shutil.which("redis-server") or ("/usr/bin/redis-server" if os.path.exists("/usr/bin/redis-server") else None)
 RAW: Any = TypeAdapter(dict[str, Any])
 
 
 @asynccontextmanager
 async def redis_server() -> AsyncIterator[str]:
-    assert REDIS is not None
     port = free_port()
-    command = [REDIS, "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"]
+    command = [
+        system_tool("redis-server"),
+        "--port",
+        str(port),
+        "--bind",
+        "127.0.0.1",
+        "--save",
+        "",
+        "--appendonly",
+        "no",
+    ]
     process = await anyio.open_process(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
         await wait_listening(process, port)
@@ -58,7 +65,6 @@ def text_of(result: dict[str, Any]) -> str:
     return "".join(block.get("text", "") for block in result.get("content", []))
 
 
-@pytest.mark.skipif(REDIS is None and not os.environ.get("CI"), reason="Redis is not installed (Debian: redis-server)")
 async def test_a_round_sealed_on_one_replica_is_accepted_once_across_replicas(tmp_path: Path) -> None:
     record = tmp_path / "record.jsonl"
     record.touch()
@@ -92,7 +98,6 @@ async def test_a_round_sealed_on_one_replica_is_accepted_once_across_replicas(tm
     assert [json.loads(line)["tool"] for line in record.read_text().splitlines()] == ["drop_table"]
 
 
-@pytest.mark.skipif(REDIS is None and not os.environ.get("CI"), reason="Redis is not installed (Debian: redis-server)")
 async def test_requests_per_minute_are_counted_across_replicas(tmp_path: Path) -> None:
     async with redis_server() as redis_url:
         document = {
@@ -122,7 +127,6 @@ async def test_requests_per_minute_are_counted_across_replicas(tmp_path: Path) -
             assert "counted across the replicas" in str(answers[4].content[0].text)  # type: ignore[union-attr]
 
 
-@pytest.mark.skipif(REDIS is None and not os.environ.get("CI"), reason="Redis is not installed (Debian: redis-server)")
 async def test_a_pin_approval_on_one_replica_holds_on_all(tmp_path: Path) -> None:
     """Each replica has its own copy of servers.yaml and servers.lock (a ConfigMap per pod): an approval made
     against replica a's copy reaches replica b through Redis alone, whose own lock file never changes."""
@@ -169,7 +173,6 @@ async def test_a_pin_approval_on_one_replica_holds_on_all(tmp_path: Path) -> Non
         assert (tmp_path / "b" / "servers.lock").read_bytes() == lock, "b's own file never changed"
 
 
-@pytest.mark.skipif(REDIS is None and not os.environ.get("CI"), reason="Redis is not installed (Debian: redis-server)")
 async def test_an_oauth_sign_in_on_one_replica_holds_on_another(tmp_path: Path) -> None:
     """Child OAuth tokens live in Redis, sealed: alice signs in through replica a's link and calls through both,
     whose connections find her token expired at once and refresh it once between them."""

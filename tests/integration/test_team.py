@@ -41,6 +41,7 @@ from tests.conftest import (
     Host,
     connect_hub,
     hub_params,
+    initialize_request,
     log_events,
     python_child,
     serve_hub_http,
@@ -110,12 +111,7 @@ async def tool_names(client: Client) -> set[str]:
 
 
 def initialize(token: str | None = None) -> tuple[dict[str, Any], dict[str, str]]:
-    body = {
-        "jsonrpc": "2.0",
-        "id": 1,
-        "method": "initialize",
-        "params": {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}},
-    }
+    body = initialize_request()
     headers = {"accept": "application/json, text/event-stream", "content-type": "application/json"}
     if token is not None:
         headers["authorization"] = f"Bearer {token}"

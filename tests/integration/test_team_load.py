@@ -18,7 +18,7 @@ import pytest
 import yaml
 
 from hub.access.tokens import TokenFile
-from tests.conftest import WAIT, log_events, python_child, serve_hub_http
+from tests.conftest import WAIT, initialize_request, log_events, python_child, serve_hub_http
 
 pytestmark = pytest.mark.anyio
 
@@ -58,17 +58,7 @@ async def test_twenty_identities_times_five_sessions_for_thirty_seconds(tmp_path
         async def person(name: str, slot: int) -> None:
             auth = {**HEADERS, "authorization": f"Bearer {secrets[name]}"}
             async with httpx2.AsyncClient(timeout=WAIT) as http:
-                init = {
-                    "jsonrpc": "2.0",
-                    "id": 0,
-                    "method": "initialize",
-                    "params": {
-                        "protocolVersion": "2025-11-25",
-                        "capabilities": {},
-                        "clientInfo": {"name": name, "version": "1"},
-                    },
-                }
-                opened = await http.post(url, json=init, headers=auth)
+                opened = await http.post(url, json=initialize_request(0, name=name), headers=auth)
                 assert opened.status_code == 200, opened.text
                 session = opened.headers["mcp-session-id"]
                 owners[session] = name

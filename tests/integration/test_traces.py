@@ -15,7 +15,7 @@ import httpx2
 import pytest
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 
-from tests.conftest import WAIT, log_events, python_child, serve_hub_http, write_config
+from tests.conftest import WAIT, initialize_request, log_events, python_child, serve_hub_http, write_config
 from tests.integration.test_calls import wait_recorded
 
 pytestmark = pytest.mark.anyio
@@ -85,17 +85,7 @@ async def test_a_call_is_one_trace_from_host_through_hub_to_child(tmp_path: Path
         },
     }
     async with serve_hub_http(config, log) as url, httpx2.AsyncClient(timeout=WAIT) as http:
-        init = {
-            "jsonrpc": "2.0",
-            "id": 1,
-            "method": "initialize",
-            "params": {
-                "protocolVersion": "2025-11-25",
-                "capabilities": {},
-                "clientInfo": {"name": "t", "version": "1"},
-            },
-        }
-        opened = await http.post(url, json=init, headers=headers)
+        opened = await http.post(url, json=initialize_request(), headers=headers)
         session = {**headers, "mcp-session-id": opened.headers["mcp-session-id"], "mcp-protocol-version": "2025-11-25"}
         await http.post(url, json={"jsonrpc": "2.0", "method": "notifications/initialized"}, headers=session)
         answered = await http.post(url, json=call, headers=session)
