@@ -228,6 +228,17 @@ class Credentials:
         await self.vault.write(_tokens_name(child, identity), None)
         return had
 
+    async def refused(self, child: str, identity: str, refresh_token: str) -> bool:
+        """The authorization server refused `refresh_token` for good (`invalid_grant`: revoked, expired, used): the
+        identity's sign-in is forgotten if it still holds that refresh token (a newer sign-in is kept), so that it
+        is shown as signed out and nothing sends the dead token again. Whether it was forgotten."""
+        signed = await self.signed(child, identity)
+        if signed is None or signed.tokens.get("refresh_token") != refresh_token:
+            return False
+        await self.vault.write(_tokens_name(child, identity), None)
+        _log.info("oauth_sign_in_refused", server=child, identity=identity)
+        return True
+
     @asynccontextmanager
     async def refreshing(self, child: str, identity: str) -> AsyncIterator[None]:
         """Held while an identity's tokens are refreshed: with rotating refresh tokens, a second refresh at the same

@@ -1,21 +1,34 @@
-"""One refresh at a time per identity and OAuth child, across the hub's connections and replicas.
+"""One refresh at a time per identity and OAuth child, across the hub's connections, processes and replicas; and a
+token the child refuses is refreshed once before anyone is asked to sign in again.
 
 The SDK's provider refreshes an expired token by itself, but each provider alone: two connections of one identity
-(the shared connection and that identity's own; or two replicas) that find the token expired together both
-refresh, and where the authorization server rotates refresh tokens the second is refused, which ends its
-connection with a sign-in hint although the identity's sign-in is fine. `OneRefresh` wraps the provider: a request
-that finds the token expired (or within REFRESH_SKEW of it) first takes the record's refresh lock
-(`Credentials.refreshing`: in the process, and in Redis across replicas), reads the record again, and either takes
-the tokens another connection stored meanwhile or lets the provider refresh while it holds the lock. Requests with
-a valid token go straight through the provider, never waiting on the lock.
+(the shared connection and that identity's own; two hubs of one person; two replicas) that find the token expired
+together both refresh, and where the authorization server rotates refresh tokens the second is refused, which ends
+its connection with a sign-in hint although the identity's sign-in is fine. `OneRefresh` wraps the provider: a
+request that finds the token expired (or within REFRESH_SKEW of it) first takes the record's refresh lock
+(`Credentials.refreshing`: in the process, and across processes a file lock or, with Redis, a lock there), reads the
+record again, and either takes the tokens another connection stored meanwhile or lets the provider refresh while it
+holds the lock. Requests with a valid token go straight through the provider, never waiting on the lock.
+
+Two cases the SDK leaves to a browser are settled here:
+
+- **The child answers 401 to an unexpired token** (revoked at the resource, or the resource forgot it): the SDK
+  would start a new authorization at once, though the refresh token may still be good. The request is sent again
+  once, after a refresh (or with the tokens another connection stored since): only if that fails too is the
+  identity told to sign in. A 401 is an answer before the request was acted on, so sending it again is safe.
+- **The authorization server refuses the refresh token** (`invalid_grant`): the stored sign-in is dead, and it is
+  forgotten (`Credentials.refused`) so that `hub auth status` says so and no connection sends it again. Any other
+  failure of a refresh (the server down, a 5xx) keeps it: it may work on the next try.
 """
 
 from __future__ import annotations
 
+import json
 import time
 from collections.abc import AsyncGenerator, Awaitable, Callable
 from contextlib import AsyncExitStack
 from typing import TYPE_CHECKING
+from urllib.parse import parse_qs
 
 import httpx2
 
@@ -41,7 +54,7 @@ class OneRefresh(httpx2.Auth):
         self.child = child
         self.identity = identity
         # The identity's record was removed (hub auth logout): ends the connection, raising. None (the hub's own
-        # client credentials): a new token is simply asked for.
+        # client credentials): a new token is simply asked for, and a 401 is the SDK's to handle.
         self.gone = gone
 
     def _due(self) -> bool:
@@ -49,33 +62,81 @@ class OneRefresh(httpx2.Auth):
         return expiry is not None and time.time() > expiry - REFRESH_SKEW
 
     async def async_auth_flow(self, request: httpx2.Request) -> AsyncGenerator[httpx2.Request, httpx2.Response]:
-        async with AsyncExitStack() as held:
-            if self._due():
-                await held.enter_async_context(self.credentials.refreshing(self.child, self.identity))
-                await self._take_stored()
-            flow = self.provider.async_auth_flow(request)
-            try:
-                outgoing = await flow.__anext__()
-                while True:
-                    if outgoing is request:
-                        await held.aclose()  # the refresh is over: the request itself is sent without the lock
-                    response = yield outgoing
-                    outgoing = await flow.asend(response)
-            except StopAsyncIteration:
-                return
-            finally:
-                await flow.aclose()
+        refused: str | None = None  # the access token the child refused with 401, once
+        while True:
+            async with AsyncExitStack() as held:
+                if self._due() or refused is not None:
+                    await held.enter_async_context(self.credentials.refreshing(self.child, self.identity))
+                    await self._take_stored(refused)
+                flow = self.provider.async_auth_flow(request)
+                try:
+                    outgoing = await flow.__anext__()
+                    while True:
+                        if outgoing is request:
+                            await held.aclose()  # the refresh is over: the request itself is sent without the lock
+                        response = yield outgoing
+                        if outgoing is request and refused is None and self._may_retry(request, response):
+                            refused = _bearer(request)
+                            break  # once more, after a refresh (the flow below is closed first)
+                        if (tried := _refresh_token_of(outgoing)) is not None:
+                            await self._after_refresh(tried, response)
+                        outgoing = await flow.asend(response)
+                except StopAsyncIteration:
+                    return
+                finally:
+                    await flow.aclose()
 
-    async def _take_stored(self) -> None:
-        """The record's tokens if another connection refreshed them meanwhile; else the provider refreshes now."""
+    def _may_retry(self, request: httpx2.Request, response: httpx2.Response) -> bool:
+        """A 401 to a token the hub holds as good, with a refresh token to try: worth one more go before a browser."""
+        tokens = self.provider.context.current_tokens
+        return (
+            response.status_code == 401
+            and self.gone is not None
+            and tokens is not None
+            and bool(tokens.refresh_token)
+            and _bearer(request) == tokens.access_token
+        )
+
+    async def _take_stored(self, refused: str | None) -> None:
+        """The record's tokens if another connection refreshed them meanwhile (and they are not the ones the child
+        just refused); else the provider refreshes now."""
         from mcp.shared.auth import OAuthToken
 
         context = self.provider.context
         signed = await self.credentials.signed(self.child, self.identity)
+        fresh = signed is not None and (signed.expires_at is None or signed.expires_at > time.time() + REFRESH_SKEW)
         if signed is None and self.gone is not None:
             await self.gone()  # signed out: a refresh here would store the record again
-        elif signed is not None and (signed.expires_at is None or signed.expires_at > time.time() + REFRESH_SKEW):
+        elif signed is not None and fresh and signed.tokens.get("access_token") != refused:
             context.current_tokens = OAuthToken.model_validate(signed.tokens)
             context.token_expiry_time = signed.expires_at
-        elif context.token_expiry_time is not None:
-            context.token_expiry_time = min(context.token_expiry_time, time.time() - 1)  # refresh within the skew
+        else:
+            if signed is not None and refused is not None:
+                context.current_tokens = OAuthToken.model_validate(signed.tokens)  # its refresh token, the latest
+            if context.token_expiry_time is None or refused is not None:
+                context.token_expiry_time = time.time() - 1  # refresh now
+            else:
+                context.token_expiry_time = min(context.token_expiry_time, time.time() - 1)  # refresh within the skew
+
+    async def _after_refresh(self, tried: str, response: httpx2.Response) -> None:
+        if response.status_code != 400 or self.gone is None:
+            return
+        try:
+            error = json.loads(await response.aread()).get("error")
+        except (ValueError, AttributeError):
+            return
+        if error == "invalid_grant":
+            await self.credentials.refused(self.child, self.identity, tried)
+
+
+def _bearer(request: httpx2.Request) -> str | None:
+    value = request.headers.get("authorization", "")
+    return value[7:] if value[:7].lower() == "bearer " else None
+
+
+def _refresh_token_of(request: httpx2.Request) -> str | None:
+    """The refresh token a request to a token endpoint presents (grant_type=refresh_token), else None."""
+    if request.method != "POST" or b"grant_type=refresh_token" not in request.content:
+        return None
+    values = parse_qs(request.content.decode(errors="replace")).get("refresh_token")
+    return values[0] if values else None

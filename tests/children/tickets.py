@@ -217,10 +217,12 @@ def _admin_routes(server: MCPServer[Any], authority: Authority) -> None:
     """The test's window into the authorization server, without auth: revoke, hold and release refreshes, stats."""
 
     async def revoke(request: Request) -> Response:
-        """Revoke every token of `?user=` (an administrator of the authorization server ending a person's grants)."""
+        """Revoke every token of `?user=` (an administrator of the authorization server ending a person's grants);
+        with `&only=access`, only the access tokens (the resource forgetting them: the refresh tokens still work)."""
         user = request.query_params.get("user", "")
         gone = [t for t, (record, _) in authority.access.items() if record.subject == user]
-        gone += [t for t, record in authority.refresh.items() if record.subject == user]
+        if request.query_params.get("only") != "access":
+            gone += [t for t, record in authority.refresh.items() if record.subject == user]
         for token in gone:
             authority.access.pop(token, None)
             authority.refresh.pop(token, None)

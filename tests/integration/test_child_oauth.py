@@ -138,6 +138,16 @@ async def login(path: Path, identity: str) -> tuple[str, str]:
     return said, out.decode()
 
 
+async def auth_status(path: Path) -> list[dict[str, Any]]:
+    """`hub auth status --json`: who is signed in where."""
+    with anyio.fail_after(WAIT):
+        status = await anyio.run_process(
+            [sys.executable, "-m", "hub", "auth", "status", "--json", "-c", str(path)], cwd=REPO, check=True
+        )
+    rows: list[dict[str, Any]] = json.loads(status.stdout.decode())["signed_in"]
+    return rows
+
+
 def text_of(result: types.CallToolResult) -> str:
     return "".join(b.text for b in result.content if isinstance(b, types.TextContent))
 
@@ -195,14 +205,25 @@ async def test_each_identity_signs_in_once_and_calls_as_itself(tmp_path: Path) -
             assert text_of(await whoami(url, bob)) == "bob"
             assert (await stats(origin))["signed_in"] == signed_in == ["svc", "alice", "bob"]
 
+            # Her access token alone is revoked (the resource forgot it): the child answers 401 to a token the hub
+            # holds as good, and the hub refreshes it and sends the call again; nobody is asked to sign in.
+            refreshed = (await stats(origin))["refreshed"]
+            async with httpx2.AsyncClient(timeout=WAIT) as http:
+                assert (await http.post(f"{origin}/admin/revoke?user=alice&only=access")).json()["revoked"] >= 1
+            assert text_of(await whoami(url, alice)) == "alice"
+            assert (await stats(origin))["refreshed"] == refreshed + 1
+
             # The authorization server revokes alice's grants: her next call says how to sign in again (at once,
-            # not after a timeout), bob's are untouched, and a new sign-in works.
+            # not after a timeout), her dead sign-in is forgotten (the status shows her signed out), bob's are
+            # untouched, and a new sign-in works.
             async with httpx2.AsyncClient(timeout=WAIT) as http:
                 assert (await http.post(f"{origin}/admin/revoke?user=alice")).json()["revoked"] >= 2
             with anyio.fail_after(WAIT):
                 revoked = await whoami(url, alice)
             assert revoked.is_error and "identity 'alice' has not signed in" in text_of(revoked)
             assert "refused by the authorization server" in text_of(revoked)
+            assert [e["identity"] for e in log_events(log, "oauth_sign_in_refused")] == ["alice"]
+            assert "alice" not in {r["identity"] for r in await auth_status(path)}
             assert text_of(await whoami(url, bob)) == "bob"
             relink = LINK.search(text_of(revoked))
             assert relink is not None and (await browse(relink.group(1), "alice")).status_code == 200
@@ -218,11 +239,7 @@ async def test_each_identity_signs_in_once_and_calls_as_itself(tmp_path: Path) -
     # A sign-in link is a one-time credential: every one the log mentions is redacted (the SDK's own lines too).
     assert "link=" in logged and not re.search(r"link=(?!\[REDACTED\])", logged)
 
-    with anyio.fail_after(WAIT):
-        status = await anyio.run_process(
-            [sys.executable, "-m", "hub", "auth", "status", "--json", "-c", str(path)], cwd=REPO, check=True
-        )
-    rows = json.loads(status.stdout.decode())["signed_in"]
+    rows = await auth_status(path)
     assert {(r["server"], r["identity"], r["refreshable"]) for r in rows} == {
         ("tickets", "svc", True),
         ("tickets", "alice", True),
