@@ -47,30 +47,34 @@ async def file_lock(path: Path, wait: float, waiting: Callable[[], None] | None 
         os.close(descriptor)
 
 
-if sys.platform == "win32":
-    import msvcrt
+def _try_lock(descriptor: int) -> bool:
+    # Imported here, not at the top: a module of hub/ imports on every system (tests/integration/test_portable.py
+    # takes fcntl away), and only a refresh of a sign-in kept in files ever takes this lock.
+    if sys.platform == "win32":
+        import msvcrt
 
-    def _try_lock(descriptor: int) -> bool:
         os.lseek(descriptor, 0, os.SEEK_SET)
         try:
             msvcrt.locking(descriptor, msvcrt.LK_NBLCK, 1)
         except OSError:
             return False
         return True
-
-    def _unlock(descriptor: int) -> None:
-        os.lseek(descriptor, 0, os.SEEK_SET)
-        msvcrt.locking(descriptor, msvcrt.LK_UNLCK, 1)
-
-else:
     import fcntl
 
-    def _try_lock(descriptor: int) -> bool:
-        try:
-            fcntl.flock(descriptor, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            return False
-        return True
+    try:
+        fcntl.flock(descriptor, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return False
+    return True
 
-    def _unlock(descriptor: int) -> None:
-        fcntl.flock(descriptor, fcntl.LOCK_UN)
+
+def _unlock(descriptor: int) -> None:
+    if sys.platform == "win32":
+        import msvcrt
+
+        os.lseek(descriptor, 0, os.SEEK_SET)
+        msvcrt.locking(descriptor, msvcrt.LK_UNLCK, 1)
+        return
+    import fcntl
+
+    fcntl.flock(descriptor, fcntl.LOCK_UN)
