@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import json
 import statistics
 import subprocess
 import time
@@ -23,8 +22,8 @@ from typing import Any
 import yaml
 
 from bench import procs
-from bench.harness import PY, REPO, THIS_HUB, Run, free_port
-from bench.raw_http import RawHttpHost, _listening, _ready
+from bench.harness import THIS_HUB, Run, write_results
+from bench.raw_http import RawHttpHost, _ready, serve_hub
 
 TOOL = "c0_echo"
 
@@ -77,19 +76,8 @@ async def measure(args: argparse.Namespace) -> dict[str, Any]:
         hosts: dict[str, RawHttpHost] = {}
         with (run.dir / "hubs.log").open("w") as log:
             for label, config, key in (("no_auth", plain, None), ("auth_policy", guarded, token)):
-                port = free_port()
-                argv = ["-m", "hub", "serve", "--config", str(config), "--log-file", str(run.dir / f"{label}.log")]
-                process = subprocess.Popen(
-                    [PY, *argv, "--http", f"127.0.0.1:{port}"],
-                    cwd=REPO,
-                    stdin=subprocess.DEVNULL,
-                    stdout=log,
-                    stderr=log,
-                    start_new_session=True,
-                )
+                process, port = await serve_hub(run, config, run.dir / f"{label}.log", log)
                 processes.append(process)
-                run.seen.add(process.pid)
-                await _listening(process, port)
                 hosts[label] = RawHttpHost(port, key)
                 await hosts[label].open()
                 await _ready(hosts[label], TOOL)
@@ -136,9 +124,7 @@ def main() -> None:
         print(f"{label:12s} median {row['median_ms']:.3f} ms  p99 {row['p99_ms']:.3f} ms  {row['calls_per_s']} calls/s")
     ratio = rows["ratio"]
     print(f"auth+policy / none: median {ratio['median']}x  p99 {ratio['p99']}x  calls/s {ratio['calls_per_s']}x")
-    if args.out:
-        Path(args.out).write_text(json.dumps({"args": vars(args), "results": rows}, indent=2) + "\n")
-        print(f"results written to {args.out}")
+    write_results(args.out, args, rows)
 
 
 if __name__ == "__main__":

@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import json
 import statistics
 import subprocess
 import time
@@ -33,8 +32,8 @@ from typing import Any
 import yaml
 
 from bench import procs
-from bench.harness import LIMIT, PY, REPO, THIS_HUB, Run, free_port, pct
-from bench.raw_http import RawHttpHost, _listening, _ready
+from bench.harness import LIMIT, THIS_HUB, Run, pct, write_results
+from bench.raw_http import RawHttpHost, _ready, serve_hub
 
 TOOL = "c0_echo"
 LEVELS = (1, 4, 16, 32, 64, 128, 256)
@@ -82,19 +81,8 @@ async def measure(args: argparse.Namespace) -> dict[str, Any]:
     process: subprocess.Popen[bytes] | None = None
     try:
         config = _config(run, args.tools, args.sessions)
-        port = free_port()
-        argv = ["-m", "hub", "serve", "--config", str(config), "--log-file", str(run.dir / "hub.log")]
         with (run.dir / "hub.err").open("w") as err:
-            process = subprocess.Popen(
-                [PY, *argv, "--http", f"127.0.0.1:{port}"],
-                cwd=REPO,
-                stdin=subprocess.DEVNULL,
-                stdout=err,
-                stderr=err,
-                start_new_session=True,
-            )
-        run.seen.add(process.pid)
-        await _listening(process, port)
+            process, port = await serve_hub(run, config, run.dir / "hub.log", err)
         first = RawHttpHost(port)
         await first.open()
         await _ready(first, TOOL)
@@ -149,9 +137,7 @@ def main() -> None:
         print(f"no level kept the p99 below {P99_LIMIT_MS:g} ms")
     else:
         print(f"most calls/s with p99 below {P99_LIMIT_MS:g} ms: {best['calls_per_s']} at {best['inflight']} in flight")
-    if args.out:
-        Path(args.out).write_text(json.dumps({"args": vars(args), "results": results}, indent=2) + "\n")
-        print(f"results written to {args.out}")
+    write_results(args.out, args, results)
 
 
 if __name__ == "__main__":

@@ -10,6 +10,8 @@ started here is stopped on the way out.
 
 from __future__ import annotations
 
+import argparse
+import json
 import os
 import shutil
 import socket
@@ -233,6 +235,13 @@ async def stdio_conn(
             run.remember(pid)
     finally:
         errlog.close()
+
+
+def write_results(out: str | None, args: argparse.Namespace, results: Any) -> None:
+    """`--out F` of a bench script: its arguments and figures as JSON in F (nothing without it)."""
+    if out:
+        Path(out).write_text(json.dumps({"args": vars(args), "results": results}, indent=2) + "\n")
+        print(f"results written to {out}")
 
 
 def free_port() -> int:

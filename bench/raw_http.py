@@ -22,10 +22,10 @@ import statistics
 import subprocess
 import time
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 from bench import procs
-from bench.harness import LIMIT, PY, REPO, THIS_HUB, Run, free_port
+from bench.harness import LIMIT, PY, REPO, THIS_HUB, Run, free_port, write_results
 
 PROTOCOL = "2025-11-25"
 
@@ -129,6 +129,23 @@ async def _listening(process: subprocess.Popen[bytes], port: int) -> None:
             await asyncio.sleep(0.05)
 
 
+async def serve_hub(run: Run, config: Path, log_file: Path, output: IO[str]) -> tuple[subprocess.Popen[bytes], int]:
+    """This checkout's `hub serve --http` on a free loopback port, once it listens (its stdout and stderr to
+    `output`); stopped again if it never does."""
+    port = free_port()
+    argv = ["-m", "hub", "serve", "--config", str(config), "--log-file", str(log_file), "--http", f"127.0.0.1:{port}"]
+    process = subprocess.Popen(
+        [PY, *argv], cwd=REPO, stdin=subprocess.DEVNULL, stdout=output, stderr=output, start_new_session=True
+    )
+    run.seen.add(process.pid)
+    try:
+        await _listening(process, port)
+    except BaseException:
+        procs.stop(process)
+        raise
+    return process, port
+
+
 async def _ready(host: RawHttpHost, tool: str) -> None:
     """Call until the tool answers (a hub's child may still be starting)."""
     deadline = time.monotonic() + LIMIT
@@ -215,10 +232,7 @@ def main() -> None:
             f"{label:6s} {row['calls_per_s']:8.1f} calls/s  {row['ratio']:.2f}x direct  "
             f"client {row['client_cores']:.2f} core  rounds {row['rounds']}"
         )
-    if args.out:
-        out = Path(args.out)
-        out.write_text(json.dumps({"args": vars(args), "results": results}, indent=2) + "\n")
-        print(f"results written to {out}")
+    write_results(args.out, args, results)
 
 
 if __name__ == "__main__":
