@@ -171,8 +171,8 @@ def _add_auth_parser(
         "--port",
         type=int,
         default=0,
-        help="loopback port for the redirect (default: any free one; a registered "
-        "client_id needs the one its redirect URI names)",
+        help="loopback port for the redirect (default: the one the hub registered at that server before, if "
+        "free, else any free one; a client_id registered by hand needs the one its redirect URI names)",
     )
     logout = actions.add_parser("logout", parents=[common], help="forget an identity's sign-in to a server")
     logout.add_argument("server")

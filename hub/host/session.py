@@ -243,9 +243,7 @@ class HostSession:
                 )
             )
             return
-        result = revisions.initialize_result(
-            params["protocolVersion"], self.hub.instructions(self.hub.loaded.policy.view(self.identity))
-        )
+        result = revisions.initialize_result(params["protocolVersion"], self._instructions())
         self.version = result["protocolVersion"]
         self.capabilities = capabilities
         self.client_info = params.get("clientInfo")
@@ -273,16 +271,14 @@ class HostSession:
             stream.end(error_line(request.id, METHOD_NOT_FOUND, f"Method not found: {method!r}"[:300]))
         elif method == "server/discover":
             stream.end(
-                result_line(
-                    request.id,
-                    revisions.stamp(
-                        revisions.discover_result(self.hub.instructions(self.hub.loaded.policy.view(self.identity))),
-                        method,
-                    ),
-                )
+                result_line(request.id, revisions.stamp(revisions.discover_result(self._instructions()), method))
             )
         else:
             self._serve(Received(self, request, envelope.version, stream, envelope), stream)
+
+    def _instructions(self) -> str:
+        """The hub's instructions as this session's identity may see them (its policy, as it is now)."""
+        return self.hub.instructions(self.hub.loaded.policy.view(self.identity))
 
     def _serve(self, received: Received, stream: Stream) -> None:
         method = received.method

@@ -171,6 +171,13 @@ def _tokens_name(child: str, identity: str) -> str:
     return f"tokens\x00{child}\x00{identity}"
 
 
+def _parts(name: str) -> tuple[str, str, str]:
+    """A record's name as (kind, child, the identity or redirect URI): the inverse of the two names below."""
+    kind, _, rest = name.partition("\x00")
+    child, _, last = rest.partition("\x00")
+    return kind, child, last
+
+
 def _client_name(child: str, redirect_uri: str) -> str:
     return f"client\x00{child}\x00{redirect_uri}"
 
@@ -256,20 +263,16 @@ class Credentials:
 
     async def redirect_uris(self, child: str) -> list[str]:
         """The redirect URIs the hub is registered with at `child`'s authorization server (one registration each)."""
-        found = []
-        for name in await self.vault.names():
-            kind, _, rest = name.partition("\x00")
-            registered, _, uri = rest.partition("\x00")
-            if kind == "client" and registered == child:
-                found.append(uri)
-        return found
+        return [
+            uri
+            for kind, registered, uri in map(_parts, await self.vault.names())
+            if (kind, registered) == ("client", child)
+        ]
 
     async def everyone(self) -> list[Signed]:
         """Every identity's sign-in to every child (for `hub auth status`)."""
         found = []
-        for name in await self.vault.names():
-            kind, _, rest = name.partition("\x00")
-            child, _, identity = rest.partition("\x00")
+        for kind, child, identity in map(_parts, await self.vault.names()):
             if kind == "tokens" and (signed := await self.signed(child, identity)) is not None:
                 found.append(signed)
         return found

@@ -78,7 +78,8 @@ class OneRefresh(httpx2.Auth):
                         if outgoing is request and refused is None and self._may_retry(request, response):
                             refused = _bearer(request)
                             break  # once more, after a refresh (the flow below is closed first)
-                        if (tried := _refresh_token_of(outgoing)) is not None:
+                        # The SDK's own requests (a refresh, discovery); never the host's, whose bodies go unread.
+                        if outgoing is not request and (tried := _refresh_token_of(outgoing)) is not None:
                             await self._after_refresh(tried, response)
                         outgoing = await flow.asend(response)
                 except StopAsyncIteration:
@@ -113,10 +114,7 @@ class OneRefresh(httpx2.Auth):
         else:
             if signed is not None and refused is not None:
                 context.current_tokens = OAuthToken.model_validate(signed.tokens)  # its refresh token, the latest
-            if context.token_expiry_time is None or refused is not None:
-                context.token_expiry_time = time.time() - 1  # refresh now
-            else:
-                context.token_expiry_time = min(context.token_expiry_time, time.time() - 1)  # refresh within the skew
+            context.token_expiry_time = time.time() - 1  # the provider refreshes now
 
     async def _after_refresh(self, tried: str, response: httpx2.Response) -> None:
         if response.status_code != 400 or self.gone is None:
