@@ -40,11 +40,12 @@ from hub.relay.hosts import Hosts
 from hub.relay.meta_tools import CALL_TOOL_DEF, SEARCH_TOOL_DEF, search_exposed
 from hub.relay.naming import expose_uri
 from hub.relay.router import Router
-from hub.relay.state import oauth_credentials, open_state
+from hub.state import open_state
 from hub.upstream.child import Child, ChildState, Launch
 from hub.upstream.connection import Connection
 from hub.upstream.credentials import personal
 from hub.upstream.oauth import Credentials
+from hub.upstream.oauth_vaults import oauth_credentials
 
 
 def _may_see(view: View, child: Child) -> bool:
@@ -90,7 +91,7 @@ class Hub:
         self.started = time.monotonic() if started is None else started  # the process's start, from hub.cli
         self.watchdog = Watchdog()
         self.hosts = Hosts()
-        # Pins approved in the shared state (replicas: hub.relay.state) over servers.lock's.
+        # Pins approved in the shared state (replicas: hub.state) over servers.lock's.
         self.shared_pins: dict[str, SharedApproval] = {}
         self.catalog = Catalog(
             self._reserved, lambda: overlay(self.loaded.lock, self.shared_pins), lambda: self.loaded.config.hub

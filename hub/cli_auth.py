@@ -25,9 +25,10 @@ from anyio.streams.stapled import MultiListener
 from hub.access.identity import local_user
 from hub.cli_table import print_table
 from hub.config.schema import LoadedConfig, ServerConfig
-from hub.relay.state import oauth_credentials, open_state
+from hub.state import open_state
 from hub.upstream.credentials import MissingCredential, personal
 from hub.upstream.oauth import CLIENT, Credentials
+from hub.upstream.oauth_vaults import oauth_credentials
 from hub.upstream.signin import EXCHANGE_SECONDS, SignInFailed, sign_in
 
 if TYPE_CHECKING:

@@ -340,7 +340,7 @@ def save_lock(path: Path, lock: Lock) -> None:
 
 
 def child_document(pins: ChildPins) -> dict[str, Any]:
-    """One child's entry as the lock file holds it (for the shared state too, `hub.relay.state`)."""
+    """One child's entry as the lock file holds it (for the shared state too, `hub.state`)."""
     return {
         "instructions": pins.instructions,
         "tools": {n: {"sha256": p.digest, "definition": p.definition} for n, p in pins.tools.items()},

@@ -454,7 +454,7 @@ class SecretsConfig(_Strict):
 
 
 class StateConfig(_Strict):
-    """Where replicas keep what a decision on one must mean on all (hub.relay.state): confirmation rounds' key and
+    """Where replicas keep what a decision on one must mean on all (hub.state): confirmation rounds' key and
     used nonces. Read at start; a reload does not change it."""
 
     backend: Literal["memory", "redis"] = Field(default="memory", description="'redis': shared by replicas.")

@@ -9,7 +9,7 @@ explicit yes from the host's user, asked through elicitation in form mode:
   a nonce. It comes back with the user's answer; the state is accepted only if it opens, its identity, tool,
   arguments and expiry match, and only once.
 
-The key and the used nonces are the hub's shared state (`hub.relay.state`): by default the process's own (a round
+The key and the used nonces are the hub's shared state (`hub.state`): by default the process's own (a round
 is honoured only by the hub that sealed it, until it expires or the hub restarts), or Redis, shared by replicas.
 """
 
@@ -25,7 +25,7 @@ from hub.config.lock import digest
 from hub.protocol import errors, revisions
 from hub.protocol.jsonrpc import encode
 from hub.relay.ports import AskFailed, HostRequest
-from hub.relay.state import SharedState
+from hub.state import SharedState
 
 if TYPE_CHECKING:
     from hub.relay.router import Router
@@ -77,7 +77,7 @@ def said_yes(answer: Any) -> bool:
 
 class Seals:
     """Seals a confirmation round's `requestState` and opens it once. The key and the used nonces live in the
-    hub's shared state (`hub.relay.state`): the process's own, or Redis shared by replicas."""
+    hub's shared state (`hub.state`): the process's own, or Redis shared by replicas."""
 
     def __init__(self, state: SharedState, ttl: float = STATE_TTL) -> None:
         self.state = state

@@ -1,16 +1,14 @@
-"""Per-identity limits: how many requests an identity may have in flight at once, and how many it may start per
-minute. One identity's burst must not take a shared hub's capacity from everyone else.
+"""Per-identity limits: how many requests an identity may have in flight at once (here, per process), and how many
+it may start per minute (the shared state's window, hub.state.rate: per process or across replicas, as `state:`
+says). One identity's burst must not take a shared hub's capacity from everyone else.
 
 The limits come from the policy (`Policy.limits`): the hub-wide `hub.per_identity` values, lowered by the rules that
-match the identity. Counted here, in the router's one path, for every routed request; listings are not counted.
-The per-minute limit is a token bucket holding a minute's worth: bursts up to the limit, then the limit's rate.
+match the identity. Counted in the router's one path, for every routed request; listings are not counted.
 """
 
 from __future__ import annotations
 
-import time
-from collections.abc import Callable
-from dataclasses import dataclass, field
+import math
 
 from hub.access.policy import Limits
 from hub.protocol import errors
@@ -20,52 +18,42 @@ class RateLimited(errors.HubError):
     outcome = "rate_limited"
 
 
-@dataclass
-class _Usage:
-    in_flight: int = 0
-    tokens: float = 0.0
-    refilled: float = field(default_factory=time.monotonic)
+def over_rate(name: str, limits: Limits, retry_after: float, across_replicas: bool) -> RateLimited:
+    """The refusal of a request the identity's window (`SharedState.take`) did not take, saying when to retry."""
+    where = ", counted across the replicas" if across_replicas else ""
+    return RateLimited(
+        f"identity '{name}' is over its limit of {limits.requests_per_minute} requests per minute "
+        f"({limits.source}{where}); retry in {math.ceil(retry_after * 10) / 10:.1f} s"
+    )
 
 
 class Quotas:
-    def __init__(self, clock: Callable[[], float] = time.monotonic) -> None:
-        self._clock = clock
-        self._usage: dict[str, _Usage] = {}
+    """Each identity's requests in flight in this process."""
 
-    def admit(self, name: str, limits: Limits, per_minute: bool = True) -> None:
-        """Count one more request of identity `name` (its requests per minute too, unless `per_minute` is False:
-        replicas sharing state count those together, hub.relay.state).
+    def __init__(self) -> None:
+        self._in_flight: dict[str, int] = {}
+
+    def admit(self, name: str, limits: Limits) -> None:
+        """Count one more request of identity `name` in flight (its requests per minute are taken before, from the
+        shared state's window).
 
         Raises:
-            RateLimited: the identity has `max_concurrency` requests in flight, or has used its requests per minute.
+            RateLimited: the identity has `max_concurrency` requests in flight.
         """
         if limits.unlimited:
             return
-        usage = self._usage.get(name)
-        if usage is None:
-            usage = self._usage[name] = _Usage(tokens=float(limits.requests_per_minute or 0), refilled=self._clock())
-        if limits.max_concurrency is not None and usage.in_flight >= limits.max_concurrency:
+        in_flight = self._in_flight.get(name, 0)
+        if limits.max_concurrency is not None and in_flight >= limits.max_concurrency:
             raise RateLimited(
-                f"identity '{name}' has {usage.in_flight} requests in flight, its limit "
+                f"identity '{name}' has {in_flight} requests in flight, its limit "
                 f"({limits.max_concurrency}, {limits.source}); retry when one has finished"
             )
-        if limits.requests_per_minute is not None and per_minute:
-            now = self._clock()
-            rate = limits.requests_per_minute / 60.0
-            usage.tokens = min(float(limits.requests_per_minute), usage.tokens + (now - usage.refilled) * rate)
-            usage.refilled = now
-            if usage.tokens < 1.0:
-                wait = (1.0 - usage.tokens) / rate
-                raise RateLimited(
-                    f"identity '{name}' is over its limit of {limits.requests_per_minute} requests per minute "
-                    f"({limits.source}); retry in {wait:.1f} s"
-                )
-            usage.tokens -= 1.0
-        usage.in_flight += 1
+        self._in_flight[name] = in_flight + 1
 
     def release(self, name: str) -> None:
         """One request of `name` that `admit` counted has ended."""
-        usage = self._usage.get(name)
-        if usage is None:
-            return
-        usage.in_flight = max(0, usage.in_flight - 1)  # the bucket is kept: a fresh one would reset the rate
+        in_flight = self._in_flight.get(name, 0) - 1
+        if in_flight > 0:
+            self._in_flight[name] = in_flight
+        else:
+            self._in_flight.pop(name, None)  # nothing kept for an identity with nothing in flight

@@ -32,8 +32,8 @@ from hub.relay.exposure import NO_RULES, check_arguments
 from hub.relay.hosts import Hosts
 from hub.relay.meta_tools import CALL_TOOL, GATEWAY_TOOLS, SEARCH_TOOL, Forwarded, search_arguments
 from hub.relay.ports import HostRequest
-from hub.relay.quotas import Quotas, RateLimited
-from hub.relay.state import MemoryState, SharedState
+from hub.relay.quotas import Quotas, over_rate
+from hub.state import MemoryState, SharedState
 from hub.upstream.child import Child, ChildState
 
 ROUTED = frozenset(
@@ -93,7 +93,7 @@ class Router:
         self.deadlines = Deadlines()
         self.quotas = Quotas()
         self.replica = ""  # this replica's name (hub.app.replica_id): in the call log and input-round states
-        # What replicas share (hub.relay.state), and the sealing of confirmation rounds with it; the hub sets both
+        # What replicas share (hub.state), and the sealing of confirmation rounds with it; the hub sets both
         # from `state:` at start.
         self.shared: SharedState = MemoryState()
         self.seals = confirmation.Seals(self.shared)
@@ -231,8 +231,8 @@ class Router:
                 f"invalid request: request id {_named(request.id)} is already in flight on this connection"
             )
         rules = namespace.tool_rules.get(exposed, NO_RULES) if kind == "tool" else NO_RULES
-        if self._per_minute_shared(request) is not None:
-            self.stage(request, self._count_then_go, request, route, exposed, params, decision.rule, rules)
+        if self._per_minute(request) is not None:
+            self.stage(request, self._take_then_go, request, route, exposed, params, decision.rule, rules)
             return
         self._go(request, route, exposed, params, decision.rule, rules)
 
@@ -252,27 +252,25 @@ class Router:
                 return
         self.start_call(request, route, exposed, params, rule)
 
-    def _per_minute_shared(self, request: HostRequest) -> int | None:
-        """The identity's requests per minute when replicas count them together (state: redis), else None."""
-        state, policy = self.shared, self.policy()
-        if not state.shared or not policy.limited or request.method in ("resources/subscribe", "resources/unsubscribe"):
+    def _per_minute(self, request: HostRequest) -> int | None:
+        """The identity's requests per minute (taken from the shared state's window, hub.state.rate), else None."""
+        policy = self.policy()
+        if not policy.limited or request.method in ("resources/subscribe", "resources/unsubscribe"):
             return None
         return policy.limits_for(request.session.identity).requests_per_minute
 
-    async def _count_then_go(
+    async def _take_then_go(
         self, request: HostRequest, route: Any, exposed: str, params: dict[str, Any], rule: str | None, rules: Any
     ) -> None:
-        """Count the request in the replicas' shared minute (hub.relay.state) before anything else of it."""
+        """Take the request from its identity's window (hub.state: this process's or the replicas') before
+        anything else of it."""
         identity = request.session.identity
         limits = self.policy().limits_for(identity)
         try:
             if limits.requests_per_minute is not None:
-                counted = await self.shared.count_request(identity.name)
-                if counted > limits.requests_per_minute:
-                    raise RateLimited(
-                        f"identity '{identity.name}' is over its limit of {limits.requests_per_minute} requests per "
-                        f"minute ({limits.source}, counted across the replicas); retry in the next minute"
-                    )
+                taken = await self.shared.take(identity.name, limits.requests_per_minute)
+                if not taken.allowed:
+                    raise over_rate(identity.name, limits, taken.retry_after, self.shared.shared)
             self._go(request, route, exposed, params, rule, rules)
         except errors.HubError as error:
             self.refuse(request, error, route.child, rule)
@@ -307,8 +305,7 @@ class Router:
         subscription = request.method in ("resources/subscribe", "resources/unsubscribe")
         if policy.limited and not subscription:
             identity = request.session.identity
-            shared = self.shared.shared  # then the per-minute count is the replicas' (`_count_then_go`)
-            self.quotas.admit(identity.name, policy.limits_for(identity), per_minute=not shared)  # raises RateLimited
+            self.quotas.admit(identity.name, policy.limits_for(identity))  # in flight; raises RateLimited
             quota = identity.name
         meta = revisions.child_meta(params.get("_meta"))
         child_params = {k: v for k, v in params.items() if k != "_meta"}

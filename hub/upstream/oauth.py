@@ -9,7 +9,7 @@ What the hub adds is where tokens live and who they belong to:
 - **Records.** One per (child, identity): the tokens, their absolute expiry, and the client they were issued to
   (refresh needs it). One per (child, redirect URI): the hub's registration, reused by every identity signing in
   through that URI. Each is sealed (AES-GCM, `hub.access.sealed`) under the hub's key, in a `Vault`: files
-  (`FileVault`, one per record) or Redis (`hub.relay.state`, shared by replicas).
+  (`FileVault`, one per record) or Redis (`hub.state`, shared by replicas).
 - **The expiry after a restart.** The SDK does not restore a stored token's expiry when it loads it (python-sdk#3250):
   an expired token would be sent, refused with 401, and the SDK would start a browser flow instead of refreshing.
   The provider is given the stored absolute expiry before its first use, so an expired token is refreshed.

@@ -17,7 +17,7 @@ from hub.protocol import errors
 from hub.relay.catalog import build_namespace
 from hub.relay.confirmation import Seals, said_yes
 from hub.relay.exposure import REQUIRES_USER_INTERACTION, check_arguments, shape_tool
-from hub.relay.state import MemoryState
+from hub.state import MemoryState
 from hub.upstream.child import Child, Listing
 
 QUERY = {

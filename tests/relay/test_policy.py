@@ -11,12 +11,13 @@ import json
 import random
 from typing import Any
 
+import anyio
 import pytest
 
 from hub.access.identity import Identity
 from hub.access.policy import Limits, Policy, Rule
 from hub.protocol.revisions import LATEST_HANDSHAKE
-from hub.relay.quotas import Quotas, RateLimited
+from hub.state import MemoryState
 from tests.relay.harness import FakeSession, Relay, running_relay
 
 pytestmark = pytest.mark.anyio
@@ -135,20 +136,39 @@ async def test_an_identity_over_its_concurrency_limit_is_refused_and_others_are_
         assert not fourth.done.is_set() and not second.done.is_set() and not other.done.is_set()
 
 
-def test_the_per_minute_limit_refills_at_its_rate() -> None:
+async def test_the_per_minute_limit_is_a_sliding_window_per_identity() -> None:
+    """hub.state.rate through the router with the memory state: a burst up to the limit, then a refusal naming when
+    the oldest request leaves the window; another identity has its own window."""
     now = [1000.0]
-    quotas = Quotas(clock=lambda: now[0])
-    limits = Limits(None, 60, "hub.per_identity")
-    for _ in range(60):
-        quotas.admit("alice", limits)
-        quotas.release("alice")
-    with pytest.raises(
-        RateLimited, match=r"over its limit of 60 requests per minute \(hub.per_identity\); retry in 1.0 s"
-    ):
-        quotas.admit("alice", limits)
-    now[0] += 1.0  # one request's worth
-    quotas.admit("alice", limits)
-    quotas.admit("bob", limits)  # another identity has its own bucket
+    async with running_relay() as relay:
+        upstream = relay.add_child("postgres", tools=("query",))
+        relay.router.shared = MemoryState(clock=lambda: now[0])
+        relay.policy = Policy((), "allow", Limits(None, 2))
+        alice = FakeSession("conn-a", identity=Identity("alice", frozenset(), "token"))
+        bob = FakeSession("conn-b", identity=Identity("bob", frozenset(), "token"))
+
+        async def call(session: FakeSession) -> Any:
+            request = relay.call_tool("postgres_query", session=session)
+            with anyio.fail_after(5):
+                while not request.done.is_set() and len(upstream.wire.requests("tools/call")) == sent:
+                    await anyio.lowlevel.checkpoint()
+            return request
+
+        sent = 0
+        for _ in range(2):
+            await call(alice)
+            sent += 1
+        now[0] += 30.0
+        third = await call(alice)
+        await third.answered()
+        assert "over its limit of 2 requests per minute (hub.per_identity); retry in 30.0 s" in str(third.result)
+        assert relay.lines(third)[0]["outcome"] == "rate_limited"
+        await call(bob)  # bob's window is his own
+        sent += 1
+        now[0] += 30.0  # the first request leaves alice's window
+        await call(alice)
+        sent += 1
+        assert len(upstream.wire.requests("tools/call")) == sent == 4
 
 
 def test_rules_lower_the_hub_wide_limits_for_the_identities_they_match() -> None:

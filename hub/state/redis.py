@@ -1,41 +1,30 @@
-"""State that replicas of one hub must share: the key that seals confirmation rounds (and bridged rounds), the
-rounds' used nonces, each identity's requests per minute, pin approvals (`hub pin --approve` on one replica's
-configuration holds on all: each listens for approvals and rebuilds its namespace), and OAuth children's sign-ins
-(sealed; `oauth_credentials`).
-
-`state: {backend: memory}` (the default) keeps both in the process: one hub, or replicas each on their own (a round
-is then honoured only by the replica that sealed it). `state: {backend: redis, url: redis://...}` keeps them in
-Redis (`redis.asyncio`), so that a round sealed on one replica is answered on any other, and accepted once across
-all of them. The sealing key is `state.key` when given (a secret shared by the replicas, e.g.
-`${secret:hub-state-key}`), else one random key that the first replica stores in Redis and the others read.
-
-Every Redis operation is bounded (REDIS_TIMEOUT); a Redis that cannot be reached refuses the round with an error
-naming it, never a hang and never an unchecked accept.
+"""`state: {backend: redis, url: redis://...}`: the state in Redis (`redis.asyncio`), shared by every replica that
+names the same Redis. Every operation is bounded (REDIS_TIMEOUT); a Redis that cannot be reached refuses with an
+error naming it (`errors.Unavailable`), never a hang and never an unchecked accept.
 """
 
 from __future__ import annotations
 
 import hashlib
+import itertools
 import json
 import secrets
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
-from pathlib import Path
-from typing import Any, Protocol
+from typing import Any
 
 import anyio
 import structlog
 
-from hub.config.schema import StateConfig
 from hub.protocol import errors
-from hub.upstream.oauth import Credentials, FileVault
+from hub.state.rate import TAKE_SCRIPT, TAKEN, WINDOW, RateDecision
 
 REDIS_TIMEOUT = 5.0
 _log = structlog.get_logger("hub")
 KEY_NAME = "hub:state:seal-key"
 NONCE_PREFIX = "hub:state:nonce:"
-COUNT_PREFIX = "hub:state:minute:"
+WINDOW_PREFIX = "hub:state:window:"  # a sorted set per identity: its requests in the window (hub.state.rate)
 OAUTH_KEY = "hub:state:oauth"  # a hash: record name -> a sealed OAuth record (hub.upstream.oauth)
 PINS_KEY = "hub:state:pins"  # a hash: child -> its approved pins (the lock file's entry for it, as JSON)
 PINS_CHANNEL = "hub:state:pins"  # published to on every approval: replicas read the pins again
@@ -46,88 +35,23 @@ _RELEASE = "if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('del
 RESUBSCRIBE_BACKOFF = (0.5, 10.0)  # seconds between attempts to listen again after Redis went away
 
 
-class SharedState(Protocol):
-    @property
-    def shared(self) -> bool:
-        """Whether other replicas see this state (then per-minute limits are counted here, not per process)."""
-
-    async def count_request(self, identity: str) -> int:
-        """Count one request of `identity` in the current minute; the count so far, this one included."""
-
-    async def approved_pins(self) -> dict[str, Any]:
-        """Each child's approved pins in the shared state (the lock file's entry for it), by child."""
-
-    async def approve_pins(self, child: str, entry: dict[str, Any]) -> None:
-        """Store a child's approved pins and tell every replica."""
-
-    async def watch_pins(self, changed: Callable[[], Awaitable[None]]) -> None:
-        """Call `changed` now and after every approval any replica stores, until cancelled."""
-
-    async def seal_key(self) -> bytes:
-        """The key confirmation rounds are sealed with (the same on every replica sharing this state)."""
-
-    @property
-    def known_key(self) -> bytes | None:
-        """The key, once `seal_key` has been awaited (the hub does at start); None before, or if it failed."""
-
-    async def use_nonce(self, nonce: str, expiry: float) -> bool:
-        """Mark a round's nonce used until `expiry` (wall clock); False if it was used already."""
-
-    async def close(self) -> None: ...
-
-
-class MemoryState:
-    """One process's state: a random key and the nonces it accepted (forgotten once expired)."""
-
-    shared = False
-
-    def __init__(self, key: bytes | None = None) -> None:
-        self._key = key or secrets.token_bytes(32)
-        self._used: dict[str, float] = {}
-
-    async def count_request(self, identity: str) -> int:
-        raise NotImplementedError("per-minute limits are counted per process (hub.relay.quotas) without shared state")
-
-    async def approved_pins(self) -> dict[str, Any]:
-        return {}  # without shared state, servers.lock is the only record of approvals
-
-    async def approve_pins(self, child: str, entry: dict[str, Any]) -> None:
-        return None
-
-    async def watch_pins(self, changed: Callable[[], Awaitable[None]]) -> None:
-        return None
-
-    async def seal_key(self) -> bytes:
-        return self._key
-
-    @property
-    def known_key(self) -> bytes | None:
-        return self._key
-
-    async def use_nonce(self, nonce: str, expiry: float) -> bool:
-        now = time.time()
-        self._used = {n: e for n, e in self._used.items() if e >= now}
-        if nonce in self._used:
-            return False
-        self._used[nonce] = expiry
-        return True
-
-    async def close(self) -> None:
-        return None
-
-
 class RedisState:
     """The state in Redis at `url`: the key under KEY_NAME (set once, by whichever replica comes first), each used
-    nonce as its own key that expires with its round (SET NX EX: one atomic check-and-mark across replicas)."""
+    nonce as its own key that expires with its round (SET NX EX: one atomic check-and-mark across replicas), each
+    identity's window of requests as a sorted set that expires with its newest request (TAKE_SCRIPT)."""
 
     shared = True
 
-    def __init__(self, url: str, key: bytes | None = None) -> None:
+    def __init__(self, url: str, key: bytes | None = None, clock: Callable[[], float] = time.time) -> None:
         import redis.asyncio
 
         self.url = url
         self._client: Any = redis.asyncio.from_url(url, socket_timeout=REDIS_TIMEOUT, socket_connect_timeout=5)
         self._key = key
+        self._clock = clock
+        self._take: Any = self._client.register_script(TAKE_SCRIPT)  # EVALSHA, loaded again if Redis lost it
+        self._member_prefix = secrets.token_hex(6)  # members unique across replicas taking at the same instant
+        self._sequence = itertools.count()
 
     async def seal_key(self) -> bytes:
         if self._key is None:
@@ -146,14 +70,14 @@ class RedisState:
         done = await self._call(self._client.set, NONCE_PREFIX + nonce, b"1", nx=True, ex=seconds)
         return bool(done)
 
-    async def count_request(self, identity: str) -> int:
-        """A fixed window per identity and minute (INCR, expiring after two minutes): every replica adds to it."""
-        key = f"{COUNT_PREFIX}{identity}:{int(time.time() // 60)}"
-        pipeline = self._client.pipeline(transaction=True)
-        pipeline.incr(key)
-        pipeline.expire(key, 120)
-        counted, _ = await self._call(pipeline.execute)
-        return int(counted)
+    async def take(self, identity: str, per_minute: int) -> RateDecision:
+        """hub.state.rate's window in Redis, one atomic script per request: every replica takes from the same
+        window. The time is this replica's wall clock: replicas' clocks must agree (NTP) to the precision wanted."""
+        now = self._clock()
+        member = f"{now!r}:{self._member_prefix}{next(self._sequence)}"
+        args = (repr(now), per_minute, member, repr(WINDOW))
+        taken, wait_ms = await self._call(self._take, keys=(WINDOW_PREFIX + identity,), args=args)
+        return TAKEN if taken else RateDecision(False, int(wait_ms) / 1000)
 
     async def approved_pins(self) -> dict[str, Any]:
         stored = await self._call(self._client.hgetall, PINS_KEY)
@@ -243,33 +167,3 @@ def _safe(url: str) -> str:
     """The URL without a password in it (redis://user:password@host)."""
     scheme, sep, rest = url.partition("://")
     return f"{scheme}{sep}{rest.rpartition('@')[2]}" if "@" in rest else url
-
-
-def oauth_credentials(config: StateConfig, base: Path, shared: SharedState) -> Credentials:
-    """Where OAuth children's sign-ins are kept: in Redis with `backend: redis` (sealed under the shared key, so
-    that every replica reads them), else in files under `oauth_dir` (default: the user's state directory), sealed
-    under `state.key` or, without one, a key kept beside them."""
-    if isinstance(shared, RedisState):
-        return Credentials(shared, shared.seal_key)
-    if config.oauth_dir is not None:
-        directory = base / Path(config.oauth_dir).expanduser()
-    else:
-        import platformdirs
-
-        directory = Path(platformdirs.user_state_dir("hub", appauthor=False)) / "oauth"
-    files = FileVault(directory)
-    given = config.key
-
-    async def key() -> bytes:
-        return given.encode() if given else files.key()
-
-    return Credentials(files, key)
-
-
-def open_state(backend: str, url: str | None, key: str | None) -> SharedState:
-    """The shared state the configuration names (`state:`)."""
-    raw = key.encode() if key else None
-    if backend == "redis":
-        assert url is not None
-        return RedisState(url, raw)
-    return MemoryState(raw)

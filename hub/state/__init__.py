@@ -1,0 +1,70 @@
+"""State that replicas of one hub must share: the key that seals input rounds, the rounds' used nonces, each
+identity's requests per minute (one sliding window, hub.state.rate), pin approvals (`hub pin --approve` on one
+replica's configuration holds on all: each listens for approvals and rebuilds its namespace), and a `Vault` for OAuth
+children's sign-ins (RedisState's read/write/lock; hub.upstream.oauth_vaults chooses where they are kept).
+
+`state: {backend: memory}` (the default, hub.state.memory) keeps it in the process: one hub, or replicas each on
+their own (a round is then honoured only by the replica that sealed it, and each counts its own requests per
+minute). `state: {backend: redis, url: redis://...}` (hub.state.redis) keeps it in Redis, so that a round sealed on
+one replica is answered on any other and accepted once across all of them, and an identity's requests per minute
+are taken from one window by every replica. The sealing key is `state.key` when given (a secret shared by the
+replicas, e.g. `${secret:hub-state-key}`), else one random key that the first replica stores in Redis and the
+others read.
+
+The relay and upstream import this package; it imports neither.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from typing import Any, Protocol
+
+from hub.state.memory import MemoryState
+from hub.state.rate import RateDecision
+from hub.state.redis import RedisState
+
+__all__ = ["MemoryState", "RateDecision", "RedisState", "SharedState", "open_state"]
+
+
+class SharedState(Protocol):
+    @property
+    def shared(self) -> bool:
+        """Whether other replicas see this state (then `take` counts the requests of all of them)."""
+
+    async def take(self, identity: str, per_minute: int) -> RateDecision:
+        """Take one request of `identity` from its window of `per_minute` requests per minute (hub.state.rate), or
+        refuse it, saying when to retry. Refused requests are not counted.
+
+        Raises:
+            errors.Unavailable: the shared state cannot be reached (Redis).
+        """
+
+    async def approved_pins(self) -> dict[str, Any]:
+        """Each child's approved pins in the shared state (the lock file's entry for it), by child."""
+
+    async def approve_pins(self, child: str, entry: dict[str, Any]) -> None:
+        """Store a child's approved pins and tell every replica."""
+
+    async def watch_pins(self, changed: Callable[[], Awaitable[None]]) -> None:
+        """Call `changed` now and after every approval any replica stores, until cancelled."""
+
+    async def seal_key(self) -> bytes:
+        """The key input rounds are sealed with (the same on every replica sharing this state)."""
+
+    @property
+    def known_key(self) -> bytes | None:
+        """The key, once `seal_key` has been awaited (the hub does at start); None before, or if it failed."""
+
+    async def use_nonce(self, nonce: str, expiry: float) -> bool:
+        """Mark a round's nonce used until `expiry` (wall clock); False if it was used already."""
+
+    async def close(self) -> None: ...
+
+
+def open_state(backend: str, url: str | None, key: str | None) -> SharedState:
+    """The shared state the configuration names (`state:`)."""
+    raw = key.encode() if key else None
+    if backend == "redis":
+        assert url is not None
+        return RedisState(url, raw)
+    return MemoryState(raw)

@@ -1,0 +1,68 @@
+"""`state: {backend: memory}` (the default): one process's state, shared with no other replica."""
+
+from __future__ import annotations
+
+import secrets
+import time
+from collections import deque
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from hub.state.rate import WINDOW, RateDecision, decide, horizon
+
+
+class MemoryState:
+    """A random key, the nonces it accepted (forgotten once expired) and each identity's window of requests
+    (hub.state.rate), on `clock` (monotonic: nothing outside this process reads it)."""
+
+    shared = False
+
+    def __init__(self, key: bytes | None = None, clock: Callable[[], float] = time.monotonic) -> None:
+        self._key = key or secrets.token_bytes(32)
+        self._used: dict[str, float] = {}
+        self._clock = clock
+        self._windows: dict[str, deque[float]] = {}
+        self._next_sweep = clock() + WINDOW
+
+    async def take(self, identity: str, per_minute: int) -> RateDecision:
+        now = self._clock()
+        stamps = self._windows.get(identity)
+        if stamps is None:
+            stamps = self._windows[identity] = deque()
+        oldest_kept = horizon(now)
+        while stamps and stamps[0] <= oldest_kept:
+            stamps.popleft()
+        decision = decide(stamps, now, per_minute)
+        if decision.allowed:
+            stamps.append(now)
+        if now >= self._next_sweep:  # identities that stopped asking: forgotten, at most once per window
+            self._windows = {name: kept for name, kept in self._windows.items() if kept and kept[-1] > oldest_kept}
+            self._next_sweep = now + WINDOW
+        return decision
+
+    async def approved_pins(self) -> dict[str, Any]:
+        return {}  # without shared state, servers.lock is the only record of approvals
+
+    async def approve_pins(self, child: str, entry: dict[str, Any]) -> None:
+        return None
+
+    async def watch_pins(self, changed: Callable[[], Awaitable[None]]) -> None:
+        return None
+
+    async def seal_key(self) -> bytes:
+        return self._key
+
+    @property
+    def known_key(self) -> bytes | None:
+        return self._key
+
+    async def use_nonce(self, nonce: str, expiry: float) -> bool:
+        now = time.time()
+        self._used = {n: e for n, e in self._used.items() if e >= now}
+        if nonce in self._used:
+            return False
+        self._used[nonce] = expiry
+        return True
+
+    async def close(self) -> None:
+        return None
