@@ -25,7 +25,7 @@ from __future__ import annotations
 import json
 from collections import deque
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import anyio
 import structlog
@@ -41,6 +41,7 @@ from hub.host.http_oauth import SignIns
 from hub.host.http_sessions import HttpSession, Sessions, StandaloneStream
 from hub.host.http_status import PATHS as STATUS_PATHS
 from hub.host.http_status import StatusPage
+from hub.host.port import HubPort
 from hub.host.session import HostSession
 from hub.observe.metrics import ChildStats, Metrics
 from hub.observe.recent import Recent
@@ -59,11 +60,7 @@ from hub.protocol.jsonrpc import (
     leading_id,
     parse,
 )
-from hub.reload import reload_from_disk
 from hub.upstream.child import ChildState
-
-if TYPE_CHECKING:
-    from hub.app import Hub
 
 # Once an SSE response has started, a comment line this often keeps proxies from closing a quiet stream; a request
 # still silent after this long commits to SSE for the same reason.
@@ -157,11 +154,11 @@ def _accepts(value: str) -> tuple[bool, bool]:
 class HttpFront:
     """The ASGI application."""
 
-    def __init__(self, hub: Hub, checks: Checks, path: str = "/mcp", base_url: str = "http://127.0.0.1") -> None:
+    def __init__(self, hub: HubPort, checks: Checks, path: str = "/mcp", base_url: str = "http://127.0.0.1") -> None:
         self.hub = hub
         self.path = path
         self.checks = checks
-        self.sessions = Sessions(hub, hub.loaded.config.hub.http)
+        self.sessions = Sessions(hub, hub.settings.http)
         self._stateless_count = 0  # the labels of --stateless requests' sessions
         self.auth = Authenticator(hub)
         # Counted from here on (the front starts with the hub); not in stdio mode, which has no /metrics.
@@ -171,13 +168,13 @@ class HttpFront:
         # Sign-in links of OAuth children (hub.host.http_oauth), at the origin browsers reach the hub at.
         self.sign_ins: SignIns | None = None
         if hub.oauth is not None:
-            base = hub.loaded.config.hub.http.public_url or base_url
+            base = hub.settings.http.public_url or base_url
             hub.oauth.link_base = base
             self.sign_ins = SignIns(hub, hub.oauth, base)
 
     def _child_stats(self) -> list[ChildStats]:
         held: dict[str, int] = {}
-        for q in self.hub.catalog.namespace.quarantined:
+        for q in self.hub.namespace.quarantined:
             held[q.child] = held.get(q.child, 0) + q.held
         return [
             ChildStats(
@@ -274,8 +271,8 @@ class HttpFront:
 
     async def _read_body(self, receive: Receive, send: Send) -> bytes | None:
         """The whole body, bounded in size and in time; None if the client was answered already (or left)."""
-        limit = self.hub.loaded.config.hub.max_request_bytes
-        body = await read_body(receive, limit, self.hub.loaded.config.hub.http.request_timeout)
+        limit = self.hub.settings.max_request_bytes
+        body = await read_body(receive, limit, self.hub.settings.http.request_timeout)
         if body.problem == "too_large":
             message = f"the request body is over the hub's limit of {limit} bytes (max_request_bytes)"
             await _error(send, 413, INVALID_REQUEST, message, leading_id(body.head))
@@ -514,7 +511,7 @@ class HttpFront:
         if not isinstance(arguments, dict) or (not arguments and not any(k.startswith("mcp-param-") for k in headers)):
             return None
         name = message.params.get("name")
-        schema = next((t.get("inputSchema") for t in self.hub.catalog.namespace.tools if t.get("name") == name), None)
+        schema = next((t.get("inputSchema") for t in self.hub.namespace.tools if t.get("name") == name), None)
         if schema is None:
             return None
         return self.checks.param_mismatch(schema, arguments, headers)
@@ -657,7 +654,7 @@ class HttpFront:
         """Whether an administrative request may go on (answered if not): with `auth:`, only identities in one of
         `groups`, wherever they connect from (behind a reverse proxy every peer is the proxy); without, loopback
         only."""
-        config = self.hub.loaded.config.auth
+        config = self.hub.auth_config
         if config is None:
             if (scope.get("client") or ("", 0))[0] in ("127.0.0.1", "::1"):
                 return True
@@ -678,7 +675,7 @@ class HttpFront:
     async def _metrics(self, scope: Scope, send: Send) -> None:
         """Prometheus text: to anyone without `auth:` (the hub is then on loopback, or told it is safe); with it,
         to members of the metrics or admin group only."""
-        auth = self.hub.loaded.config.auth
+        auth = self.hub.auth_config
         if auth is not None and not await self._admitted(scope, send, auth.metrics_group, auth.admin_group):
             return
         assert self.hub.router.metrics is not None
@@ -689,12 +686,10 @@ class HttpFront:
         hub = self.hub
         if scope["method"] != "POST":
             await _reply(send, 405, b'{"error":"POST /reload"}', [*_JSON, (b"allow", b"POST")])
-        elif not await self._admitted(
-            scope, send, hub.loaded.config.auth.admin_group if hub.loaded.config.auth else ""
-        ):
+        elif not await self._admitted(scope, send, hub.auth_config.admin_group if hub.auth_config else ""):
             return
         else:
-            summary = await reload_from_disk(hub, "POST /reload")
+            summary = await hub.reload_from_disk("POST /reload")
             if summary is None:
                 await _reply(send, 422, b'{"error":"the new configuration was rejected; see the hub\'s log"}')
             else:

@@ -21,12 +21,13 @@ The era of a request: an HTTP transport knows it (a session is handshake-era; a 
 from __future__ import annotations
 
 from contextlib import suppress
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import Any, Protocol
 
 import anyio
 import structlog
 
 from hub.access.identity import ANONYMOUS, Identity
+from hub.host.port import HubPort
 from hub.logs import Throttle
 from hub.protocol import revisions
 from hub.protocol.jsonrpc import (
@@ -57,9 +58,6 @@ from hub.relay.catalog import LISTS
 from hub.relay.ports import AskFailed
 from hub.relay.router import ROUTED
 
-if TYPE_CHECKING:
-    from hub.app import Hub
-
 # Methods a 2026-07-28 request may call (the era has no ping, setLevel or subscribe).
 MODERN_METHODS = frozenset({"server/discover", "subscriptions/listen", *LISTS, *ROUTED}) - {
     "resources/subscribe",
@@ -88,7 +86,12 @@ class HostSession:
     """A host connection's state and its handling of every message (`hub.relay.hosts.Session`)."""
 
     def __init__(
-        self, hub: Hub, label: str, standalone: Stream | None, era: str | None = None, identity: Identity = ANONYMOUS
+        self,
+        hub: HubPort,
+        label: str,
+        standalone: Stream | None,
+        era: str | None = None,
+        identity: Identity = ANONYMOUS,
     ) -> None:
         self.hub = hub
         self.label = label
@@ -278,14 +281,14 @@ class HostSession:
 
     def _instructions(self) -> str:
         """The hub's instructions as this session's identity may see them (its policy, as it is now)."""
-        return self.hub.instructions(self.hub.loaded.policy.view(self.identity))
+        return self.hub.instructions(self.hub.view(self.identity))
 
     def _serve(self, received: Received, stream: Stream) -> None:
         method = received.method
         if method in LISTS:
             self._listing(received)
         elif method in ROUTED:
-            self.hub.router.route(received)
+            self.hub.route(received)
         elif method == "logging/setLevel":
             level = received.params.get("level")
             if type(level) is not str or level not in LOG_RANK:
@@ -296,7 +299,7 @@ class HostSession:
                     }
                 )
                 return
-            self.hub.router.spawn(self._set_level, received, level)
+            self.hub.spawn(self._set_level, received, level)
         elif method == "subscriptions/listen":
             listen = Listen(self, received)
             self._listens[received.id] = listen
@@ -314,11 +317,11 @@ class HostSession:
             )
             return
         if self.hub.startup_wait_left():
-            self.hub.router.spawn(self._listing_after_start, received)
+            self.hub.spawn(self._listing_after_start, received)
             return
-        namespace = self.hub.catalog.namespace
+        namespace = self.hub.namespace
         builtin = self.hub.builtin_tools() if received.method == "tools/list" else ()
-        view = self.hub.loaded.policy.view(self.identity)
+        view = self.hub.view(self.identity)
         received.respond(namespace.listing(received.method, received.version, builtin, view))
         metrics = self.hub.router.metrics
         if metrics is not None:
@@ -346,7 +349,7 @@ class HostSession:
             if listen is not None:
                 listen.stop()
             else:
-                self.hub.router.cancel(self, request_id, reason if isinstance(reason, str) else None)
+                self.hub.cancel(self, request_id, reason if isinstance(reason, str) else None)
         elif method == "notifications/initialized":
             if self.version is not None and not self.initialized:
                 self.initialized = True
