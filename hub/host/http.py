@@ -78,7 +78,7 @@ _log = structlog.get_logger("hub.http")
 
 
 class PostStream:
-    """One POST's response: the messages about its request, then the answer (`hub.host.session.Stream`).
+    """One POST's response: the messages about its request, then the answer (`hub.host.asks.Stream`).
 
     What comes before the answer waits here while the client is slow to read; past POST_BACKLOG messages, more are
     dropped (a child's progress and log messages, counted in the log), so that a child that floods a call cannot

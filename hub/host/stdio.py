@@ -14,7 +14,7 @@ from hub.platform.stdio_wire import HostWire, stdio_wire
 
 
 class WireStream:
-    """Every request's messages and the session's own go to the one wire (`hub.host.session.Stream`)."""
+    """Every request's messages and the session's own go to the one wire (`hub.host.asks.Stream`)."""
 
     def __init__(self, wire: HostWire) -> None:
         self.send = wire.write
