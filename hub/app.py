@@ -25,9 +25,11 @@ from anyio.abc import TaskGroup
 from hub import __version__
 from hub.access.identity import Identity, local_user
 from hub.access.policy import View
+from hub.config.access import AuthConfig
 from hub.config.lock import BASE_KEY, LockError, SharedApproval, child_from_document, overlay
 from hub.config.reread import reread
-from hub.config.schema import AuthConfig, HubSettings, LoadedConfig, ServerConfig
+from hub.config.schema import LoadedConfig, ServerConfig
+from hub.config.settings import HubSettings
 from hub.logs import CallLog
 from hub.platform.processes import EXIT_GRACE, KILL_GRACE
 from hub.platform.watchdog import Watchdog

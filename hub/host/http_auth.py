@@ -18,7 +18,7 @@ import structlog
 from hub.access.identity import ANONYMOUS, Identity
 from hub.access.jwt import JwtRejected, JwtVerifier
 from hub.access.tokens import PREFIX, Rejected, TokenFile, TokenFileError
-from hub.config.schema import AuthConfig, JwtConfig
+from hub.config.access import AuthConfig, JwtConfig
 from hub.host.port import HubPort
 from hub.logs import Throttle
 

@@ -89,7 +89,7 @@ class HttpSession:
 class Sessions:
     def __init__(self, hub: HubPort, limits: Any) -> None:
         self.hub = hub
-        self.limits = limits  # hub.config.schema.HttpSettings
+        self.limits = limits  # hub.config.settings.HttpSettings
         self._by_id: dict[str, HttpSession] = {}
 
     def __len__(self) -> int:

@@ -14,7 +14,8 @@ from typing import Any, Protocol
 
 from hub.access.identity import Identity
 from hub.access.policy import View
-from hub.config.schema import AuthConfig, HubSettings
+from hub.config.access import AuthConfig
+from hub.config.settings import HubSettings
 from hub.observe.metrics import Metrics
 from hub.observe.recent import Recent
 from hub.relay.catalog import Namespace
