@@ -13,8 +13,9 @@ import os
 import re
 import socket
 import time
-from collections.abc import AsyncIterator, Iterable
+from collections.abc import AsyncIterator, Callable, Coroutine, Iterable
 from contextlib import asynccontextmanager
+from pathlib import Path
 from typing import Any
 
 import anyio
@@ -24,8 +25,11 @@ from anyio.abc import TaskGroup
 from hub import __version__
 from hub.access.identity import Identity, local_user
 from hub.access.policy import View
+from hub.config.access import AuthConfig
 from hub.config.lock import BASE_KEY, LockError, SharedApproval, child_from_document, overlay
+from hub.config.reread import reread
 from hub.config.schema import LoadedConfig, ServerConfig
+from hub.config.settings import HubSettings
 from hub.logs import CallLog
 from hub.platform.processes import EXIT_GRACE, KILL_GRACE
 from hub.platform.watchdog import Watchdog
@@ -34,11 +38,12 @@ from hub.protocol.jsonrpc import Request
 from hub.protocol.revisions import load_models
 from hub.redaction import configured_secrets
 from hub.relay.attribution import Attribution
-from hub.relay.catalog import HEALTH_TOOL_DEF, Catalog
+from hub.relay.catalog import HEALTH_TOOL_DEF, Catalog, Namespace
 from hub.relay.confirmation import Seals
 from hub.relay.hosts import Hosts
 from hub.relay.meta_tools import CALL_TOOL_DEF, SEARCH_TOOL_DEF, search_exposed
 from hub.relay.naming import expose_uri
+from hub.relay.ports import HostRequest
 from hub.relay.router import Router
 from hub.state import open_state
 from hub.upstream.child import Child, ChildState, Launch
@@ -440,6 +445,48 @@ class Hub:
             await connection.request("resources/unsubscribe", {"uri": uri}, NOTIFY_TIMEOUT)
         except Exception as exc:  # the child may be gone too; nothing is left to undo then
             self._log.info("child_unsubscribe_failed", child=connection.name, uri=uri, error=str(exc))
+
+    # ---- what the fronts use (hub.host.port.HubPort) ----------------------------------------------------------
+
+    @property
+    def settings(self) -> HubSettings:
+        return self.loaded.config.hub
+
+    @property
+    def auth_config(self) -> AuthConfig | None:
+        return self.loaded.config.auth
+
+    @property
+    def token_path(self) -> Path | None:
+        return self.loaded.token_path
+
+    @property
+    def namespace(self) -> Namespace:
+        return self.catalog.namespace
+
+    def view(self, identity: Identity) -> View:
+        return self.loaded.policy.view(identity)
+
+    def route(self, request: HostRequest) -> None:
+        self.router.route(request)
+
+    def cancel(self, session: object, request_id: Any, reason: str | None) -> bool:
+        return self.router.cancel(session, request_id, reason)
+
+    def spawn(self, func: Callable[..., Coroutine[Any, Any, Any]], *args: Any) -> None:
+        self.router.spawn(func, *args)
+
+    async def use_nonce(self, key: str, until: float) -> bool:
+        return await self.router.shared.use_nonce(key, until)
+
+    def redact(self, value: Any) -> Any:
+        return self.call_log.redactor.value(value)
+
+    async def reload_from_disk(self, reason: str) -> dict[str, list[str]] | None:
+        loaded = await reread(self.loaded.path, self.auth_required, reason)
+        if self.router.metrics is not None:
+            self.router.metrics.reload("rejected" if loaded is None else "applied")
+        return None if loaded is None else await self.reload(loaded)
 
 
 async def _load_models() -> None:

@@ -315,7 +315,7 @@ async def _run(args: argparse.Namespace, started: float) -> int:
         from hub.app import replica_id
 
         hub.replica = replica_id(args.replica_id)
-    from hub.host.serve import serve
+    from hub.serve import serve
 
     await serve(hub, args.http, args.allow_host)
     return 0

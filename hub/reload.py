@@ -1,7 +1,7 @@
 """Hot reload of servers.yaml: on a file change, SIGHUP, `hub reload`, or POST /reload over HTTP.
 
-A new file is validated exactly as at start; if it is invalid the error is logged (`config_rejected`) and the
-running configuration stays in force.
+A new file is validated exactly as at start (`hub.config.reread`, applied by `Hub.reload_from_disk`); if it is
+invalid the error is logged (`config_rejected`) and the running configuration stays in force.
 """
 
 from __future__ import annotations
@@ -16,37 +16,12 @@ import anyio
 import structlog
 
 from hub.app import Hub
-from hub.config import ConfigError, load_config
 from hub.config.envfile import env_file_path
 from hub.config.lock import lock_path
 from hub.logs import reopen_log_file
 
 # How often the config file's size and modification time are compared; a stat per second costs nothing.
 WATCH_INTERVAL = 1.0
-
-
-async def reload_from_disk(hub: Hub, reason: str) -> dict[str, list[str]] | None:
-    """Re-read the hub's config file and apply it; None if the file was rejected."""
-    log = structlog.get_logger("hub")
-    try:
-        loaded = await anyio.to_thread.run_sync(load_config, hub.loaded.path)
-    except ConfigError as exc:
-        log.error("config_rejected", reason=reason, error=str(exc), kept=str(hub.loaded.path))
-        _count(hub, "rejected")
-        return None
-    if hub.auth_required and loaded.config.auth is None:
-        why = "the hub serves HTTP beyond loopback with auth: and the new file has no 'auth:'; restart it to drop auth"
-        log.error("config_rejected", reason=reason, error=why, kept=str(hub.loaded.path))
-        _count(hub, "rejected")
-        return None
-    log.info("config_reload", reason=reason)
-    _count(hub, "applied")
-    return await hub.reload(loaded)
-
-
-def _count(hub: Hub, outcome: str) -> None:
-    if hub.router.metrics is not None:
-        hub.router.metrics.reload(outcome)
 
 
 def _stamp(path: Path) -> tuple[int, int] | None:
@@ -68,7 +43,7 @@ async def watch_config(hub: Hub) -> None:
             continue
         current = _stamps(hub)
         if current[hub.loaded.path] is not None and current != last:
-            await reload_from_disk(hub, "file changed")
+            await hub.reload_from_disk("file changed")
             last = _stamps(hub)  # the files of the configuration now in force
 
 
@@ -89,7 +64,7 @@ async def handle_signals(hub: Hub, stop: anyio.CancelScope, signals: Iterable[si
             async for signum in received:
                 if signum == signal.SIGHUP:
                     reopen_log_file(hub.call_log)  # after logrotate moved the log file away (docs/call-log.md#rotation)
-                    await reload_from_disk(hub, "SIGHUP")
+                    await hub.reload_from_disk("SIGHUP")
                     continue
                 structlog.get_logger("hub").info("hub_stopping", signal=signal.Signals(signum).name)
                 if hub.draining:

@@ -1,7 +1,9 @@
-"""The `servers.yaml` schema: what each key means, its default and its bounds.
+"""The `servers.yaml` schema: what each key means, its default and its bounds; and the loaded configuration.
 
-Frozen pydantic models with `extra="forbid"`, so a misspelt key is an error that hub/config/loader.py turns into a
-message naming the file, the line and the closest allowed key.
+Here: the document (`HubConfig`), each child server (`ServerConfig`), `secrets:` and `state:`, and `LoadedConfig`
+(the document with what is derived from its place on disk). The `hub:` section is `hub.config.settings`, `auth:` and
+`policies:` are `hub.config.access`; every model derives `hub.config.model.Strict`, so a misspelt key is an error
+that hub/config/loader.py turns into a message naming the file, the line and the closest allowed key.
 """
 
 from __future__ import annotations
@@ -13,12 +15,15 @@ from functools import cached_property
 from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, PositiveFloat, field_validator, model_validator
+from pydantic import Field, PositiveFloat, field_validator, model_validator
 
 from hub.access.policy import Limits, Policy, Rule
 from hub.access.secrets import Secrets
+from hub.config.access import AuthConfig, PolicyRule
 from hub.config.lock import Lock
+from hub.config.model import ExposureMode, OutputMode, Strict
 from hub.config.overrides import ToolOverride, check_override_keys
+from hub.config.settings import HubSettings
 
 # A prefix: a letter, then letters, digits or '-'. No '_' or '+': they separate the prefix from names and URIs.
 PREFIX_PATTERN = r"[a-z][a-z0-9-]{0,31}"
@@ -34,33 +39,19 @@ ChildProtocol = Literal["legacy", "auto", "2026-07-28"]
 # own credentials (`${identity.name}`, `${secret:NAME}` in env, headers and args).
 SessionMode = Literal["shared", "per-host", "per-identity"]
 DEFAULT_MAX_SESSIONS = 16
-# How a child's text results reach the host: as sent, or wrapped as untrusted data (hub.relay.boundary).
-OutputMode = Literal["none", "wrap"]
 # What happens when a child's tool no longer matches its pin in servers.lock (hub.config.lock): held back until
 # `hub pin --approve`, listed with a warning, or not checked.
 OnChange = Literal["quarantine", "warn", "off"]
-# What a host's tools/list shows of a child's tools: all of them; none, found through the hub's search tool
-# (hub.relay.search); or the search plus the tools named in `always_visible`.
-ExposureMode = Literal["full", "search", "hybrid"]
-# Longest exposed tool name by default: 64 (what hosts and LLM APIs allow) minus `mcp__hub__`, the longest prefix a
-# host puts before a server's tools (Claude Code), for a hub entry named `hub`.
-DEFAULT_NAME_BUDGET = 64 - len("mcp__hub__")
-
 # Per-child limits. The concurrency defaults are Envoy's circuit-breaker defaults per upstream (1,024 requests,
 # 1,024 pending): a shared hub must not throttle a child that can take the load; a child that cannot sets less.
 DEFAULT_MAX_CONCURRENCY = 1024
 DEFAULT_MAX_QUEUE = 1024
 DEFAULT_REQUEST_TIMEOUT = 120.0
-DEFAULT_MAX_REQUEST_BYTES = 16 * 1024 * 1024
 DEFAULT_CONNECT_TIMEOUT = 60.0
 DEFAULT_MAX_TIMEOUT = 600.0
 
 
-class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-
-class ToolFilter(_Strict):
+class ToolFilter(Strict):
     """Least privilege by omission: a tool reaches the host only if `allow` matches and `deny` does not."""
 
     allow: tuple[str, ...] = Field(default=("*",), description="Glob patterns of the child's tool names to expose.")
@@ -92,7 +83,7 @@ EXPOSURE_KEYS = frozenset(
 )
 
 
-class OAuthSettings(_Strict):
+class OAuthSettings(Strict):
     """How the hub signs in to a URL child that is an OAuth-protected resource (hub.upstream.oauth): the child's
     authorization server is discovered from it (RFC 9728), each identity signs in once in a browser, and its tokens
     are kept encrypted (`state:`) and refreshed by the hub."""
@@ -127,7 +118,7 @@ class OAuthSettings(_Strict):
         return self
 
 
-class ServerConfig(_Strict):
+class ServerConfig(Strict):
     """One child: a stdio command or a URL."""
 
     command: str | None = Field(default=None, description="Executable of a stdio child, looked up on PATH.")
@@ -277,175 +268,7 @@ class ServerConfig(_Strict):
         return "sse" if self.url.rstrip("/").endswith("/sse") else "streamable-http"
 
 
-class HttpSettings(_Strict):
-    """Bounds of the Streamable HTTP front (`hub serve --http`): a flood of sessions cannot lock real clients out."""
-
-    max_sessions: int = Field(default=1000, ge=1, description="Handshake-era sessions open at once, in all.")
-    max_sessions_per_client: int = Field(default=100, ge=1, description="Sessions open at once from one address.")
-    session_idle_timeout: float = Field(
-        default=1800.0, gt=0, description="Seconds without a request before a session closes."
-    )
-    unused_session_timeout: float = Field(
-        default=60.0, gt=0, description="Seconds a session may stay without any request after initialize."
-    )
-    request_timeout: float = Field(
-        default=30.0,
-        gt=0,
-        description="Seconds a client may take to send a request's head (line, headers), and its body.",
-    )
-    public_url: str | None = Field(
-        default=None,
-        pattern=r"^https?://[^/?#]+$",
-        description="The hub's origin as browsers reach it (behind a proxy: https://hub.example.com), for the "
-        "sign-in links of OAuth children; unset: http:// and the --http address.",
-    )
-
-
-class IdentityLimits(_Strict):
-    """What each identity may ask of a shared hub, unless a policy rule that matches it sets less."""
-
-    max_concurrency: int | None = Field(default=None, ge=1, description="Requests in flight at once; unset: no limit.")
-    requests_per_minute: int | None = Field(default=None, ge=1, description="Requests per minute; unset: no limit.")
-
-
-class LogRotation(_Strict):
-    """Rotation by size of the hub's log file (hub.logfile): hub.log becomes hub.log.1, and so on."""
-
-    max_bytes: int = Field(
-        default=10 * 1024 * 1024,
-        ge=0,
-        description="Rotate before a line would take the file past this size; 0: never (logrotate, then SIGHUP).",
-    )
-    backups: int = Field(default=5, ge=1, le=1000, description="Rotated files kept (hub.log.1 ... hub.log.N).")
-
-
-class HubSettings(_Strict):
-    """Settings of the hub itself."""
-
-    http: HttpSettings = HttpSettings()
-    per_identity: IdentityLimits = IdentityLimits()
-
-    log_arguments: bool = Field(default=False, description="Put tool argument values in the call log.")
-    health_tool: bool = Field(default=True, description="Expose the built-in hub_health tool.")
-    watch: bool = Field(default=True, description="Reload servers.yaml when it changes on disk.")
-    max_request_bytes: int = Field(
-        default=DEFAULT_MAX_REQUEST_BYTES,
-        ge=1024,
-        description="The largest message a host may send; a larger one is refused with an error naming this limit.",
-    )
-    output: OutputMode = Field(
-        default="none", description="'wrap': every child's text results inside an untrusted-data boundary."
-    )
-    exposure: ExposureMode = Field(
-        default="full",
-        description="'full': every tool listed; 'search': hosts find tools with hub_search_tools and call them with "
-        "hub_call_tool; 'hybrid': search plus always_visible. A server's own `exposure` overrides it.",
-    )
-    always_visible: tuple[str, ...] = Field(
-        default=(), description="With hybrid exposure, globs of exposed tool names listed anyway."
-    )
-    name_budget: int = Field(
-        default=DEFAULT_NAME_BUDGET,
-        ge=16,
-        le=64,
-        description="Longest exposed tool name, so that a host's own prefix (mcp__hub__) keeps it within 64.",
-    )
-    drain_timeout: float = Field(
-        default=30.0,
-        ge=0,
-        description="On SIGTERM, seconds the calls in flight may take to finish before the children are stopped.",
-    )
-    startup_listing_wait: float = Field(
-        default=5.0,
-        ge=0,
-        description=(
-            "Seconds after the hub's process starts during which a list request waits for the servers still "
-            "starting, so that a host's first listing is complete; 0 answers at once with the servers already up."
-        ),
-    )
-    log_file: str | None = Field(
-        default=None,
-        description="Where `hub serve` appends its logs when --log-file is not given (relative: to servers.yaml); "
-        "what `hub logs` reads by default.",
-    )
-    log_rotate: LogRotation = LogRotation()
-
-
-# JWT signature algorithms a hub accepts unless told otherwise: asymmetric only. "none" and the HMAC family are
-# never accepted: a verifier that holds only public keys must not be talked into using one as a shared secret.
-JWT_ALGORITHMS = ("RS256", "RS384", "RS512", "PS256", "PS384", "PS512", "ES256", "ES384", "ES512", "EdDSA")
-
-
-class JwtConfig(_Strict):
-    """Access tokens issued by the organisation's OpenID provider, checked against its published keys."""
-
-    issuer: str = Field(description="The provider's issuer URL: a token's `iss` must equal it.")
-    audience: str = Field(description="The hub's own URL (RFC 8707): a token's `aud` must contain it.")
-    jwks_url: str = Field(description="Where the provider publishes its signing keys (JWKS).")
-    groups_claim: str = Field(default="groups", description="The claim holding the groups (a dotted path allowed).")
-    algorithms: tuple[str, ...] = Field(default=JWT_ALGORITHMS, description="Signature algorithms accepted.")
-    leeway: float = Field(default=30.0, ge=0, le=300, description="Seconds of clock skew allowed on exp and nbf.")
-
-    @field_validator("algorithms")
-    @classmethod
-    def _asymmetric_only(cls, value: tuple[str, ...]) -> tuple[str, ...]:
-        refused = [a for a in value if a not in JWT_ALGORITHMS]
-        if refused or not value:
-            raise ValueError(f"algorithms may only be among {', '.join(JWT_ALGORITHMS)} (never none or HS*)")
-        return value
-
-    @field_validator("issuer", "jwks_url", "audience")
-    @classmethod
-    def _url(cls, value: str) -> str:
-        if not re.match(r"https?://", value):
-            raise ValueError("must be an http:// or https:// URL")
-        return value
-
-
-class AuthConfig(_Strict):
-    """Who may use the HTTP front: static tokens, the organisation's JWTs, or both."""
-
-    tokens: str | None = Field(default=None, description="The token file of `hub token` (relative: to servers.yaml).")
-    jwt: JwtConfig | None = None
-    admin_group: str = Field(
-        default="admin", description="Members may POST /reload, read /metrics and the status page (GET /)."
-    )
-    metrics_group: str = Field(default="metrics", description="Members may read /metrics.")
-    status_group: str = Field(
-        default="status", description="Members may read the status page (GET /), as admin_group's may."
-    )
-
-    @model_validator(mode="after")
-    def _some_method(self) -> AuthConfig:
-        if self.tokens is None and self.jwt is None:
-            raise ValueError("auth needs 'tokens' (a token file) and/or 'jwt' (an OpenID provider)")
-        return self
-
-
-class PolicyRule(_Strict):
-    """Which exposed names (tools, prompts, resource URIs) the identities a rule matches may see and use."""
-
-    name: str = Field(description="Named in the call log as the rule that decided.")
-    subjects: tuple[str, ...] = Field(default=(), description="Identity names (token name, JWT sub); '*' = all.")
-    groups: tuple[str, ...] = Field(default=(), description="Groups whose members the rule matches.")
-    allow: tuple[str, ...] = Field(default=(), description="Globs over exposed names this rule allows.")
-    deny: tuple[str, ...] = Field(default=(), description="Globs over exposed names this rule denies; deny wins.")
-    max_concurrency: int | None = Field(default=None, ge=1, description="Requests in flight at once, per identity.")
-    requests_per_minute: int | None = Field(
-        default=None, ge=1, description="Requests started per minute, per identity."
-    )
-    read_only: bool = Field(
-        default=False, description="The identities it matches may use only tools whose effective readOnlyHint is true."
-    )
-
-    @model_validator(mode="after")
-    def _matches_someone(self) -> PolicyRule:
-        if not self.subjects and not self.groups:
-            raise ValueError("a policy rule needs 'subjects' and/or 'groups' (use subjects: ['*'] for everyone)")
-        return self
-
-
-class SecretsConfig(_Strict):
+class SecretsConfig(Strict):
     """Where `${secret:NAME}` finds values: a directory of files named after secrets, a YAML file, or the
     environment (looked in that order)."""
 
@@ -453,7 +276,7 @@ class SecretsConfig(_Strict):
     file: str | None = Field(default=None, description="A YAML mapping of secret names to values.")
 
 
-class StateConfig(_Strict):
+class StateConfig(Strict):
     """Where replicas keep what a decision on one must mean on all (hub.state): confirmation rounds' key and
     used nonces. Read at start; a reload does not change it."""
 
@@ -478,7 +301,7 @@ class StateConfig(_Strict):
         return self
 
 
-class HubConfig(_Strict):
+class HubConfig(Strict):
     include: tuple[str, ...] = Field(
         default=(), description="Files merged under this one (relative to it, globs allowed): hub.config.include."
     )

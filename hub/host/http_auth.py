@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 from urllib.parse import parse_qs
 
 import structlog
@@ -19,11 +18,9 @@ import structlog
 from hub.access.identity import ANONYMOUS, Identity
 from hub.access.jwt import JwtRejected, JwtVerifier
 from hub.access.tokens import PREFIX, Rejected, TokenFile, TokenFileError
-from hub.config.schema import AuthConfig, JwtConfig
+from hub.config.access import AuthConfig, JwtConfig
+from hub.host.port import HubPort
 from hub.logs import Throttle
-
-if TYPE_CHECKING:
-    from hub.app import Hub
 
 WELL_KNOWN = "/.well-known/oauth-protected-resource"
 # A header this long is not a token any provider issues; it is refused before any work is done on it.
@@ -41,7 +38,7 @@ class Refusal:
 
 
 class Authenticator:
-    def __init__(self, hub: Hub) -> None:
+    def __init__(self, hub: HubPort) -> None:
         self.hub = hub
         self._tokens: TokenFile | None = None
         self._jwt: tuple[JwtConfig, JwtVerifier] | None = None
@@ -49,7 +46,7 @@ class Authenticator:
 
     @property
     def config(self) -> AuthConfig | None:
-        return self.hub.loaded.config.auth
+        return self.hub.auth_config
 
     async def identify(self, headers: dict[str, str], query: bytes) -> Identity | Refusal:
         """The caller of a request, or why it is refused. Without `auth:` every caller is `anonymous`."""
@@ -74,7 +71,7 @@ class Authenticator:
         return self._refuse(Refusal(401, "invalid_token", "the token is not valid", "unknown"))
 
     def _check_static(self, token: str) -> Identity | Refusal:
-        path = self.hub.loaded.token_path
+        path = self.hub.token_path
         assert path is not None
         if self._tokens is None or self._tokens.path != path:
             self._tokens = TokenFile(path)

@@ -9,7 +9,7 @@ loaded waits for it (no request is served unchecked).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -17,7 +17,13 @@ import anyio
 from starlette.requests import Request as HttpRequest
 from starlette.types import ASGIApp, Scope
 
+from hub.protocol import revisions
+from hub.protocol.jsonrpc import Request
+
 LOOPBACK = ("127.0.0.1", "localhost", "[::1]")
+# The 2026-07-28 requests that name their target in `Mcp-Name`, and the parameter it must match.
+_NAMED = {"tools/call": "name", "prompts/get": "name", "resources/read": "uri"}
+_ROUTING_HEADERS = (b"mcp-protocol-version", b"mcp-method", b"mcp-name")
 
 
 @dataclass(frozen=True)
@@ -92,3 +98,34 @@ class Checks:
         """What is wrong with a tools/call's `Mcp-Param-*` headers against its arguments, if anything."""
         rejection = self._inbound.validate_mcp_param_headers(schema, arguments, headers)
         return None if rejection is None else str(rejection.message)
+
+    def header_mismatch(
+        self, raw: list[bytes], message: Request, headers: Mapping[str, str], tools: Sequence[Mapping[str, Any]]
+    ) -> str | None:
+        """What is wrong with a 2026-07-28 request's routing headers, if anything (the SDK's rules). `raw`: the
+        request's header names as sent (repeats included); `tools`: the listed tools, whose input schemas say which
+        arguments `Mcp-Param-*` headers must match."""
+        for header in _ROUTING_HEADERS:
+            if raw.count(header) > 1:
+                return f"{header.decode()} header appears more than once"
+        meta = message.params.get("_meta")
+        envelope_version = meta.get(revisions.PROTOCOL_VERSION_KEY) if isinstance(meta, dict) else None
+        if envelope_version is not None and headers.get("mcp-protocol-version") != envelope_version:
+            return "mcp-protocol-version header does not match the request envelope's protocol version"
+        if headers.get("mcp-method") != message.method:
+            return "mcp-method header does not match the request body's method"
+        key = _NAMED.get(message.method)
+        if key is not None:
+            value = message.params.get(key)
+            if value is not None and not self.name_matches(headers.get("mcp-name"), value):
+                return f"mcp-name header does not match the request body's {key!r} parameter"
+        if message.method != "tools/call":
+            return None
+        arguments = message.params.get("arguments") or {}
+        if not isinstance(arguments, dict) or (not arguments and not any(k.startswith("mcp-param-") for k in headers)):
+            return None
+        name = message.params.get("name")
+        schema = next((t.get("inputSchema") for t in tools if t.get("name") == name), None)
+        if schema is None:
+            return None
+        return self.param_mismatch(schema, arguments, headers)

@@ -25,6 +25,7 @@ from anyio.abc import TaskGroup
 from hub.access.identity import Identity
 from hub.config.schema import ServerConfig
 from hub.host.http_body import read_body
+from hub.host.port import HubPort
 from hub.protocol import errors
 from hub.upstream.credentials import MissingCredential
 from hub.upstream.oauth import LINK_SECONDS, Credentials
@@ -33,8 +34,6 @@ from hub.upstream.signin import EXCHANGE_SECONDS, SIGN_IN_SECONDS, SignInFailed,
 if TYPE_CHECKING:
     from mcp.shared.auth import AuthorizationCodeResult
     from starlette.types import Receive, Scope, Send
-
-    from hub.app import Hub
 
 START = "/oauth/start"
 FORM_LIMIT = 8192  # the confirmation's form: one link
@@ -64,7 +63,7 @@ class _Flow:
 class SignIns:
     """The sign-in flows in progress on this replica, by their OAuth `state`; each bounded in time."""
 
-    def __init__(self, hub: Hub, credentials: Credentials, base_url: str) -> None:
+    def __init__(self, hub: HubPort, credentials: Credentials, base_url: str) -> None:
         self.hub = hub
         self.credentials = credentials
         self.redirect_uri = base_url + CALLBACK
@@ -80,7 +79,7 @@ class SignIns:
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         query = {k: v[0] for k, v in parse_qs(scope.get("query_string", b"").decode("latin-1")).items()}
         if scope["path"] == START and scope["method"] == "POST":
-            body = await read_body(receive, FORM_LIMIT, self.hub.loaded.config.hub.http.request_timeout)
+            body = await read_body(receive, FORM_LIMIT, self.hub.settings.http.request_timeout)
             form = {k: v[0] for k, v in parse_qs((body.data or b"").decode("latin-1")).items()}
             await self._start(form.get("link", ""), send)
         elif scope["method"] not in ("GET", "HEAD"):
@@ -127,7 +126,7 @@ class SignIns:
         groups = payload.get("g") or []
         identity = Identity(str(payload["i"]), frozenset(str(g) for g in groups), "token")
         try:
-            fresh = await self.hub.router.shared.use_nonce(f"oauth:{payload.get('n')}", float(payload["x"]))
+            fresh = await self.hub.use_nonce(f"oauth:{payload.get('n')}", float(payload["x"]))
         except errors.HubError as exc:
             await _page(send, 503, "Sign-in unavailable", exc.message)
             return

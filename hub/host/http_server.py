@@ -8,7 +8,6 @@ import logging
 import socket
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import TYPE_CHECKING
 
 import anyio
 import structlog
@@ -17,9 +16,7 @@ from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
 from hub.host.http import HttpFront
 from hub.host.http_checks import Checks, allowed
-
-if TYPE_CHECKING:
-    from hub.app import Hub
+from hub.host.port import HubPort
 
 _log = structlog.get_logger("hub.http")
 
@@ -97,7 +94,7 @@ def _protocol(limit: float) -> type[_HeadDeadline]:
     return type("HeadDeadline", (_HeadDeadline,), {"limit": limit})
 
 
-async def serve_http(hub: Hub, bind: str, allowed_hosts: list[str]) -> None:
+async def serve_http(hub: HubPort, bind: str, allowed_hosts: list[str]) -> None:
     """Serve until cancelled; the SDK's checks load meanwhile (`hub.host.http_checks`)."""
     host, port = parse_bind(bind)
     checks = Checks(allowed(host, port, allowed_hosts))
@@ -111,7 +108,7 @@ async def serve_http(hub: Hub, bind: str, allowed_hosts: list[str]) -> None:
         front,
         host=host,
         port=port,
-        http=_protocol(hub.loaded.config.hub.http.request_timeout),
+        http=_protocol(hub.settings.http.request_timeout),
         log_level="warning",
         lifespan="off",
         access_log=False,

@@ -13,16 +13,14 @@ from __future__ import annotations
 import secrets
 import time
 from collections import deque
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import anyio
 import structlog
 
 from hub.access.identity import Identity
+from hub.host.port import HubPort
 from hub.host.session import HostSession
-
-if TYPE_CHECKING:
-    from hub.app import Hub
 
 # How often sessions are checked for expiry.
 SWEEP_INTERVAL = 5.0
@@ -61,7 +59,7 @@ class StandaloneStream:
 class HttpSession:
     """A handshake-era host session over HTTP: its `HostSession`, its client, its GET stream, its activity."""
 
-    def __init__(self, hub: Hub, client: str, identity: Identity) -> None:
+    def __init__(self, hub: HubPort, client: str, identity: Identity) -> None:
         self.id = f"{hub.replica}.{secrets.token_hex(16)}"  # the replica first: a balancer may route by it
         self.client = client
         self.host = HostSession(hub, self.id, None, era="handshake", identity=identity)
@@ -89,9 +87,9 @@ class HttpSession:
 
 
 class Sessions:
-    def __init__(self, hub: Hub, limits: Any) -> None:
+    def __init__(self, hub: HubPort, limits: Any) -> None:
         self.hub = hub
-        self.limits = limits  # hub.config.schema.HttpSettings
+        self.limits = limits  # hub.config.settings.HttpSettings
         self._by_id: dict[str, HttpSession] = {}
 
     def __len__(self) -> int:

@@ -24,7 +24,6 @@ import json
 import re
 import secrets
 from collections.abc import Awaitable, Callable
-from typing import TYPE_CHECKING
 from urllib.parse import parse_qs
 
 from starlette.types import Receive, Scope, Send
@@ -33,12 +32,10 @@ from hub.access.identity import ANONYMOUS, Identity
 from hub.host.http_auth import MAX_TOKEN_CHARS, Authenticator, Refusal
 from hub.host.http_body import read_body
 from hub.host.http_checks import Checks
+from hub.host.port import HubPort
 from hub.host.status_page import render_live, render_login, render_refused, render_status
 from hub.observe.recent import Recent
 from hub.observe.status import ListingTokens, snapshot
-
-if TYPE_CHECKING:
-    from hub.app import Hub
 
 PAGES = frozenset({"/", "/status"})
 DATA = "/status.json"
@@ -97,7 +94,7 @@ class StatusPage:
 
     def __init__(
         self,
-        hub: Hub,
+        hub: HubPort,
         checks: Checks,
         auth: Authenticator,
         recent: Recent,
@@ -124,7 +121,7 @@ class StatusPage:
             allow = _ALLOW.get(path, b"GET, HEAD")
             await _send(send, 405, b'{"error":"method not allowed"}', [*_JSON, (b"allow", allow)])
         elif path == "/login":
-            if self.hub.loaded.config.auth is None:
+            if self.hub.auth_config is None:
                 await _send(send, 303, b"", [(b"location", b"./")])
             else:
                 await self._login_page(send, 200)
@@ -135,7 +132,7 @@ class StatusPage:
         viewer = await self._viewer(scope, send, as_json)
         if viewer is None:
             return
-        data = snapshot(self.hub, self.recent, self.tokens, self.hub.call_log.redactor.value)
+        data = snapshot(self.hub, self.recent, self.tokens, self.hub.redact)
         if as_json:
             await _send(send, 200, json.dumps(data).encode(), _JSON)
             return
@@ -148,7 +145,7 @@ class StatusPage:
 
     async def _viewer(self, scope: Scope, send: Send, as_json: bool) -> tuple[Identity, bool] | None:
         """Who is looking, and whether through the cookie; None if refused (and answered)."""
-        config = self.hub.loaded.config.auth
+        config = self.hub.auth_config
         if config is None:
             return ANONYMOUS, False
         headers = {k.decode("latin-1"): v.decode("latin-1") for k, v in scope["headers"]}
@@ -169,7 +166,7 @@ class StatusPage:
 
     async def _allowed(self, identity: Identity, send: Send, as_json: bool) -> bool:
         """Whether `identity` may see the page (answered if not: 403)."""
-        config = self.hub.loaded.config.auth
+        config = self.hub.auth_config
         assert config is not None
         groups = (config.status_group, config.admin_group)
         if identity.in_any(set(groups)):
@@ -193,7 +190,7 @@ class StatusPage:
 
     async def _sign_in(self, receive: Receive, send: Send) -> None:
         """POST /login: the form's token checked as a bearer token; if its identity may see the page, the cookie."""
-        if self.hub.loaded.config.auth is None:
+        if self.hub.auth_config is None:
             await _send(send, 303, b"", [(b"location", b"./")])
             return
         body = await self._form(receive)
@@ -212,4 +209,4 @@ class StatusPage:
 
     async def _form(self, receive: Receive) -> bytes | None:
         """The request's body, at most FORM_LIMIT bytes and within the front's request timeout; else None."""
-        return (await read_body(receive, FORM_LIMIT, self.hub.loaded.config.hub.http.request_timeout)).data
+        return (await read_body(receive, FORM_LIMIT, self.hub.settings.http.request_timeout)).data

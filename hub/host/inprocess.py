@@ -10,16 +10,14 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Awaitable, Callable
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import anyio
 
+from hub.host.port import HubPort
 from hub.host.session import HostSession
 from hub.protocol.jsonrpc import METHOD_NOT_FOUND, Request, Response, error_line, parse, request_line, result_line
 from hub.protocol.revisions import CLIENT_INFO, LATEST_HANDSHAKE
-
-if TYPE_CHECKING:
-    from hub.app import Hub
 
 
 class HostError(Exception):
@@ -34,7 +32,7 @@ Confirm = Callable[[str], Awaitable[bool]]  # the question's text -> the person'
 
 
 class InProcessHost:
-    def __init__(self, hub: Hub, confirm: Confirm | None = None) -> None:
+    def __init__(self, hub: HubPort, confirm: Confirm | None = None) -> None:
         self.session = HostSession(hub, "in-process", self, identity=hub.local)
         self._hub = hub
         self._confirm = confirm
@@ -50,7 +48,7 @@ class InProcessHost:
             box.append(message)
             event.set()
         elif isinstance(message, Request):  # the hub asks its host something (a confirmation)
-            self._hub.router.spawn(self._answer, message)
+            self._hub.spawn(self._answer, message)
 
     async def _answer(self, request: Request) -> None:
         if request.method == "elicitation/create" and self._confirm is not None:

@@ -21,12 +21,15 @@ The era of a request: an HTTP transport knows it (a session is handshake-era; a 
 from __future__ import annotations
 
 from contextlib import suppress
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import Any
 
 import anyio
 import structlog
 
 from hub.access.identity import ANONYMOUS, Identity
+from hub.host.asks import HostAsks, Stream, usable
+from hub.host.port import HubPort
+from hub.host.received import LOG_RANK, Listen, Received
 from hub.logs import Throttle
 from hub.protocol import revisions
 from hub.protocol.jsonrpc import (
@@ -35,7 +38,6 @@ from hub.protocol.jsonrpc import (
     INVALID_REQUEST,
     METHOD_NOT_FOUND,
     QUOTE_LIMIT,
-    REQUEST_TIMEOUT,
     UNSUPPORTED_PROTOCOL_VERSION,
     EncodeError,
     Message,
@@ -45,20 +47,15 @@ from hub.protocol.jsonrpc import (
     Response,
     batch_refusals,
     error_line,
-    is_id,
     leading_id,
     notification_line,
     parse,
     quote,
-    request_line,
     result_line,
 )
 from hub.relay.catalog import LISTS
 from hub.relay.ports import AskFailed
 from hub.relay.router import ROUTED
-
-if TYPE_CHECKING:
-    from hub.app import Hub
 
 # Methods a 2026-07-28 request may call (the era has no ping, setLevel or subscribe).
 MODERN_METHODS = frozenset({"server/discover", "subscriptions/listen", *LISTS, *ROUTED}) - {
@@ -69,26 +66,20 @@ HANDSHAKE_METHODS = frozenset({"initialize", "ping", "logging/setLevel", *LISTS,
 # A request to the host outside any of its own (a child's roots/list, say) waits this long at most for a channel to
 # go on: an HTTP host opens its GET stream just after it initializes, when a child told of its roots asks at once.
 CHANNEL_WAIT = 5.0
-LOG_RANK = {level: rank for rank, level in enumerate(revisions.LOG_LEVELS)}
 
 _log = structlog.get_logger("hub.host")
-
-
-class Stream(Protocol):
-    """Where the messages about one request go: the stdio wire, or an HTTP request's response."""
-
-    def send(self, line: bytes) -> None:
-        """A message before the answer (a notification, a request to the host)."""
-
-    def end(self, line: bytes | None) -> None:
-        """The answer (None: there is none, the request was cancelled); nothing is sent after it."""
 
 
 class HostSession:
     """A host connection's state and its handling of every message (`hub.relay.hosts.Session`)."""
 
     def __init__(
-        self, hub: Hub, label: str, standalone: Stream | None, era: str | None = None, identity: Identity = ANONYMOUS
+        self,
+        hub: HubPort,
+        label: str,
+        standalone: Stream | None,
+        era: str | None = None,
+        identity: Identity = ANONYMOUS,
     ) -> None:
         self.hub = hub
         self.label = label
@@ -100,8 +91,7 @@ class HostSession:
         self.capabilities: dict[str, Any] = {}
         self.client_info: Any = None
         self.initialized = False
-        self._ask_ids = 0
-        self._asks: dict[RequestId, _Answer] = {}
+        self._asks = HostAsks()
         self._listens: dict[RequestId, Listen] = {}
         self._dropped = Throttle()  # messages that cannot be answered
         self._faults = Throttle()  # faults of the hub's own
@@ -167,14 +157,9 @@ class HostSession:
         elif isinstance(message, Notification):
             self._notification(message)
         elif isinstance(message, Response):
-            answer = self._asks.pop(message.id, None)
-            if answer is not None:
-                answer.set(message)
+            self._asks.answered(message)
         elif message.response:  # an unusable answer to a request of the hub's: that request fails, nothing is sent
-            answer = self._asks.pop(message.id, None) if message.id is not None else None
-            if answer is not None:
-                answer.set(None, f"the host's answer was invalid ({message.reason})")
-            else:
+            if not self._asks.refused(message.id, message.reason):
                 self._noisy(message.reason)
         elif message.id is not None:
             stream.send(error_line(message.id, message.code, message.reason))
@@ -278,14 +263,14 @@ class HostSession:
 
     def _instructions(self) -> str:
         """The hub's instructions as this session's identity may see them (its policy, as it is now)."""
-        return self.hub.instructions(self.hub.loaded.policy.view(self.identity))
+        return self.hub.instructions(self.hub.view(self.identity))
 
     def _serve(self, received: Received, stream: Stream) -> None:
         method = received.method
         if method in LISTS:
             self._listing(received)
         elif method in ROUTED:
-            self.hub.router.route(received)
+            self.hub.route(received)
         elif method == "logging/setLevel":
             level = received.params.get("level")
             if type(level) is not str or level not in LOG_RANK:
@@ -296,7 +281,7 @@ class HostSession:
                     }
                 )
                 return
-            self.hub.router.spawn(self._set_level, received, level)
+            self.hub.spawn(self._set_level, received, level)
         elif method == "subscriptions/listen":
             listen = Listen(self, received)
             self._listens[received.id] = listen
@@ -314,11 +299,11 @@ class HostSession:
             )
             return
         if self.hub.startup_wait_left():
-            self.hub.router.spawn(self._listing_after_start, received)
+            self.hub.spawn(self._listing_after_start, received)
             return
-        namespace = self.hub.catalog.namespace
+        namespace = self.hub.namespace
         builtin = self.hub.builtin_tools() if received.method == "tools/list" else ()
-        view = self.hub.loaded.policy.view(self.identity)
+        view = self.hub.view(self.identity)
         received.respond(namespace.listing(received.method, received.version, builtin, view))
         metrics = self.hub.router.metrics
         if metrics is not None:
@@ -346,7 +331,7 @@ class HostSession:
             if listen is not None:
                 listen.stop()
             else:
-                self.hub.router.cancel(self, request_id, reason if isinstance(reason, str) else None)
+                self.hub.cancel(self, request_id, reason if isinstance(reason, str) else None)
         elif method == "notifications/initialized":
             if self.version is not None and not self.initialized:
                 self.initialized = True
@@ -388,62 +373,28 @@ class HostSession:
         """
         began = anyio.current_time()
         with anyio.move_on_after(min(limit_s, CHANNEL_WAIT)):
-            while not self.closed and not _usable(self._standalone):
+            while not self.closed and not usable(self._standalone):
                 if self._channel_opened is None:
                     self._channel_opened = anyio.Event()
                 await self._channel_opened.wait()
         stream = self._standalone
-        if stream is None or not _usable(stream):
+        if stream is None or not usable(stream):
             raise AskFailed({"code": INVALID_REQUEST, "message": "hub: the host has no channel open for requests"})
         return await self.ask_on(stream, method, params, max(0.0, limit_s - (anyio.current_time() - began)))
 
     async def ask_on(self, stream: Stream, method: str, params: dict[str, Any], limit_s: float) -> dict[str, Any]:
-        """Send the host a request on `stream` and wait (bounded) for its answer.
+        """Send the host a request on `stream` and wait (bounded) for its answer (`HostAsks.send`).
 
         Raises:
-            AskFailed: the host answered with an error, did not answer in time, or the session ended first.
+            AskFailed: the host answered with an error, did not answer in time, the session ended first, or this
+                host cannot be sent requests (2026-07-28, closed).
         """
         if self.modern or self.closed or getattr(stream, "closed", False):
             raise AskFailed({"code": INVALID_REQUEST, "message": "hub: this host cannot be sent requests now"})
-        try:
-            line = request_line(self._ask_ids + 1, method, params)
-        except EncodeError as exc:  # what a child asks for, nested too deeply or with a number out of range
-            message = f"hub: the {method} request cannot be relayed: {exc}"
-            raise AskFailed({"code": INVALID_PARAMS, "message": message}) from None
-        self._ask_ids += 1
-        ask_id = self._ask_ids
-        answer = _Answer()
-        self._asks[ask_id] = answer
-        # An HTTP call's stream that ends without its answer (the host cancelled the call) fails the ask then. One
-        # that ends with its answer has carried this request already, and the host answers it in a POST of its own:
-        # a child's roots/list sent just as the call it came during was answered still gets the host's roots.
-        ended = getattr(stream, "on_end", None)
-        if ended is not None:
-
-            def on_end() -> None:
-                if getattr(stream, "answer", None) is None:
-                    answer.set(None, f"the host's request ended before it answered {method}")
-
-            ended.append(on_end)
-        try:
-            stream.send(line)
-            with anyio.move_on_after(limit_s):
-                await answer.done.wait()
-        finally:
-            self._asks.pop(ask_id, None)
-        response = answer.response
-        if response is None:
-            why = answer.why or f"the host did not answer {method} within {limit_s:g}s"
-            raise AskFailed(
-                {"code": REQUEST_TIMEOUT if answer.why is None else INVALID_REQUEST, "message": f"hub: {why}"}
-            )
-        if response.error is not None:
-            raise AskFailed(response.error)
-        return response.result or {}
+        return await self._asks.send(stream, method, params, limit_s)
 
     def fail_asks(self, why: str) -> None:
-        for answer in self._asks.values():
-            answer.set(None, why)
+        self._asks.fail(why)
 
     def close(self) -> None:
         """The connection ended: requests to the host fail, listen streams end, the hub forgets the session."""
@@ -454,145 +405,3 @@ class HostSession:
             listen.stop()
         self._listens.clear()
         self.hub.session_ended(self)
-
-
-class _Answer:
-    def __init__(self) -> None:
-        self.done = anyio.Event()
-        self.response: Response | None = None
-        self.why: str | None = None
-
-    def set(self, response: Response | None, why: str | None = None) -> None:
-        if not self.done.is_set():
-            self.response, self.why = response, why
-            self.done.set()
-
-
-class Received:
-    """One request of a host's, until its one answer (`hub.relay.ports.HostRequest`)."""
-
-    __slots__ = ("answered", "envelope", "request", "session", "stream", "version")
-
-    def __init__(
-        self, session: HostSession, request: Request, version: str, stream: Stream, envelope: revisions.Envelope | None
-    ) -> None:
-        self.session, self.request, self.version = session, request, version
-        self.stream, self.envelope = stream, envelope
-        self.answered = False
-
-    @property
-    def id(self) -> RequestId:
-        return self.request.id
-
-    @property
-    def method(self) -> str:
-        return self.request.method
-
-    @property
-    def params(self) -> dict[str, Any]:
-        return self.request.params
-
-    @property
-    def progress_token(self) -> RequestId | None:
-        meta = self.params.get("_meta")
-        token = meta.get("progressToken") if type(meta) is dict else None
-        return token if is_id(token) else None
-
-    @property
-    def log_level(self) -> str | None:
-        return self.envelope.log_level if self.envelope is not None else None
-
-    def declared(self, capability: str) -> bool:
-        capabilities = self.envelope.capabilities if self.envelope is not None else self.session.capabilities
-        return capabilities.get(capability) is not None
-
-    def respond(self, result: dict[str, Any] | bytes) -> None:
-        if not self.answered:
-            self.answered = True
-            self.stream.end(result_line(self.id, result))
-
-    def fail(self, error: dict[str, Any]) -> None:
-        if not self.answered:
-            self.answered = True
-            self.stream.end(
-                error_line(self.id, error.get("code", INVALID_REQUEST), str(error.get("message")), error.get("data"))
-            )
-
-    def drop(self) -> None:
-        if not self.answered:
-            self.answered = True
-            self.stream.end(None)
-
-    def notify(self, method: str, params: dict[str, Any]) -> None:
-        if not self.answered:
-            line = self.session.notification_line(method, params)
-            if line is not None:
-                self.stream.send(line)
-
-    def log(self, params: dict[str, Any]) -> None:
-        if self.envelope is not None:  # 2026-07-28: only what the request opted in to
-            wanted = self.envelope.log_level
-            level = params.get("level")
-            if wanted is None or (LOG_RANK.get(level, 0) if type(level) is str else 0) < LOG_RANK[wanted]:
-                return
-        self.notify("notifications/message", params)
-
-    async def ask(self, method: str, params: dict[str, Any], limit_s: float) -> dict[str, Any]:
-        if self.answered:
-            raise AskFailed(
-                {"code": INVALID_REQUEST, "message": f"hub: the host's {self.method} ended before it could be asked"}
-            )
-        return await self.session.ask_on(self.stream, method, params, limit_s)
-
-
-class Listen:
-    """A 2026-07-28 host's `subscriptions/listen` stream (`hub.relay.hosts.Listener`)."""
-
-    def __init__(self, session: HostSession, received: Received) -> None:
-        self.session = session
-        self.identity = session.identity
-        self.received = received
-        notifications = received.params.get("notifications")
-        wanted = notifications if isinstance(notifications, dict) else {}
-        self.honored = {
-            k: True for k in ("toolsListChanged", "promptsListChanged", "resourcesListChanged") if wanted.get(k) is True
-        }
-        uris = wanted.get("resourceSubscriptions")
-        self.uris = frozenset(u for u in uris if isinstance(u, str)) if isinstance(uris, list) else frozenset()
-        if self.uris:
-            self.honored["resourceSubscriptions"] = sorted(self.uris)  # type: ignore[assignment]
-        self.meta = {revisions.SUBSCRIPTION_ID_KEY: received.id}
-
-    def start(self) -> None:
-        self.received.notify(
-            "notifications/subscriptions/acknowledged", {"notifications": self.honored, "_meta": self.meta}
-        )
-        self.session.hub.hosts.listeners.add(self)
-
-    def wants(self, method: str, uri: str | None) -> bool:
-        key = {
-            "notifications/tools/list_changed": "toolsListChanged",
-            "notifications/prompts/list_changed": "promptsListChanged",
-            "notifications/resources/list_changed": "resourcesListChanged",
-        }.get(method)
-        if key is not None:
-            return key in self.honored
-        return method == "notifications/resources/updated" and uri in self.uris
-
-    def send(self, method: str, params: dict[str, Any]) -> None:
-        if self.received.answered:
-            self.stop()
-            return
-        self.received.notify(method, {**params, "_meta": self.meta})
-
-    def stop(self, final: bool = False) -> None:
-        """The stream ends: by the host (no answer) or, with `final`, by the hub (a last result)."""
-        self.session.hub.hosts.listeners.discard(self)
-        if final:
-            self.received.respond(revisions.stamp({"_meta": self.meta}, "subscriptions/listen"))
-        else:
-            self.received.drop()
-
-
-def _usable(stream: Stream | None) -> bool:
-    return stream is not None and not getattr(stream, "closed", False)

@@ -6,19 +6,15 @@ costs no task switch: it is read and handled in the event loop's own callbacks.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 import anyio
 
+from hub.host.port import HubPort
 from hub.host.session import HostSession
 from hub.platform.stdio_wire import HostWire, stdio_wire
 
-if TYPE_CHECKING:
-    from hub.app import Hub
-
 
 class WireStream:
-    """Every request's messages and the session's own go to the one wire (`hub.host.session.Stream`)."""
+    """Every request's messages and the session's own go to the one wire (`hub.host.asks.Stream`)."""
 
     def __init__(self, wire: HostWire) -> None:
         self.send = wire.write
@@ -28,9 +24,9 @@ class WireStream:
             self.send(line)
 
 
-async def serve_stdio(hub: Hub) -> None:
+async def serve_stdio(hub: HubPort) -> None:
     """Serve one host until it closes stdin (or stops reading stdout), or the hub is stopped."""
-    limit = hub.loaded.config.hub.max_request_bytes
+    limit = hub.settings.max_request_bytes
     session: HostSession | None = None
     try:
         # The wire calls the session only from the event loop, which runs nothing before `session` is set below.

@@ -19,15 +19,37 @@ from __future__ import annotations
 import datetime
 import json
 import time
-from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING, Any, Protocol
 
 from hub.observe.recent import Recent
 from hub.observe.tokens import counter
 
 if TYPE_CHECKING:
-    from hub.app import Hub
     from hub.relay.catalog import Namespace
+
+
+class Failing(Protocol):
+    @property
+    def last_failure(self) -> tuple[str, float] | None:
+        """The error that ended a child's last run, and when (epoch seconds)."""
+
+
+class StatusSource(Protocol):
+    """What the snapshot reads of the hub (`hub.app.Hub`, or a front's `hub.host.port.HubPort`)."""
+
+    @property
+    def namespace(self) -> Namespace: ...
+
+    @property
+    def children(self) -> Mapping[str, Failing]: ...
+
+    @property
+    def draining(self) -> bool: ...
+
+    def health(self) -> dict[str, Any]: ...
+
+    def readiness(self) -> tuple[bool, dict[str, str]]: ...
 
 
 class ListingTokens:
@@ -65,11 +87,11 @@ def _failure(failure: tuple[str, float] | None, redact: Callable[[Any], Any]) ->
     return None if failure is None else {"error": redact(failure[0]), "at": _when(failure[1])}
 
 
-def snapshot(hub: Hub, recent: Recent, tokens: ListingTokens, redact: Callable[[Any], Any]) -> dict[str, Any]:
+def snapshot(hub: StatusSource, recent: Recent, tokens: ListingTokens, redact: Callable[[Any], Any]) -> dict[str, Any]:
     """The page's data now; every text from a host or a child passed through `redact`."""
     health = hub.health()
     ready, _ = hub.readiness()
-    per_child = tokens.per_child(hub.catalog.namespace)
+    per_child = tokens.per_child(hub.namespace)
     failures = {name: child.last_failure for name, child in hub.children.items()}
     servers = [
         {

@@ -20,7 +20,7 @@ import structlog
 
 from hub.access.policy import View
 from hub.config.lock import FieldChange, Lock
-from hub.config.schema import HubSettings
+from hub.config.settings import HubSettings
 from hub.protocol import revisions
 from hub.protocol.jsonrpc import encode
 from hub.relay.exposure import NO_RULES, ToolRules, shape_tool

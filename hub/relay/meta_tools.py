@@ -11,7 +11,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from hub.config.schema import HubSettings, ServerConfig
+from hub.config.schema import ServerConfig
+from hub.config.settings import HubSettings
 from hub.protocol import errors
 from hub.protocol.jsonrpc import RequestId
 from hub.relay.ports import HostRequest, HostSession

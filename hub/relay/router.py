@@ -21,7 +21,7 @@ from anyio.abc import TaskGroup
 from hub.access import sealed
 from hub.access.identity import Identity
 from hub.access.policy import ALLOWED, Policy
-from hub.config.schema import HubSettings
+from hub.config.settings import HubSettings
 from hub.protocol import errors, revisions
 from hub.protocol.jsonrpc import QUOTE_LIMIT, RequestId, encode
 from hub.relay import confirmation

@@ -25,7 +25,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-# The hub's default max_request_bytes (hub.config.schema.DEFAULT_MAX_REQUEST_BYTES): oversized cases exceed it.
+# The hub's default max_request_bytes (hub.config.settings.DEFAULT_MAX_REQUEST_BYTES): oversized cases exceed it.
 MAX_REQUEST_BYTES = 16 * 1024 * 1024
 # The hostile child's max_result_bytes in the fuzz configuration: its oversized lines exceed it.
 CHILD_MAX_RESULT = 64 * 1024

@@ -19,7 +19,8 @@ import anyio.lowlevel
 
 from hub.access.identity import ANONYMOUS, Identity
 from hub.access.policy import Policy
-from hub.config.schema import HubSettings, ServerConfig
+from hub.config.schema import ServerConfig
+from hub.config.settings import HubSettings
 from hub.platform.pipes import Broken
 from hub.platform.watchdog import Watchdog
 from hub.protocol import revisions

@@ -6,7 +6,7 @@ import re
 
 import pytest
 
-from hub.config.schema import HubSettings
+from hub.config.settings import HubSettings
 from hub.relay.boundary import wrap_result, wrap_text
 from tests.relay.harness import running_relay
 

@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from hub.config.schema import HubSettings
+from hub.config.settings import HubSettings
 from hub.protocol import revisions
 from hub.protocol.jsonrpc import CONNECTION_CLOSED, INTERNAL_ERROR, INVALID_PARAMS, INVALID_REQUEST, REQUEST_TIMEOUT
 from hub.relay import call as call_module

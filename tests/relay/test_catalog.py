@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from hub.config import ServerConfig, ToolFilter
-from hub.config.schema import HubSettings
+from hub.config.settings import HubSettings
 from hub.platform.watchdog import Watchdog
 from hub.protocol import revisions
 from hub.relay.catalog import HEALTH_TOOL_DEF, Catalog, Collision, Renamed, Route, build_namespace

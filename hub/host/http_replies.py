@@ -1,0 +1,230 @@
+"""How the HTTP front writes a response: JSON when the answer is all there is, else an SSE stream of every message
+about the request and then its answer, kept alive while quiet; a session's own GET stream; and JSON-RPC errors.
+
+A POST's messages wait in its `PostStream` (a `hub.host.asks.Stream`) while the client is slow to read, bounded by
+POST_BACKLOG. A client that disconnects ends the response; over 2026-07-28 it also cancels the request.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Callable
+from typing import Any
+
+import anyio
+import structlog
+from starlette.types import Receive, Send
+
+from hub.host.http_sessions import StandaloneStream
+from hub.protocol.jsonrpc import REQUEST_CANCELLED, Invalid, Message, Request, Response, error_line, parse
+
+# Once an SSE response has started, a comment line this often keeps proxies from closing a quiet stream; a request
+# still silent after this long commits to SSE for the same reason.
+KEEPALIVE = 15.0
+SSE = [(b"content-type", b"text/event-stream"), (b"cache-control", b"no-cache, no-transform")]
+JSON = [(b"content-type", b"application/json")]
+# Messages a POST's stream holds before its answer while the client is slow to read; more are dropped.
+POST_BACKLOG = 1000
+
+_log = structlog.get_logger("hub.http")
+
+
+class PostStream:
+    """One POST's response: the messages about its request, then the answer (`hub.host.asks.Stream`).
+
+    What comes before the answer waits here while the client is slow to read; past POST_BACKLOG messages, more are
+    dropped (a child's progress and log messages, counted in the log), so that a child that floods a call cannot
+    grow the hub while its host does not read.
+    """
+
+    def __init__(self, request_id: Any = None) -> None:
+        self.request_id = request_id
+        self.events: deque[bytes] = deque()
+        self.answer: bytes | None = None
+        self.ended = False
+        self.wake = anyio.Event()
+        self.on_end: list[Callable[[], None]] = []
+        self.dropped = 0
+
+    def send(self, line: bytes) -> None:
+        if self.ended:
+            return
+        if len(self.events) >= POST_BACKLOG:
+            self.dropped += 1
+            if self.dropped == 1:
+                _log.warning("http_stream_backlog_full", limit=POST_BACKLOG)
+            return
+        self.events.append(line)
+        self.wake.set()
+
+    def end(self, line: bytes | None) -> None:
+        if not self.ended:
+            self.ended = True
+            self.answer = line
+            self.wake.set()
+            for callback in self.on_end:
+                callback()
+
+
+class _Nowhere:
+    """The stream of a message that gets no answer on its own POST (a notification, a host's answer)."""
+
+    def send(self, line: bytes) -> None:
+        pass
+
+    def end(self, line: bytes | None) -> None:
+        pass
+
+
+NOWHERE = _Nowhere()
+
+
+def request_id(message: Message) -> Any:
+    """The id an error about `message` goes under: a request's (or a malformed one's), never an answer's."""
+    if isinstance(message, Request) or (isinstance(message, Invalid) and not message.response):
+        return message.id
+    return None
+
+
+def accepts(value: str) -> tuple[bool, bool]:
+    """(JSON, SSE) acceptable, wildcards included (RFC 9110)."""
+    kinds = {part.split(";")[0].strip().lower() for part in value.split(",")}
+    anything = "*/*" in kinds
+    return (
+        anything or bool(kinds & {"application/json", "application/*"}),
+        anything or bool(kinds & {"text/event-stream", "text/*"}),
+    )
+
+
+def _sse(line: bytes) -> bytes:
+    return b"event: message\r\ndata: " + line.rstrip(b"\n") + b"\r\n\r\n"
+
+
+async def reply(send: Send, status: int, body: bytes, headers: list[tuple[bytes, bytes]] | None = None) -> None:
+    await send({"type": "http.response.start", "status": status, "headers": [*(headers or JSON)]})
+    await send({"type": "http.response.body", "body": body})
+
+
+async def error(
+    send: Send,
+    status: int,
+    code: int,
+    message: str,
+    about: Any = None,
+    extra: list[tuple[bytes, bytes]] | None = None,
+) -> None:
+    """A JSON-RPC error as the whole response; `about` is the id of the request it answers, if any."""
+    await reply(send, status, error_line(about, code, message).rstrip(b"\n"), [*JSON, *(extra or [])])
+
+
+async def respond(
+    stream: PostStream,
+    receive: Receive,
+    send: Send,
+    session_id: str | None,
+    cancel: Callable[[], None] | None,
+    status_of: Callable[[Any], int],
+    handshake: bool = False,
+) -> None:
+    """The request's answer as JSON when nothing comes before it; else an SSE stream of all its messages.
+
+    Over 2026-07-28 (`cancel` given) a client that closes the request cancels it, and an error's HTTP status is
+    `status_of` its code. A handshake-era request without a session (`handshake`: --stateless) is answered as in a
+    session: status 200, a cancelled answer.
+    """
+    handshake = handshake or session_id is not None
+    extra = [(b"mcp-session-id", session_id.encode())] if session_id is not None else []
+    await _wait(stream)
+    if not (stream.ended and not stream.events):
+        await send({"type": "http.response.start", "status": 200, "headers": [*SSE, *extra]})
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(watch_disconnect, receive, tg.cancel_scope, cancel)
+            await _events(stream, send, handshake)
+            tg.cancel_scope.cancel()
+    elif stream.answer is not None:
+        status = 200 if handshake else _status(stream.answer, status_of)
+        await reply(send, status, stream.answer.rstrip(b"\n"), [*JSON, *extra])
+    elif handshake:  # cancelled: the handshake era's stream ends with an answer, "cancelled" (the SDK's)
+        await error(send, 200, REQUEST_CANCELLED, "Request cancelled", stream.request_id, extra)
+    else:  # 2026-07-28: the host closed the request; nothing is read any more
+        await reply(send, 204, b"", extra)
+
+
+async def _wait(stream: PostStream) -> None:
+    """Until the stream has something to send, or KEEPALIVE has passed."""
+    with anyio.move_on_after(KEEPALIVE):
+        while not stream.ended and not stream.events:
+            stream.wake = anyio.Event()
+            await stream.wake.wait()
+
+
+async def _events(stream: PostStream, send: Send, cancelled_answer: bool) -> None:
+    """A committed SSE response: each message as it comes, a keep-alive comment when there is none for long."""
+    while True:
+        events = [_sse(line) for line in stream.events]
+        stream.events.clear()
+        if stream.ended and stream.answer is not None:
+            events.append(_sse(stream.answer))
+        elif stream.ended and cancelled_answer:
+            events.append(_sse(error_line(stream.request_id, REQUEST_CANCELLED, "Request cancelled")))
+        body = b"".join(events) or b": keepalive\r\n\r\n"
+        try:
+            await send({"type": "http.response.body", "body": body, "more_body": not stream.ended})
+        except OSError:
+            return
+        if stream.ended:
+            return
+        await _wait(stream)
+
+
+async def watch_disconnect(receive: Receive, scope: anyio.CancelScope, cancel: Callable[[], None] | None) -> None:
+    """Until the client disconnects; then `cancel` (if given) and the response's `scope` end."""
+    while (await receive())["type"] != "http.disconnect":
+        pass
+    if cancel is not None:
+        cancel()
+    scope.cancel()
+
+
+def _status(answer: bytes, status_of: Callable[[Any], int]) -> int:
+    """A 2026-07-28 error's HTTP status (the SDK's table); 200 for a result."""
+    if b'"error"' not in answer[:200]:
+        return 200
+    message = parse(answer)
+    if isinstance(message, Response) and message.error is not None:
+        return status_of(message.error.get("code"))
+    return 200
+
+
+async def stream_standalone(stream: StandaloneStream, session_id: str, receive: Receive, send: Send) -> None:
+    """A session's own GET stream, until it closes or the client leaves: what belongs to no request."""
+    await send(
+        {"type": "http.response.start", "status": 200, "headers": [*SSE, (b"mcp-session-id", session_id.encode())]}
+    )
+    try:
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(watch_disconnect, receive, tg.cancel_scope, None)
+            await _pump(stream, send)
+            tg.cancel_scope.cancel()
+    finally:
+        stream.close()
+
+
+async def _pump(stream: StandaloneStream, send: Send) -> None:
+    while not stream.closed:
+        with anyio.move_on_after(KEEPALIVE):
+            while not stream.events and not stream.closed:
+                stream.wake = anyio.Event()
+                await stream.wake.wait()
+        events = [_sse(line) for line in stream.events]
+        stream.events.clear()
+        try:
+            await send(
+                {
+                    "type": "http.response.body",
+                    "body": b"".join(events) or b": keepalive\r\n\r\n",
+                    "more_body": not stream.closed,
+                }
+            )
+        except OSError:
+            return

@@ -1,0 +1,152 @@
+"""What the host fronts (stdio, Streamable HTTP, the in-process host) use of the hub: `HubPort`, one narrow interface.
+
+The fronts do not import the application (`hub.app`): they are handed something that satisfies `HubPort` (the
+`Hub`), and read the configuration, route a request, cancel one, register their sessions and listen streams, and
+ask for health, readiness, drain state and reloads only through the members named here. A member that a front
+does not use has no place here; one it needs is added here and at the end of `hub.app.Hub`, in one block.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Coroutine, Mapping
+from pathlib import Path
+from typing import Any, Protocol
+
+from hub.access.identity import Identity
+from hub.access.policy import View
+from hub.config.access import AuthConfig
+from hub.config.settings import HubSettings
+from hub.observe.metrics import Metrics
+from hub.observe.recent import Recent
+from hub.relay.catalog import Namespace
+from hub.relay.hosts import Listener, Session
+from hub.relay.ports import HostRequest
+from hub.upstream.child import Child
+from hub.upstream.oauth import Credentials
+
+
+class Recorders(Protocol):
+    """The router's metrics and recent-calls recorders, which the HTTP front sets when it starts: they exist only
+    with that front (/metrics, the status page). Read wherever a front counts something."""
+
+    metrics: Metrics | None
+    recent: Recent | None
+
+
+class HostRegistry(Protocol):
+    """Where a front registers what gets the hub's notifications outside a request (`hub.relay.hosts.Hosts`)."""
+
+    listeners: set[Listener]  # 2026-07-28 listen streams
+
+    def add(self, session: Session) -> None:
+        """A handshake-era session was initialized: it gets list_changed, log messages and the children's asks."""
+
+
+class HubPort(Protocol):
+    """The hub as the host fronts see it."""
+
+    # ---- settings, as they are now (a reload replaces them) ----------------------------------------------------
+
+    @property
+    def settings(self) -> HubSettings:
+        """The `hub:` section of servers.yaml: request limits, the HTTP front's settings."""
+
+    @property
+    def auth_config(self) -> AuthConfig | None:
+        """The `auth:` section; None: every caller is anonymous."""
+
+    @property
+    def token_path(self) -> Path | None:
+        """The bearer-token file of `auth.tokens`, if any."""
+
+    @property
+    def local(self) -> Identity:
+        """Who a stdio host and the in-process host act for."""
+
+    @property
+    def replica(self) -> str:
+        """This process's name among replicas: it leads HTTP session ids."""
+
+    @property
+    def stateless(self) -> bool:
+        """`hub serve --http --stateless`: every request on its own, no sessions."""
+
+    @property
+    def draining(self) -> bool:
+        """Stopping: no new sessions, /readyz 503."""
+
+    @property
+    def oauth(self) -> Credentials | None:
+        """OAuth children's sign-ins; None when no child signs in with OAuth (or the hub is not running)."""
+
+    @property
+    def router(self) -> Recorders:
+        """Only the router's recorders (see `Recorders`)."""
+
+    # ---- what a host is shown --------------------------------------------------------------------------------
+
+    @property
+    def namespace(self) -> Namespace:
+        """The current merged catalog: what listings, argument headers and the status page read."""
+
+    @property
+    def children(self) -> Mapping[str, Child]:
+        """The child servers by name, as they are now."""
+
+    def view(self, identity: Identity) -> View:
+        """What `identity` may see and call, under the policy as it is now."""
+
+    def instructions(self, view: View) -> str:
+        """The hub's instructions for a host whose identity sees `view`."""
+
+    def builtin_tools(self) -> tuple[dict[str, Any], ...]:
+        """The hub's own tools, listed before the children's."""
+
+    def startup_wait_left(self) -> float:
+        """Seconds a listing may still wait for the children started with the hub; 0 once that is over."""
+
+    async def wait_for_start(self) -> None:
+        """Until the start-up wait is over (bounded)."""
+
+    # ---- requests ----------------------------------------------------------------------------------------------
+
+    def route(self, request: HostRequest) -> None:
+        """Carry a routed request (`hub.relay.router.ROUTED`) to its one answer."""
+
+    def cancel(self, session: object, request_id: Any, reason: str | None) -> bool:
+        """A host cancelled one of its requests; whether one was in flight."""
+
+    def spawn(self, func: Callable[..., Coroutine[Any, Any, Any]], *args: Any) -> None:
+        """Run `func(*args)` in the hub's task group, bounded by the hub's life."""
+
+    async def set_log_level(self, level: str, owner: object | None = None) -> None:
+        """Every child (or, with `owner`, that session's own connections) gets the level."""
+
+    async def use_nonce(self, key: str, until: float) -> bool:
+        """Whether a single-use `key` (good until `until`, epoch seconds) is used here for the first time."""
+
+    def redact(self, value: Any) -> Any:
+        """`value` with every known secret replaced, as the call log writes it."""
+
+    # ---- sessions -------------------------------------------------------------------------------------------
+
+    @property
+    def hosts(self) -> HostRegistry:
+        """The open sessions and listen streams (`HostRegistry`)."""
+
+    def session_ended(self, owner: object) -> None:
+        """A host session ended: its own connections and subscriptions end."""
+
+    def roots_changed(self, owner: object | None = None) -> None:
+        """A host's roots changed: the children ask for them again."""
+
+    # ---- the hub as a whole -------------------------------------------------------------------------------------
+
+    def health(self) -> dict[str, Any]:
+        """What hub_health answers: version, uptime, every child's state."""
+
+    def readiness(self) -> tuple[bool, dict[str, str]]:
+        """Whether a balancer may send new sessions here, and each child's state."""
+
+    async def reload_from_disk(self, reason: str) -> dict[str, list[str]] | None:
+        """Re-read servers.yaml and apply it; what changed, or None if the new file was rejected."""
