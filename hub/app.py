@@ -41,7 +41,7 @@ from hub.relay.meta_tools import CALL_TOOL_DEF, SEARCH_TOOL_DEF, search_exposed
 from hub.relay.naming import expose_uri
 from hub.relay.router import Router
 from hub.relay.state import oauth_credentials, open_state
-from hub.upstream.child import Child, ChildState, Launch
+from hub.upstream.child import Child, ChildState, Launcher
 from hub.upstream.connection import Connection
 from hub.upstream.credentials import personal
 from hub.upstream.oauth import Credentials
@@ -196,7 +196,7 @@ class Hub:
         self._tg.start_soon(supervise)
         return child
 
-    def _launcher(self, server: ServerConfig) -> Launch:
+    def _launcher(self, server: ServerConfig) -> Launcher:
         """How a child is started for an identity: its placeholders expanded with that identity's name, groups and
         secrets (the shared connection's with the hub's own identity), from the secrets as they are now."""
         redactor = self.call_log.redactor

@@ -101,7 +101,7 @@ class Observer(Protocol):
 
 # A child's configuration for an identity (None: the shared connection's), placeholders expanded
 # (`hub.upstream.credentials.personal`). Raises MissingCredential.
-Launch = Callable[[Identity | None], ServerConfig]
+Launcher = Callable[[Identity | None], ServerConfig]
 
 
 class Child:
@@ -112,12 +112,12 @@ class Child:
         config: ServerConfig,
         observer: Observer,
         watchdog: Watchdog,
-        launch: Launch | None = None,
+        launch: Launcher | None = None,
     ) -> None:
         self.name = name
         self.prefix = prefix
         self.config = config
-        self.launch: Launch = launch or (lambda identity: config)
+        self.launch: Launcher = launch or (lambda identity: config)
         # With sessions: per-identity, an identity's connection closes after this long without a request.
         self.idle_timeout = 1800.0
         # With sessions: per-identity, who the shared (listing) connection runs as: the hub's own identity. What it
