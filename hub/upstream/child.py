@@ -33,6 +33,7 @@ from hub.protocol.jsonrpc import METHOD_NOT_FOUND, Notification, Request, Respon
 from hub.upstream.connection import Connection
 from hub.upstream.credentials import MissingCredential
 from hub.upstream.oauth import Credentials, SignInRequired
+from hub.upstream.oauth_refresh import connection_auth
 from hub.upstream.slots import Slots
 from hub.upstream.stdio import open_stdio
 from hub.upstream.url import AuthFor, open_url
@@ -405,8 +406,14 @@ class Child:
         async def auth_for(ended: Callable[[str], None]) -> Any:
             if self.oauth is None:
                 raise SignInRequired(f"server '{self.name}' needs OAuth, and this hub keeps no sign-ins")
-            return await self.oauth.connection_auth(
-                self.name, config, who.name, who.groups, lambda reason: refused(reason, ended), shared=identity is None
+            return await connection_auth(
+                self.oauth,
+                self.name,
+                config,
+                who.name,
+                who.groups,
+                lambda reason: refused(reason, ended),
+                shared=identity is None,
             )
 
         return auth_for
