@@ -46,7 +46,7 @@ from hub.relay.naming import expose_uri
 from hub.relay.ports import HostRequest
 from hub.relay.router import Router
 from hub.state import open_state
-from hub.upstream.child import Child, ChildState, Launch
+from hub.upstream.child import Child, ChildState, Launcher
 from hub.upstream.connection import Connection
 from hub.upstream.credentials import personal
 from hub.upstream.oauth import Credentials
@@ -202,7 +202,7 @@ class Hub:
         self._tg.start_soon(supervise)
         return child
 
-    def _launcher(self, server: ServerConfig) -> Launch:
+    def _launcher(self, server: ServerConfig) -> Launcher:
         """How a child is started for an identity: its placeholders expanded with that identity's name, groups and
         secrets (the shared connection's with the hub's own identity), from the secrets as they are now."""
         redactor = self.call_log.redactor

@@ -1,4 +1,4 @@
-"""`hub connect URL`: the command line of the stdio ↔ Streamable HTTP bridge (`hub.bridge`).
+"""`hub connect URL`: the command line of the stdio ↔ Streamable HTTP connector (`hub.connect`).
 
 It starts no hub and reads no servers.yaml: the hub is at the URL. The token comes from an environment variable
 (`--token-env`, default HUB_TOKEN) or the OS keyring (`--keyring`), never from the command line. Logs go to stderr
@@ -12,7 +12,7 @@ import os
 import sys
 from urllib.parse import urlsplit
 
-from hub.bridge.token import DEFAULT_ENV, DEFAULT_KEYRING_USER, Token, TokenError, from_env, from_keyring
+from hub.connect.token import DEFAULT_ENV, DEFAULT_KEYRING_USER, Token, TokenError, from_env, from_keyring
 
 EXIT_USAGE = 2
 
@@ -86,10 +86,10 @@ def run_connect(args: argparse.Namespace) -> int:
         call_log.redactor.add([token.value])  # never in a log line, even quoted back in a hub's error
     import anyio
 
-    from hub.bridge.run import run_bridge
+    from hub.connect.run import connect
 
     try:
-        anyio.run(run_bridge, args.url, token)
+        anyio.run(connect, args.url, token)
     except KeyboardInterrupt:
         return 130
     return 0

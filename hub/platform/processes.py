@@ -51,26 +51,26 @@ STOP_POLL = 0.01
 
 
 @dataclass(frozen=True)
-class Launch:
-    """How a stdio child is started."""
+class ProcessSpec:
+    """How a stdio child is started: its command line, working directory and whole environment."""
 
     argv: tuple[str, ...]
     cwd: str | None
     env: Mapping[str, str]
 
 
-def launch_of(
+def process_spec(
     command: str,
     args: Sequence[str],
     env: Mapping[str, str],
     inherit_env: Sequence[str],
     cwd: str | None,
     environ: Mapping[str, str] | None = None,
-) -> Launch:
-    """The launch of a stdio child with these settings, in the hub's environment (`environ`)."""
+) -> ProcessSpec:
+    """How a stdio child with these settings is started, in the hub's environment (`environ`)."""
     source = os.environ if environ is None else environ
     child_env = {name: source[name] for name in (*BASE_ENV, *inherit_env) if name in source} | dict(env)
-    return Launch((resolve_command(command, child_env), *args), cwd, child_env)
+    return ProcessSpec((resolve_command(command, child_env), *args), cwd, child_env)
 
 
 def resolve_command(command: str, environ: Mapping[str, str], windows: bool = WINDOWS) -> str:
@@ -254,15 +254,15 @@ def _nothing() -> None:
     pass
 
 
-async def spawn(launch: Launch, instance: str) -> ChildProcess:
+async def spawn(spec: ProcessSpec, instance: str) -> ChildProcess:
     """Start a child, in a process group of its own where there are groups.
 
     Raises:
         OSError: the command or the working directory does not exist, or cannot be run.
     """
-    env = {**launch.env, INSTANCE_VAR: instance}
+    env = {**spec.env, INSTANCE_VAR: instance}
     if not portable():
-        return _spawn_fast(launch, env)
+        return _spawn_fast(spec, env)
     import psutil
 
     kwargs: dict[str, Any] = (
@@ -271,12 +271,12 @@ async def spawn(launch: Launch, instance: str) -> ChildProcess:
         {"creationflags": CREATE_NEW_PROCESS_GROUP | CREATE_NO_WINDOW} if WINDOWS else {"start_new_session": True}
     )
     process = await anyio.open_process(
-        list(launch.argv),
+        list(spec.argv),
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         env=env,
-        cwd=launch.cwd,
+        cwd=spec.cwd,
         **kwargs,
     )
     leader = None
@@ -285,7 +285,7 @@ async def spawn(launch: Launch, instance: str) -> ChildProcess:
     return ChildProcess(process.pid, process=process, leader=leader)
 
 
-def _spawn_fast(launch: Launch, env: dict[str, str]) -> ChildProcess:
+def _spawn_fast(spec: ProcessSpec, env: dict[str, str]) -> ChildProcess:
     """POSIX: the child's pipes are the hub's own non-blocking descriptors, watched by the event loop."""
     fds: list[int] = []
     try:
@@ -298,12 +298,12 @@ def _spawn_fast(launch: Launch, env: dict[str, str]) -> ChildProcess:
         for fd in (in_write, out_read, err_read):
             os.set_inheritable(fd, False)
         popen = subprocess.Popen(
-            launch.argv,
+            spec.argv,
             stdin=in_read,
             stdout=out_write,
             stderr=err_write,
             env=env,
-            cwd=launch.cwd,
+            cwd=spec.cwd,
             start_new_session=True,
             close_fds=True,
         )

@@ -27,7 +27,8 @@ from hub.relay.exposure import NO_RULES, ToolRules, shape_tool
 from hub.relay.meta_tools import GATEWAY_TOOLS
 from hub.relay.naming import expose_name, expose_tool_name, expose_uri, split_uri
 from hub.relay.search import ToolIndex
-from hub.upstream.child import Child, ChildState, Listing
+from hub.upstream.child import Child, ChildState
+from hub.upstream.listing import Listing
 
 HEALTH_TOOL = "hub_health"
 HEALTH_TOOL_DEF: dict[str, Any] = {

@@ -5,10 +5,9 @@ While a child restarts, its last listing stays in the merged namespace and reque
 (`Unavailable`): the host's tool list does not flap on every restart. Once it is `failed` or stopped, its entries
 leave the namespace and the host is told.
 
-A child has one shared connection, which reads its lists, follows its list changes and holds resource
-subscriptions. With `sessions: per-host`, each handshake-era host session also gets a connection of its own (for a
-stdio child, a process of its own), opened on the session's first request and closed when the session ends, so
-that everything the child sends on it belongs to that session. Every connection of a child shares its `Slots`.
+A child has one shared connection, which reads its lists (`hub.upstream.listing`), follows its list changes and holds
+resource subscriptions. With `sessions: per-host` or `per-identity`, a host session or an identity also gets a
+connection of its own (`hub.upstream.session_connections`). Every connection of a child shares its `Slots`.
 """
 
 from __future__ import annotations
@@ -18,7 +17,6 @@ import random
 import time
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
-from dataclasses import dataclass
 from typing import Any, Protocol
 
 import anyio
@@ -29,10 +27,13 @@ from hub.access.identity import Identity, local_user
 from hub.config.schema import ServerConfig
 from hub.platform.watchdog import Watchdog
 from hub.protocol import errors
-from hub.protocol.jsonrpc import METHOD_NOT_FOUND, Notification, Request, Response
+from hub.protocol.jsonrpc import Notification, Request
 from hub.upstream.connection import Connection
 from hub.upstream.credentials import MissingCredential
+from hub.upstream.listing import LIST_TIMEOUT, ListChanges, Listing, listen, offered, read_lists
 from hub.upstream.oauth import Credentials, SignInRequired
+from hub.upstream.oauth_refresh import connection_auth
+from hub.upstream.session_connections import SessionConnections
 from hub.upstream.slots import Slots
 from hub.upstream.stdio import open_stdio
 from hub.upstream.url import AuthFor, open_url
@@ -45,28 +46,9 @@ BACKOFF_CAP = 30.0
 # An OAuth child whose shared connection waits for the hub's own identity to sign in (`hub auth login`): tried again
 # this often, without counting towards max_restarts, so that the sign-in is picked up without a reload.
 SIGN_IN_RETRY = 5.0
-# Bursts of list_changed from one child are coalesced over this window before its lists are read again.
-LIST_CHANGED_DEBOUNCE = 0.05
 # A URL child's death shows only as a failed ping (handshake era) or failed requests (2026-07-28).
 HEARTBEAT_INTERVAL = 15.0
 HEARTBEAT_TIMEOUT = 10.0
-# How long a listing request or a setLevel may take.
-LIST_TIMEOUT = 30.0
-# Re-listen backoff when a 2026 child's subscriptions/listen stream ends.
-RELISTEN_BASE = 0.5
-RELISTEN_CAP = 30.0
-
-_LIST_CHANGED = {
-    "notifications/tools/list_changed": ("tools",),
-    "notifications/prompts/list_changed": ("prompts",),
-    "notifications/resources/list_changed": ("resources", "templates"),
-}
-_LISTS = {  # kind -> (method, result key, the capability that offers it)
-    "tools": ("tools/list", "tools", "tools"),
-    "resources": ("resources/list", "resources", "resources"),
-    "templates": ("resources/templates/list", "resourceTemplates", "resources"),
-    "prompts": ("prompts/list", "prompts", "prompts"),
-}
 
 
 class ChildState(enum.StrEnum):
@@ -75,16 +57,6 @@ class ChildState(enum.StrEnum):
     RESTARTING = "restarting"
     FAILED = "failed"
     STOPPED = "stopped"
-
-
-@dataclass(frozen=True)
-class Listing:
-    """Everything a child offers, as the raw dicts it sent (so unknown fields pass through)."""
-
-    tools: tuple[dict[str, Any], ...] = ()
-    resources: tuple[dict[str, Any], ...] = ()
-    templates: tuple[dict[str, Any], ...] = ()
-    prompts: tuple[dict[str, Any], ...] = ()
 
 
 class Observer(Protocol):
@@ -101,7 +73,7 @@ class Observer(Protocol):
 
 # A child's configuration for an identity (None: the shared connection's), placeholders expanded
 # (`hub.upstream.credentials.personal`). Raises MissingCredential.
-Launch = Callable[[Identity | None], ServerConfig]
+Launcher = Callable[[Identity | None], ServerConfig]
 
 
 class Child:
@@ -112,12 +84,13 @@ class Child:
         config: ServerConfig,
         observer: Observer,
         watchdog: Watchdog,
-        launch: Launch | None = None,
+        launch: Launcher | None = None,
     ) -> None:
         self.name = name
+        self.log = structlog.get_logger("hub.child").bind(child=name)
         self.prefix = prefix
         self.config = config
-        self.launch: Launch = launch or (lambda identity: config)
+        self.launch: Launcher = launch or (lambda identity: config)
         # With sessions: per-identity, an identity's connection closes after this long without a request.
         self.idle_timeout = 1800.0
         # With sessions: per-identity, who the shared (listing) connection runs as: the hub's own identity. What it
@@ -142,12 +115,12 @@ class Child:
         self.settled = anyio.Event()  # set once the first start attempt is over, ready or not
         self.slots = Slots(name, config.max_concurrency, config.max_queue)
         self.shared: Connection | None = None
-        self._sessions: dict[object, _SessionConnection] = {}
-        self._dirty: set[str] = set()
-        self._dirty_event = anyio.Event()
+        self.own_connections = SessionConnections(
+            name, config, self.open_connection, self.describe_failure, lambda: self.idle_timeout, self.log
+        )
+        self._changes = ListChanges()
         self._timeouts: dict[str, float] = {}
         self._tg: TaskGroup | None = None
-        self.log = structlog.get_logger("hub.child").bind(child=name)
 
     def __repr__(self) -> str:
         return f"<Child {self.name} prefix={self.prefix!r} state={self.state} restarts={self.restarts}>"
@@ -167,8 +140,7 @@ class Child:
 
     def session_connection(self, owner: object) -> Connection | None:
         """The connection of this host session (`sessions: per-host`) or identity (`per-identity`) if it is open."""
-        session = self._sessions.get(owner)
-        return session.connection if session is not None and session.connection is not None else None
+        return self.own_connections.get(owner)
 
     @property
     def instructions(self) -> str | None:
@@ -192,40 +164,20 @@ class Child:
             errors.Unavailable: the child is not ready, the session limit is reached, or the connection failed.
         """
         self.connection()  # the child itself must be up
-        session = self._sessions.get(owner)
-        if session is None:
-            if len(self._sessions) >= self.config.max_sessions:
-                raise errors.Unavailable(
-                    f"server '{self.name}' already has {self.config.max_sessions} {self.config.sessions} "
-                    "connections open (max_sessions); end a host session or raise max_sessions in servers.yaml"
-                )
-            assert self._tg is not None
-            session = self._sessions[owner] = _SessionConnection(self, owner)
-            self._tg.start_soon(session.run)
-        with anyio.move_on_after(self.config.connect_timeout):
-            await session.ready.wait()
-        if session.connection is None:
-            raise errors.Unavailable(f"server '{self.name}': this session's connection failed: {session.error}")
-        return session.connection
+        assert self._tg is not None
+        return await self.own_connections.open(owner, self._tg)
 
     @property
     def sessions_open(self) -> int:
-        return len(self._sessions)
-
-    def forget_session(self, owner: object, session: _SessionConnection) -> None:
-        """`session`'s connection has ended: the next request of that host session opens a new one."""
-        if self._sessions.get(owner) is session:
-            del self._sessions[owner]
+        return len(self.own_connections)
 
     def close_session(self, owner: object) -> None:
         """The host session has ended: its own connection closes."""
-        session = self._sessions.pop(owner, None)
-        if session is not None:
-            session.close()
+        self.own_connections.close(owner)
 
     def connections(self) -> list[Connection]:
         shared = [self.shared] if self.shared is not None else []
-        return shared + [s.connection for s in self._sessions.values() if s.connection is not None]
+        return shared + self.own_connections.connections()
 
     def timeout_for(self, tool: str) -> float:
         """`config.timeout_for`, remembered per tool name (the globs are matched once)."""
@@ -329,7 +281,7 @@ class Child:
                     connection.identity = self.shared_identity
                 with anyio.fail_after(self.config.connect_timeout):
                     await connection.handshake(self.config.protocol, self.config.connect_timeout)
-                    self.listing = await self._read_lists(connection, self._offered(connection), Listing())
+                    self.listing = await read_lists(connection, offered(connection), Listing())
                     self._instructions = connection.instructions
                 self.shared = connection
                 self.start_ms = round((time.monotonic() - began) * 1000, 1)
@@ -351,7 +303,7 @@ class Child:
                     tg.start_soon(self.set_log_level, self.log_level)
                 tg.start_soon(self._refresh_on_change, connection)
                 if connection.modern:
-                    tg.start_soon(self._listen, connection)
+                    tg.start_soon(listen, connection, self.log)
                 elif self.config.kind != "stdio":
                     tg.start_soon(self._heartbeat, connection)
                 await connection.done.wait()
@@ -367,8 +319,7 @@ class Child:
         finally:
             self.shared = None
             self.settled.set()
-            for session in list(self._sessions.values()):
-                session.close()
+            self.own_connections.close_all()
         if self.last_error is None:
             self.last_error = (
                 opened.closed if opened is not None else None
@@ -405,8 +356,14 @@ class Child:
         async def auth_for(ended: Callable[[str], None]) -> Any:
             if self.oauth is None:
                 raise SignInRequired(f"server '{self.name}' needs OAuth, and this hub keeps no sign-ins")
-            return await self.oauth.connection_auth(
-                self.name, config, who.name, who.groups, lambda reason: refused(reason, ended), shared=identity is None
+            return await connection_auth(
+                self.oauth,
+                self.name,
+                config,
+                who.name,
+                who.groups,
+                lambda reason: refused(reason, ended),
+                shared=identity is None,
             )
 
         return auth_for
@@ -437,73 +394,16 @@ class Child:
 
     # ---- listings ---------------------------------------------------------------------------------------------
 
-    @staticmethod
-    def _offered(connection: Connection) -> list[str]:
-        return [
-            kind for kind, (_, _, capability) in _LISTS.items() if connection.capabilities.get(capability) is not None
-        ]
-
-    async def _read_lists(self, connection: Connection, kinds: list[str], base: Listing) -> Listing:
-        updates: dict[str, tuple[dict[str, Any], ...]] = {}
-        for kind in kinds:
-            method, key, _ = _LISTS[kind]
-            items: list[dict[str, Any]] = []
-            cursor: str | None = None
-            seen: set[str] = set()
-            while True:
-                try:
-                    page = await connection.request(method, {"cursor": cursor} if cursor else {}, LIST_TIMEOUT)
-                except errors.ChildError as exc:
-                    if exc.code == METHOD_NOT_FOUND:
-                        break  # advertised but not served (templates, often): empty
-                    raise
-                found = page.get(key)
-                items.extend(item for item in (found if isinstance(found, list) else ()) if isinstance(item, dict))
-                next_cursor = page.get("nextCursor")
-                if not isinstance(next_cursor, str) or not next_cursor or next_cursor in seen:
-                    break
-                cursor = next_cursor
-                seen.add(next_cursor)
-            updates[kind] = tuple(items)
-        return Listing(**{**base.__dict__, **updates})
-
     async def _refresh_on_change(self, connection: Connection) -> None:
         while True:
-            await self._dirty_event.wait()
-            await anyio.sleep(LIST_CHANGED_DEBOUNCE)
-            self._dirty_event = anyio.Event()
-            kinds, self._dirty = sorted(self._dirty), set()
+            kinds = await self._changes.next()
             try:
-                self.listing = await self._read_lists(connection, kinds, self.listing)
+                self.listing = await read_lists(connection, kinds, self.listing)
             except (errors.HubError, TimeoutError) as exc:
                 self.log.warning("child_relist_failed", kinds=kinds, error=str(exc))
                 continue
             self.log.info("child_list_changed", kinds=kinds)
             self.observer.listing_changed(self)
-
-    async def _listen(self, connection: Connection) -> None:
-        """A 2026-07-28 child announces list changes only on a `subscriptions/listen` stream: keep one open."""
-        caps = connection.capabilities
-        wanted = {
-            "toolsListChanged": bool((caps.get("tools") or {}).get("listChanged")),
-            "promptsListChanged": bool((caps.get("prompts") or {}).get("listChanged")),
-            "resourcesListChanged": bool((caps.get("resources") or {}).get("listChanged")),
-        }
-        if not any(wanted.values()):
-            return
-        delay = RELISTEN_BASE
-        while True:
-            stream = _Stream()
-            connection.send(
-                "subscriptions/listen", {"notifications": {k: True for k, v in wanted.items() if v}}, stream
-            )
-            await stream.done.wait()
-            if stream.code == METHOD_NOT_FOUND:
-                self.log.warning("child_listen_unsupported")
-                return
-            self.log.warning("child_listen_lost", error=stream.reason)
-            await anyio.sleep(delay)
-            delay = min(RELISTEN_CAP, delay * 2)
 
     def _clear_listing(self) -> None:
         if self.listing != Listing():
@@ -514,11 +414,9 @@ class Child:
 
     def notified(self, connection: Connection, notification: Notification) -> None:
         method, params = notification.method, notification.params
-        kinds = _LIST_CHANGED.get(method)
-        if kinds is not None:
-            self._dirty.update(kinds)
-            self._dirty_event.set()
-        elif method == "notifications/resources/updated":
+        if self._changes.notified(method):
+            return
+        if method == "notifications/resources/updated":
             uri = params.get("uri")
             if isinstance(uri, str):
                 self.observer.resource_updated(self, uri)
@@ -527,88 +425,6 @@ class Child:
 
     def asked(self, connection: Connection, request: Request) -> None:
         self.observer.child_request(self, connection, request)
-
-
-class _Stream:
-    """The exchange of a `subscriptions/listen` request: it ends only when the stream does."""
-
-    def __init__(self) -> None:
-        self.done = anyio.Event()
-        self.code: int | None = None
-        self.reason = ""
-
-    def answered(self, response: Response) -> None:
-        error = response.error or {}
-        self.code = error.get("code") if type(error.get("code")) is int else None
-        self.reason = str(error.get("message", "the stream ended"))
-        self.done.set()
-
-    def progress(self, params: dict[str, Any]) -> None:
-        pass
-
-    def failed(self, error: errors.HubError) -> None:
-        self.reason = error.message
-        self.done.set()
-
-
-class _SessionConnection:
-    """One host session's own connection to a `sessions: per-host` child, or one identity's to a `per-identity`
-    one (which closes once idle for `Child.idle_timeout`: a 2026-07-28 host has no session whose end would)."""
-
-    def __init__(self, child: Child, owner: object) -> None:
-        self.child = child
-        self.owner = owner
-        self.identity = owner if isinstance(owner, Identity) else None
-        self.connection: Connection | None = None
-        self.error: str | None = None
-        self.ready = anyio.Event()
-        self._scope = anyio.CancelScope()
-        self.label = f"identity:{owner.name}" if isinstance(owner, Identity) else str(getattr(owner, "label", owner))
-
-    def close(self) -> None:
-        self._scope.cancel()
-
-    async def _until_idle(self, connection: Connection) -> None:
-        """Until the connection ends, or has had nothing in flight for the child's idle timeout."""
-        limit = self.child.idle_timeout
-        while not connection.done.is_set():
-            idle = time.monotonic() - connection.last_active
-            if not connection.inflight and idle >= limit:
-                self.error = None
-                self.child.log.info("identity_connection_idle", host_session=self.label, idle_s=round(idle))
-                return
-            with anyio.move_on_after(max(limit - idle, 1.0) if not connection.inflight else limit):
-                await connection.done.wait()
-
-    async def run(self) -> None:
-        child = self.child
-        try:
-            with self._scope:
-                async with anyio.create_task_group() as tg, child.open_connection(tg, self.identity) as connection:
-                    # Whose it is, before the handshake: a child may ask its host something (roots/list) as soon as
-                    # it is initialized, before the handshake's await returns here.
-                    if self.identity is None:
-                        connection.owner = self.owner
-                    connection.identity = self.identity
-                    with anyio.fail_after(child.config.connect_timeout):
-                        await connection.handshake(child.config.protocol, child.config.connect_timeout)
-                    self.connection = connection
-                    self.ready.set()
-                    child.log.info("session_connection_opened", host_session=self.label, sessions=child.sessions_open)
-                    if self.identity is None:
-                        await connection.done.wait()
-                    else:
-                        await self._until_idle(connection)
-                    tg.cancel_scope.cancel()
-        except TimeoutError:
-            self.error = f"did not connect within {child.config.connect_timeout:g}s"
-        except Exception as exc:
-            self.error = child.describe_failure(exc)
-        finally:
-            self.connection = None
-            self.ready.set()
-            child.forget_session(self.owner, self)
-            child.log.info("session_connection_closed", host_session=self.label, error=self.error)
 
 
 def _is_sign_in(exc: BaseException) -> bool:

@@ -12,11 +12,12 @@ What the hub adds is where tokens live and who they belong to:
   (`FileVault`, one per record) or Redis (`hub.state`, shared by replicas).
 - **The expiry after a restart.** The SDK does not restore a stored token's expiry when it loads it (python-sdk#3250):
   an expired token would be sent, refused with 401, and the SDK would start a browser flow instead of refreshing.
-  The provider is given the stored absolute expiry before its first use, so an expired token is refreshed.
+  The provider is given the stored absolute expiry before its first use, so an expired token is refreshed (through
+  `hub.upstream.oauth_sdk`, the one module that touches the provider's state).
 - **No browser in a connection.** A connection never waits for a person: an identity with no record gets
   `SignInRequired` at once, naming how to sign in (a one-time link to the hub's HTTP front, or `hub auth login`);
-  a refresh the authorization server refuses ends the connection with the same error, never a hang. The
-  interactive flow is `hub.upstream.signin`.
+  a refresh the authorization server refuses ends the connection with the same error, never a hang (a connection's
+  auth: `hub.upstream.oauth_refresh.connection_auth`). The interactive flow is `hub.upstream.signin`.
 """
 
 from __future__ import annotations
@@ -41,6 +42,7 @@ from hub.access import sealed
 from hub.config.schema import ServerConfig
 from hub.platform.filelock import Held, file_lock
 from hub.protocol import errors
+from hub.upstream import oauth_sdk
 from hub.upstream.credentials import MissingCredential
 
 if TYPE_CHECKING:
@@ -313,52 +315,10 @@ class Credentials:
         if signed is not None:
             # python-sdk#3250: the SDK loads stored tokens without their expiry; given here, an expired token is
             # refreshed before it is sent instead of being refused and sending the flow to a browser.
-            provider.context.token_expiry_time = signed.expires_at
+            oauth_sdk.restore_expiry(provider, signed.expires_at)
         return provider
 
-    async def connection_auth(
-        self,
-        child: str,
-        config: ServerConfig,
-        identity: str,
-        groups: frozenset[str],
-        ended: Callable[[str], None],
-        *,
-        shared: bool,
-    ) -> Any:
-        """The `httpx.Auth` a connection of `identity` sends its requests through (the SDK's provider, refreshing
-        once at a time: `hub.upstream.oauth_refresh`); it never opens a browser.
-
-        Raises:
-            SignInRequired: the identity has not signed in (the message says how to).
-        """
-        from hub.upstream.oauth_refresh import OneRefresh
-
-        assert config.oauth is not None
-        if config.oauth.grant == "client_credentials":
-            return OneRefresh(await self._client_provider(child, config), self, child, CLIENT, None)
-        if await self.signed(child, identity) is None:
-            raise SignInRequired(await self.sign_in_hint(child, identity, groups, shared=shared))
-
-        async def end(why: str) -> None:
-            ended(f"{await self.sign_in_hint(child, identity, groups, shared=shared)} ({why})")
-            raise SignInRequired(f"identity '{identity}' must sign in to server '{child}' again")
-
-        async def refused(_: str) -> None:
-            # The stored sign-in no longer works (refresh refused, token revoked): end the connection with the hint
-            # now, rather than let its requests wait for a browser that never opens.
-            await end("the stored sign-in was refused by the authorization server")
-
-        async def signed_out() -> None:
-            await end("its sign-in was removed")
-
-        async def never() -> AuthorizationCodeResult:
-            raise SignInRequired(f"identity '{identity}' must sign in to server '{child}' again")
-
-        provider = await self.provider(child, config, identity, "http://127.0.0.1/oauth/callback", refused, never)
-        return OneRefresh(provider, self, child, identity, signed_out)
-
-    async def _client_provider(self, child: str, config: ServerConfig) -> OAuthClientProvider:
+    async def client_provider(self, child: str, config: ServerConfig) -> OAuthClientProvider:
         """The SDK's client-credentials provider: the hub's own token, kept like an identity's under CLIENT."""
         from mcp.client.auth.extensions.client_credentials import ClientCredentialsOAuthProvider
 
@@ -377,7 +337,7 @@ class Credentials:
         )
         signed = await self.signed(child, CLIENT)
         if signed is not None:
-            provider.context.token_expiry_time = signed.expires_at  # python-sdk#3250, as in `provider`
+            oauth_sdk.restore_expiry(provider, signed.expires_at)  # python-sdk#3250, as in `provider`
         return provider
 
     # ---- how to sign in ----------------------------------------------------------------------------------------

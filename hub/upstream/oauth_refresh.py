@@ -9,6 +9,7 @@ request that finds the token expired (or within REFRESH_SKEW of it) first takes 
 (`Credentials.refreshing`: in the process, and across processes a file lock or, with Redis, a lock there), reads the
 record again, and either takes the tokens another connection stored meanwhile or lets the provider refresh while it
 holds the lock. Requests with a valid token go straight through the provider, never waiting on the lock.
+`connection_auth` builds the whole of a connection's auth: this wrapper over the provider `Credentials` makes.
 
 Two cases the SDK leaves to a browser are settled here:
 
@@ -32,12 +33,56 @@ from urllib.parse import parse_qs
 
 import httpx2
 
+from hub.config.schema import ServerConfig
+from hub.upstream import oauth_sdk
+from hub.upstream.oauth import CLIENT, Credentials, SignInRequired
+
 if TYPE_CHECKING:
     from mcp.client.auth import OAuthClientProvider
-
-    from hub.upstream.oauth import Credentials
+    from mcp.shared.auth import AuthorizationCodeResult
 
 REFRESH_SKEW = 30.0  # seconds before its expiry a token is refreshed
+
+
+async def connection_auth(
+    credentials: Credentials,
+    child: str,
+    config: ServerConfig,
+    identity: str,
+    groups: frozenset[str],
+    ended: Callable[[str], None],
+    *,
+    shared: bool,
+) -> OneRefresh:
+    """The `httpx2.Auth` a connection of `identity` sends its requests through (the SDK's provider over the
+    identity's record in `credentials`, refreshing once at a time); it never opens a browser.
+
+    Raises:
+        SignInRequired: the identity has not signed in (the message says how to).
+    """
+    assert config.oauth is not None
+    if config.oauth.grant == "client_credentials":
+        return OneRefresh(await credentials.client_provider(child, config), credentials, child, CLIENT, None)
+    if await credentials.signed(child, identity) is None:
+        raise SignInRequired(await credentials.sign_in_hint(child, identity, groups, shared=shared))
+
+    async def end(why: str) -> None:
+        ended(f"{await credentials.sign_in_hint(child, identity, groups, shared=shared)} ({why})")
+        raise SignInRequired(f"identity '{identity}' must sign in to server '{child}' again")
+
+    async def refused(_: str) -> None:
+        # The stored sign-in no longer works (refresh refused, token revoked): end the connection with the hint
+        # now, rather than let its requests wait for a browser that never opens.
+        await end("the stored sign-in was refused by the authorization server")
+
+    async def signed_out() -> None:
+        await end("its sign-in was removed")
+
+    async def never() -> AuthorizationCodeResult:
+        raise SignInRequired(f"identity '{identity}' must sign in to server '{child}' again")
+
+    provider = await credentials.provider(child, config, identity, "http://127.0.0.1/oauth/callback", refused, never)
+    return OneRefresh(provider, credentials, child, identity, signed_out)
 
 
 class OneRefresh(httpx2.Auth):
@@ -58,7 +103,7 @@ class OneRefresh(httpx2.Auth):
         self.gone = gone
 
     def _due(self) -> bool:
-        expiry = self.provider.context.token_expiry_time
+        expiry = oauth_sdk.expiry(self.provider)
         return expiry is not None and time.time() > expiry - REFRESH_SKEW
 
     async def async_auth_flow(self, request: httpx2.Request) -> AsyncGenerator[httpx2.Request, httpx2.Response]:
@@ -89,7 +134,7 @@ class OneRefresh(httpx2.Auth):
 
     def _may_retry(self, request: httpx2.Request, response: httpx2.Response) -> bool:
         """A 401 to a token the hub holds as good, with a refresh token to try: worth one more go before a browser."""
-        tokens = self.provider.context.current_tokens
+        tokens = oauth_sdk.held_tokens(self.provider)
         return (
             response.status_code == 401
             and self.gone is not None
@@ -103,18 +148,16 @@ class OneRefresh(httpx2.Auth):
         just refused); else the provider refreshes now."""
         from mcp.shared.auth import OAuthToken
 
-        context = self.provider.context
         signed = await self.credentials.signed(self.child, self.identity)
         fresh = signed is not None and (signed.expires_at is None or signed.expires_at > time.time() + REFRESH_SKEW)
         if signed is None and self.gone is not None:
             await self.gone()  # signed out: a refresh here would store the record again
         elif signed is not None and fresh and signed.tokens.get("access_token") != refused:
-            context.current_tokens = OAuthToken.model_validate(signed.tokens)
-            context.token_expiry_time = signed.expires_at
+            oauth_sdk.adopt(self.provider, OAuthToken.model_validate(signed.tokens), signed.expires_at)
         else:
-            if signed is not None and refused is not None:
-                context.current_tokens = OAuthToken.model_validate(signed.tokens)  # its refresh token, the latest
-            context.token_expiry_time = time.time() - 1  # the provider refreshes now
+            # The provider refreshes now; after a 401, with the record's refresh token (the latest).
+            latest = OAuthToken.model_validate(signed.tokens) if signed is not None and refused is not None else None
+            oauth_sdk.refresh_next(self.provider, latest)
 
     async def _after_refresh(self, tried: str, response: httpx2.Response) -> None:
         if response.status_code != 400 or self.gone is None:

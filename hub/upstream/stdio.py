@@ -18,7 +18,7 @@ from anyio.abc import TaskGroup
 
 from hub.config.schema import ServerConfig
 from hub.platform.pipes import Broken, Lines, Writer
-from hub.platform.processes import ChildProcess, describe_exit, launch_of, spawn
+from hub.platform.processes import ChildProcess, describe_exit, process_spec, spawn
 from hub.platform.watchdog import Watchdog
 from hub.protocol.jsonrpc import encode
 from hub.upstream.connection import Connection, Events
@@ -83,9 +83,9 @@ async def open_stdio(
         OSError: the command or working directory does not exist or cannot be run.
     """
     assert config.command is not None
-    launch = launch_of(config.command, config.args, config.env, config.inherit_env, config.cwd)
+    spec = process_spec(config.command, config.args, config.env, config.inherit_env, config.cwd)
     wire = StdioWire(name)
-    process = await spawn(launch, watchdog.mark)
+    process = await spawn(spec, watchdog.mark)
     watchdog.add(process.pid)
     connection = Connection(name, wire, events)
     limit = config.max_result_bytes

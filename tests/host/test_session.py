@@ -28,8 +28,9 @@ from hub.protocol.jsonrpc import (
     UNSUPPORTED_PROTOCOL_VERSION,
     encode,
 )
-from hub.upstream.child import Child, ChildState, Listing
+from hub.upstream.child import Child, ChildState
 from hub.upstream.connection import Connection
+from hub.upstream.listing import Listing
 from tests.relay.harness import MODERN, WAIT, FakeWire, modern_meta
 
 pytestmark = pytest.mark.anyio

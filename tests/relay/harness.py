@@ -30,8 +30,9 @@ from hub.relay.catalog import HEALTH_TOOL, Catalog
 from hub.relay.hosts import Hosts
 from hub.relay.ports import AskFailed
 from hub.relay.router import Router
-from hub.upstream.child import Child, ChildState, Listing
+from hub.upstream.child import Child, ChildState
 from hub.upstream.connection import Connection
+from hub.upstream.listing import Listing
 
 HANDSHAKE = revisions.LATEST_HANDSHAKE
 MODERN = revisions.LATEST_MODERN

@@ -13,7 +13,8 @@ from hub.config.settings import HubSettings
 from hub.platform.watchdog import Watchdog
 from hub.protocol import revisions
 from hub.relay.catalog import HEALTH_TOOL_DEF, Catalog, Collision, Renamed, Route, build_namespace
-from hub.upstream.child import Child, Listing
+from hub.upstream.child import Child
+from hub.upstream.listing import Listing
 
 
 def child(

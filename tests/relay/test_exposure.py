@@ -18,7 +18,8 @@ from hub.relay.catalog import build_namespace
 from hub.relay.confirmation import Seals, said_yes
 from hub.relay.exposure import REQUIRES_USER_INTERACTION, check_arguments, shape_tool
 from hub.state import MemoryState
-from hub.upstream.child import Child, Listing
+from hub.upstream.child import Child
+from hub.upstream.listing import Listing
 
 QUERY = {
     "name": "query",

@@ -44,7 +44,8 @@ def test_under_a_deny_by_default_policy_the_gateway_tools_stay_and_find_only_wha
     from hub.platform.watchdog import Watchdog
     from hub.relay.catalog import build_namespace
     from hub.relay.meta_tools import CALL_TOOL_DEF, SEARCH_TOOL_DEF
-    from hub.upstream.child import Child, Listing
+    from hub.upstream.child import Child
+    from hub.upstream.listing import Listing
 
     def child(name: str) -> Child:
         made = Child(name, name, ServerConfig(command="x"), None, Watchdog())  # type: ignore[arg-type]

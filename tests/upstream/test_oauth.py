@@ -15,6 +15,7 @@ from pydantic import ValidationError
 from hub.access import sealed
 from hub.config.schema import ServerConfig
 from hub.upstream.oauth import LINKS, TOKENS, Credentials, FileVault, SignInRequired
+from hub.upstream.oauth_refresh import connection_auth
 
 pytestmark = pytest.mark.anyio
 
@@ -83,10 +84,10 @@ async def test_a_sign_in_link_is_this_hubs_and_expires(tmp_path: Path) -> None:
 async def test_a_connection_without_a_sign_in_says_how_to_sign_in(tmp_path: Path) -> None:
     kept = credentials(tmp_path / "oauth")
     with pytest.raises(SignInRequired, match=r"run `hub auth login tickets --as svc` where the hub runs"):
-        await kept.connection_auth("tickets", server(), "svc", frozenset(), lambda _: None, shared=True)
+        await connection_auth(kept, "tickets", server(), "svc", frozenset(), lambda _: None, shared=True)
     kept.link_base = "https://hub.example"
     with pytest.raises(SignInRequired, match=r"identity 'alice' has not signed in .* open https://hub\.example/"):
-        await kept.connection_auth("tickets", server(), "alice", frozenset(), lambda _: None, shared=False)
+        await connection_auth(kept, "tickets", server(), "alice", frozenset(), lambda _: None, shared=False)
 
 
 def test_oauth_keys_are_checked() -> None:

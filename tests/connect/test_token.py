@@ -8,7 +8,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from hub.bridge.token import Token, TokenError, from_env, from_keyring
+from hub.connect.token import Token, TokenError, from_env, from_keyring
 
 
 def test_the_token_comes_from_the_named_variable_without_surrounding_whitespace() -> None:

@@ -1,4 +1,4 @@
-"""The bridge's host side against a stand-in for the hub: bad lines, one answer per request, order, cancellation."""
+"""`Forwarder` against a stand-in for the hub: bad lines, one answer per request, order, cancellation."""
 
 from __future__ import annotations
 
@@ -10,8 +10,8 @@ from typing import Any
 import anyio
 import pytest
 
-from hub.bridge.relay import Relay
-from hub.bridge.remote import Deliver, Dropped, Refused
+from hub.connect.forward import Forwarder
+from hub.connect.remote import Deliver, Dropped, Refused
 from hub.protocol.jsonrpc import Request, error_line, result_line
 
 pytestmark = pytest.mark.anyio
@@ -21,7 +21,7 @@ ENVELOPE = {"_meta": {"io.modelcontextprotocol/protocolVersion": "2026-07-28"}}
 
 
 class FakeRemote:
-    """What the relay uses of `Remote`: each request handled by `handlers[method]`; notifications and answers kept."""
+    """What `Forwarder` uses of `Remote`: each request handled by `handlers[method]`; notifications and answers kept."""
 
     url = "http://hub.test/mcp"
 
@@ -69,27 +69,27 @@ class Wire:
 
 
 @asynccontextmanager
-async def relay() -> AsyncIterator[tuple[Relay, FakeRemote, Wire]]:
+async def forwarder_with_stand_ins() -> AsyncIterator[tuple[Forwarder, FakeRemote, Wire]]:
     remote, wire = FakeRemote(), Wire()
     async with anyio.create_task_group() as tg:
-        bridge = Relay(remote, wire.write, tg)  # type: ignore[arg-type]
-        tg.start_soon(bridge.run)
-        yield bridge, remote, wire
+        forwarder = Forwarder(remote, wire.write, tg)  # type: ignore[arg-type]
+        tg.start_soon(forwarder.run)
+        yield forwarder, remote, wire
         tg.cancel_scope.cancel()
 
 
-def send(bridge: Relay, message: dict[str, Any] | str) -> None:
-    bridge.line(message.encode() if isinstance(message, str) else json.dumps(message).encode())
+def send(forwarder: Forwarder, message: dict[str, Any] | str) -> None:
+    forwarder.line(message.encode() if isinstance(message, str) else json.dumps(message).encode())
 
 
-async def test_lines_that_are_not_messages_get_the_errors_the_hub_gives_and_the_bridge_goes_on() -> None:
-    async with relay() as (bridge, remote, wire):
-        send(bridge, "not JSON at all")  # no id: nothing can be answered
-        send(bridge, '{"jsonrpc":"2.0","id":1,"method":"ping","params":{"x":NaN}}')
-        send(bridge, '[{"jsonrpc":"2.0","id":2,"method":"ping"}]')
-        send(bridge, {"jsonrpc": "2.0", "id": 3, "method": "ping", "params": [1]})
-        bridge.oversized(b'{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"x":"', 99_999_999, 1000)
-        send(bridge, {"jsonrpc": "2.0", "id": 5, "method": "ping"})
+async def test_lines_that_are_not_messages_get_the_errors_the_hub_gives_and_the_forwarder_goes_on() -> None:
+    async with forwarder_with_stand_ins() as (forwarder, remote, wire):
+        send(forwarder, "not JSON at all")  # no id: nothing can be answered
+        send(forwarder, '{"jsonrpc":"2.0","id":1,"method":"ping","params":{"x":NaN}}')
+        send(forwarder, '[{"jsonrpc":"2.0","id":2,"method":"ping"}]')
+        send(forwarder, {"jsonrpc": "2.0", "id": 3, "method": "ping", "params": [1]})
+        forwarder.oversized(b'{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"x":"', 99_999_999, 1000)
+        send(forwarder, {"jsonrpc": "2.0", "id": 5, "method": "ping"})
         assert (await wire.answer(5))["result"] == {"ok": True}
         assert (await wire.answer(1))["error"]["code"] == -32700
         assert "batches are not supported" in (await wire.answer(2))["error"]["message"]
@@ -115,10 +115,10 @@ async def test_every_request_gets_one_answer_even_when_the_hub_gives_none() -> N
             b'{\n  "jsonrpc": "2.0", "method": "notifications/message",\n  "params": {"level": "info", "data": 1}\n}'
         )
 
-    async with relay() as (bridge, remote, wire):
+    async with forwarder_with_stand_ins() as (forwarder, remote, wire):
         remote.handlers = {"a": dropped, "b": refused, "c": silent, "d": twice}
         for number, method in enumerate("abcd", 1):
-            send(bridge, {"jsonrpc": "2.0", "id": number, "method": method})
+            send(forwarder, {"jsonrpc": "2.0", "id": number, "method": method})
         assert "lost before the answer" in (await wire.answer(1))["error"]["message"]
         assert (await wire.answer(2))["error"] == {
             "code": -32600,
@@ -132,10 +132,10 @@ async def test_every_request_gets_one_answer_even_when_the_hub_gives_none() -> N
 
 
 async def test_notifications_reach_the_hub_before_the_requests_written_after_them() -> None:
-    async with relay() as (bridge, remote, wire):
+    async with forwarder_with_stand_ins() as (forwarder, remote, wire):
         remote.hold_posts = anyio.Event()
-        send(bridge, {"jsonrpc": "2.0", "method": "notifications/initialized"})
-        send(bridge, {"jsonrpc": "2.0", "id": 1, "method": "tools/list"})
+        send(forwarder, {"jsonrpc": "2.0", "method": "notifications/initialized"})
+        send(forwarder, {"jsonrpc": "2.0", "id": 1, "method": "tools/list"})
         await anyio.wait_all_tasks_blocked()
         assert remote.requests == []  # the request waits for the notification to be delivered
         remote.hold_posts.set()
@@ -151,17 +151,17 @@ async def test_a_cancelled_request_gets_no_answer_and_the_cancellation_reaches_t
         await release.wait()
         deliver(error_line(request.id, -32800, "Request cancelled"))
 
-    async with relay() as (bridge, remote, wire):
+    async with forwarder_with_stand_ins() as (forwarder, remote, wire):
         remote.handlers = {"slow": slow}
-        send(bridge, {"jsonrpc": "2.0", "id": 7, "method": "slow"})
+        send(forwarder, {"jsonrpc": "2.0", "id": 7, "method": "slow"})
         cancel = {"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 7}}
-        send(bridge, cancel)
+        send(forwarder, cancel)
         with anyio.fail_after(WAIT):
             while not remote.posted:
                 await remote.posted_event.wait()
         assert remote.posted == [(cancel, False)]
         release.set()
-        send(bridge, {"jsonrpc": "2.0", "id": 8, "method": "ping"})
+        send(forwarder, {"jsonrpc": "2.0", "id": 8, "method": "ping"})
         await wire.answer(8)
         await anyio.wait_all_tasks_blocked()
         assert [m for m in wire.lines if m.get("id") == 7] == []
@@ -176,23 +176,23 @@ async def test_a_2026_host_cancels_by_closing_the_request_and_sends_the_hub_no_n
         finally:
             cancelled.set()
 
-    async with relay() as (bridge, remote, wire):
+    async with forwarder_with_stand_ins() as (forwarder, remote, wire):
         remote.handlers = {"tools/call": endless}
-        send(bridge, {"jsonrpc": "2.0", "id": "a", "method": "tools/call", "params": {"name": "x", **ENVELOPE}})
+        send(forwarder, {"jsonrpc": "2.0", "id": "a", "method": "tools/call", "params": {"name": "x", **ENVELOPE}})
         await anyio.wait_all_tasks_blocked()
         assert remote.requests == [("tools/call", True)]
-        send(bridge, {"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": "a"}})
+        send(forwarder, {"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": "a"}})
         with anyio.fail_after(WAIT):
             await cancelled.wait()
-        send(bridge, {"jsonrpc": "2.0", "id": "b", "method": "ping", "params": ENVELOPE})
+        send(forwarder, {"jsonrpc": "2.0", "id": "b", "method": "ping", "params": ENVELOPE})
         await wire.answer("b")
         assert remote.posted == []
         assert [m for m in wire.lines if m.get("id") == "a"] == []
 
 
 async def test_an_unusable_answer_of_the_host_fails_the_hubs_request_and_is_not_answered_back() -> None:
-    async with relay() as (bridge, remote, wire):
-        send(bridge, '{"jsonrpc":"2.0","id":"hub-1","result":[1,2]}')
+    async with forwarder_with_stand_ins() as (forwarder, remote, wire):
+        send(forwarder, '{"jsonrpc":"2.0","id":"hub-1","result":[1,2]}')
         with anyio.fail_after(WAIT):
             while not remote.posted:
                 await remote.posted_event.wait()
@@ -202,8 +202,8 @@ async def test_an_unusable_answer_of_the_host_fails_the_hubs_request_and_is_not_
 
 
 async def test_a_renewed_session_tells_the_host_its_lists_may_have_changed() -> None:
-    async with relay() as (bridge, _, wire):
-        bridge.renewed({"tools": {"listChanged": True}, "resources": {}, "logging": {}})
+    async with forwarder_with_stand_ins() as (forwarder, _, wire):
+        forwarder.renewed({"tools": {"listChanged": True}, "resources": {}, "logging": {}})
         assert [m["method"] for m in wire.lines] == [
             "notifications/tools/list_changed",
             "notifications/resources/list_changed",

@@ -1,7 +1,7 @@
-"""The host's side of the bridge: the lines the host writes go to the hub in order; answers and errors come back.
+"""The host's side of hub connect: the lines the host writes go to the hub in order; answers and errors come back.
 
 A line is decoded as the hub's stdio front decodes it (`hub.protocol.jsonrpc`): what is not a message gets the
-JSON-RPC error it calls for when it has a usable id, and is logged otherwise (at most once a second); the bridge never
+JSON-RPC error it calls for when it has a usable id, and is logged otherwise (at most once a second); hub connect never
 exits on a line. Messages reach the hub in the order the host wrote them: a notification or an answer is delivered
 (the hub said 202) before the next line is taken, and a request is sent from a task of its own (its response streams
 for as long as the call runs), so that `notifications/initialized` reaches the hub before the requests after it.
@@ -23,7 +23,7 @@ import anyio
 import structlog
 from anyio.abc import TaskGroup
 
-from hub.bridge.remote import Remote, RemoteError
+from hub.connect.remote import Remote, RemoteError
 from hub.logs import Throttle
 from hub.protocol import revisions
 from hub.protocol.jsonrpc import (
@@ -63,7 +63,7 @@ def _answers(line: bytes, request_id: RequestId) -> bool:
     return False
 
 
-class Relay:
+class Forwarder:
     """Between the host's lines and the `Remote` session; `write` puts one line on the host's wire."""
 
     def __init__(self, remote: Remote, write: Callable[[bytes], None], tg: TaskGroup) -> None:
@@ -130,7 +130,7 @@ class Relay:
     # ---- to the hub ---------------------------------------------------------------------------------------------
 
     async def run(self) -> None:
-        """Send the host's messages to the hub in order, for as long as the bridge runs."""
+        """Send the host's messages to the hub in order, for as long as hub connect runs."""
         while True:
             while not self._queue:
                 self._wake = anyio.Event()
@@ -168,7 +168,7 @@ class Relay:
             except RemoteError as exc:
                 failure = exc.line(request.id)
                 _log.warning("connect_request_failed", method=request.method[:100], error=str(exc))
-            except Exception as exc:  # a fault of the bridge's own: the host is answered, the bridge goes on
+            except Exception as exc:  # a fault of hub connect's own: the host is answered, hub connect goes on
                 _log.error("connect_request_fault", method=request.method[:100], exc_info=exc)
                 failure = error_line(
                     request.id, INTERNAL_ERROR, f"hub connect: internal error in {quote(request.method)}"
@@ -200,7 +200,7 @@ class Relay:
             await self.remote.post(line, initialized)
         except RemoteError as exc:
             _log.warning("connect_message_failed", method=method, error=str(exc))
-        except Exception as exc:  # a fault of the bridge's own: logged, and the next line is taken
+        except Exception as exc:  # a fault of hub connect's own: logged, and the next line is taken
             _log.error("connect_message_fault", method=method, exc_info=exc)
 
     def _cancel(self, params: dict[str, Any]) -> None:

@@ -1,4 +1,4 @@
-"""The bridge's side toward the hub: one Streamable HTTP session, made again when the hub has forgotten it.
+"""hub connect's side toward the hub: one Streamable HTTP session, made again when the hub has forgotten it.
 
 Each message the host writes is POSTed to the URL as the host wrote it, with `Accept: application/json,
 text/event-stream`, the session's `Mcp-Session-Id` and `MCP-Protocol-Version`, and the bearer token. A request's
@@ -11,7 +11,7 @@ The hub restarting: a POST that cannot connect is tried again with backoff for u
 reached the hub); a hub that answers 404 for the session has forgotten it (it restarted, or the session expired).
 Then a new session is opened with the host's own `initialize` params (the answer is kept from the host, which
 initialized once), `notifications/initialized` is sent, the host's log level and resource subscriptions are set
-again, the relay is told (it tells the host its lists may have changed), and the request is sent again. A request
+again, the forwarder is told (it tells the host its lists may have changed), and the request is sent again. A request
 whose connection drops after it was sent is not sent again (it may have been carried out): its caller gets
 `Dropped`, and the host an error.
 
@@ -32,7 +32,7 @@ import anyio
 import httpx2
 import structlog
 
-from hub.bridge.token import Token
+from hub.connect.token import Token
 from hub.protocol import revisions
 from hub.protocol.jsonrpc import (
     CONNECTION_CLOSED,
@@ -54,13 +54,13 @@ RECONNECT_LIMIT = 30.0
 # Waits between attempts: the first, doubled each time up to the cap (jittered).
 RETRY_FIRST = 0.25
 RETRY_CAP = 2.0
-# The session's own stream is re-opened for as long as the bridge runs, at most this far apart.
+# The session's own stream is re-opened for as long as hub connect runs, at most this far apart.
 LISTEN_CAP = 5.0
 CONNECT_TIMEOUT = 10.0
 # A response silent this long is deemed dead (the hub sends a keep-alive comment every 15 s on a stream).
 READ_TIMEOUT = 300.0
 # Sending a request, or waiting for a free connection, at most this long; and the whole exchange of a message that
-# the hub answers at once (a notification, the host's answer to a request of the hub's, the bridge's own
+# the hub answers at once (a notification, the host's answer to a request of the hub's, hub connect's own
 # `initialize`).
 SEND_TIMEOUT = 30.0
 # The largest message taken from the hub (a JSON body, one SSE event): larger ones end the response.
@@ -103,7 +103,7 @@ class Refused(RemoteError):
 
 def backoff(first: float, cap: float) -> Iterator[float]:
     """Waits between attempts: `first`, doubling up to `cap`, each cut by up to a quarter at random (a team's
-    bridges do not all come back to a restarted hub at the same instant)."""
+    `hub connect` processes do not all come back to a restarted hub at the same instant)."""
     delay = first
     while True:
         yield delay * random.uniform(0.75, 1.0)
@@ -114,7 +114,7 @@ _PROMPT = httpx2.Timeout(SEND_TIMEOUT, connect=CONNECT_TIMEOUT)
 
 
 def new_client(token: Token) -> httpx2.AsyncClient:
-    """The HTTP client of one bridge; the token rides on every request (and is in no log line)."""
+    """The HTTP client of one `hub connect`; the token rides on every request (and is in no log line)."""
     timeout = httpx2.Timeout(SEND_TIMEOUT, connect=CONNECT_TIMEOUT, read=READ_TIMEOUT)
     return httpx2.AsyncClient(headers=token.header(), timeout=timeout, follow_redirects=False)
 
@@ -134,7 +134,7 @@ async def _body(response: httpx2.Response) -> bytes:
     async for chunk in response.aiter_bytes():
         size += len(chunk)
         if size > MAX_MESSAGE_BYTES:
-            raise Dropped(f"the hub's response is over the bridge's limit of {MAX_MESSAGE_BYTES} bytes")
+            raise Dropped(f"the hub's response is over hub connect's limit of {MAX_MESSAGE_BYTES} bytes")
         chunks.append(chunk)
     return b"".join(chunks)
 
@@ -159,7 +159,7 @@ def _same_id(found: Any, wanted: RequestId) -> bool:
 
 
 def _discard(line: bytes) -> None:
-    """Where the messages of the bridge's own requests go (the answers of a renewed session's set-up)."""
+    """Where the messages of hub connect's own requests go (the answers of a renewed session's set-up)."""
 
 
 class Remote:
@@ -412,7 +412,7 @@ class Remote:
             self._renewals += 1
             own = f"hub-connect-{self._renewals}"
             if not await self._open(request_line(own, "initialize", self._init_params), own, _discard):
-                raise RemoteError(f"the hub at {self.url} refused to open a new session (see the bridge's log)")
+                raise RemoteError(f"the hub at {self.url} refused to open a new session (see hub connect's log)")
             await self._restore(own)
         _log.info("connect_session_renewed", url=self.url, renewals=self._renewals)
         self._renewed(self.capabilities)
@@ -432,7 +432,7 @@ class Remote:
                 _log.warning("connect_session_restore_failed", method=method, error=str(exc))
 
     async def listen(self, deliver: Deliver) -> None:
-        """The session's own stream, for as long as the bridge runs: opened once the host's session is
+        """The session's own stream, for as long as hub connect runs: opened once the host's session is
         initialized, re-opened with backoff whenever it ends; a 404 makes a new session."""
         await self._initialized.wait()
         delays = backoff(RETRY_FIRST, LISTEN_CAP)

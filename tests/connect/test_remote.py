@@ -1,4 +1,4 @@
-"""The bridge's session with the hub against a stand-in hub (httpx2's MockTransport): a forgotten session made
+"""hub connect's session with the hub against a stand-in hub (httpx2's MockTransport): a forgotten session made
 again with the host's own initialize, connection retries, refusals, and 2026-07-28 routing headers."""
 
 from __future__ import annotations
@@ -10,9 +10,9 @@ import anyio
 import httpx2
 import pytest
 
-from hub.bridge import remote as remote_module
-from hub.bridge.remote import Refused, Remote, Unreachable, backoff
-from hub.bridge.token import Token
+from hub.connect import remote as remote_module
+from hub.connect.remote import Refused, Remote, Unreachable, backoff
+from hub.connect.token import Token
 from hub.protocol.jsonrpc import Request, notification_line, parse, request_line
 
 pytestmark = pytest.mark.anyio

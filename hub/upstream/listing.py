@@ -1,0 +1,155 @@
+"""What a child offers (tools, resources, templates, prompts), read in full, and when to read it again.
+
+A list is read page by page until the child gives no new cursor (a cursor seen before ends it too, so a child that
+loops cannot keep the hub reading). A handshake-era child says its lists changed with `list_changed` notifications,
+coalesced here over a short window before the changed kinds are read again; a 2026-07-28 child says so only on a
+`subscriptions/listen` stream, which is kept open (`listen`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import anyio
+import structlog
+
+from hub.protocol import errors
+from hub.protocol.jsonrpc import METHOD_NOT_FOUND, Response
+from hub.upstream.connection import Connection
+
+# Bursts of list_changed from one child are coalesced over this window before its lists are read again.
+LIST_CHANGED_DEBOUNCE = 0.05
+# How long a listing request (or a child's logging/setLevel) may take.
+LIST_TIMEOUT = 30.0
+# Re-listen backoff when a 2026 child's subscriptions/listen stream ends.
+RELISTEN_BASE = 0.5
+RELISTEN_CAP = 30.0
+
+_LIST_CHANGED = {
+    "notifications/tools/list_changed": ("tools",),
+    "notifications/prompts/list_changed": ("prompts",),
+    "notifications/resources/list_changed": ("resources", "templates"),
+}
+_LISTS = {  # kind -> (method, result key, the capability that offers it)
+    "tools": ("tools/list", "tools", "tools"),
+    "resources": ("resources/list", "resources", "resources"),
+    "templates": ("resources/templates/list", "resourceTemplates", "resources"),
+    "prompts": ("prompts/list", "prompts", "prompts"),
+}
+
+
+@dataclass(frozen=True)
+class Listing:
+    """Everything a child offers, as the raw dicts it sent (so unknown fields pass through)."""
+
+    tools: tuple[dict[str, Any], ...] = ()
+    resources: tuple[dict[str, Any], ...] = ()
+    templates: tuple[dict[str, Any], ...] = ()
+    prompts: tuple[dict[str, Any], ...] = ()
+
+
+def offered(connection: Connection) -> list[str]:
+    """The kinds of list the child's capabilities say it serves."""
+    return [kind for kind, (_, _, capability) in _LISTS.items() if connection.capabilities.get(capability) is not None]
+
+
+async def read_lists(connection: Connection, kinds: list[str], base: Listing) -> Listing:
+    """`base` with each of `kinds` read again in full from the child.
+
+    Raises:
+        errors.HubError, TimeoutError: a page could not be read (a kind advertised but not served reads as empty).
+    """
+    updates: dict[str, tuple[dict[str, Any], ...]] = {}
+    for kind in kinds:
+        method, key, _ = _LISTS[kind]
+        items: list[dict[str, Any]] = []
+        cursor: str | None = None
+        seen: set[str] = set()
+        while True:
+            try:
+                page = await connection.request(method, {"cursor": cursor} if cursor else {}, LIST_TIMEOUT)
+            except errors.ChildError as exc:
+                if exc.code == METHOD_NOT_FOUND:
+                    break  # advertised but not served (templates, often): empty
+                raise
+            found = page.get(key)
+            items.extend(item for item in (found if isinstance(found, list) else ()) if isinstance(item, dict))
+            next_cursor = page.get("nextCursor")
+            if not isinstance(next_cursor, str) or not next_cursor or next_cursor in seen:
+                break
+            cursor = next_cursor
+            seen.add(next_cursor)
+        updates[kind] = tuple(items)
+    return Listing(**{**base.__dict__, **updates})
+
+
+class ListChanges:
+    """The kinds of list a child said changed, not yet read again."""
+
+    def __init__(self) -> None:
+        self._kinds: set[str] = set()
+        self._event = anyio.Event()
+
+    def notified(self, method: str) -> bool:
+        """Whether `method` is a list_changed notification (then its kinds are marked to be read again)."""
+        kinds = _LIST_CHANGED.get(method)
+        if kinds is None:
+            return False
+        self._kinds.update(kinds)
+        self._event.set()
+        return True
+
+    async def next(self) -> list[str]:
+        """The kinds changed since the last call, once there are some and the burst is over."""
+        await self._event.wait()
+        await anyio.sleep(LIST_CHANGED_DEBOUNCE)
+        self._event = anyio.Event()
+        kinds, self._kinds = sorted(self._kinds), set()
+        return kinds
+
+
+class ListenStream:
+    """The exchange of a `subscriptions/listen` request: it ends only when the stream does."""
+
+    def __init__(self) -> None:
+        self.done = anyio.Event()
+        self.code: int | None = None
+        self.reason = ""
+
+    def answered(self, response: Response) -> None:
+        error = response.error or {}
+        self.code = error.get("code") if type(error.get("code")) is int else None
+        self.reason = str(error.get("message", "the stream ended"))
+        self.done.set()
+
+    def progress(self, params: dict[str, Any]) -> None:
+        pass
+
+    def failed(self, error: errors.HubError) -> None:
+        self.reason = error.message
+        self.done.set()
+
+
+async def listen(connection: Connection, log: structlog.typing.FilteringBoundLogger) -> None:
+    """A 2026-07-28 child announces list changes only on a `subscriptions/listen` stream: keep one open (its
+    notifications arrive as any other's, through the connection's events)."""
+    caps = connection.capabilities
+    wanted = {
+        "toolsListChanged": bool((caps.get("tools") or {}).get("listChanged")),
+        "promptsListChanged": bool((caps.get("prompts") or {}).get("listChanged")),
+        "resourcesListChanged": bool((caps.get("resources") or {}).get("listChanged")),
+    }
+    if not any(wanted.values()):
+        return
+    delay = RELISTEN_BASE
+    while True:
+        stream = ListenStream()
+        connection.send("subscriptions/listen", {"notifications": {k: True for k, v in wanted.items() if v}}, stream)
+        await stream.done.wait()
+        if stream.code == METHOD_NOT_FOUND:
+            log.warning("child_listen_unsupported")
+            return
+        log.warning("child_listen_lost", error=stream.reason)
+        await anyio.sleep(delay)
+        delay = min(RELISTEN_CAP, delay * 2)
