@@ -32,7 +32,6 @@ if TYPE_CHECKING:
     from hub.config.schema import LoadedConfig
     from hub.host.inprocess import InProcessHost
 
-DEFAULT_CONFIG = "servers.yaml"
 EXIT_CONFIG = 2
 
 
@@ -198,29 +197,6 @@ class _AtMostTwo(argparse.Action):
         setattr(namespace, self.dest, values)
 
 
-def config_path(given: str | None) -> tuple[str, str | None]:
-    """The config file to read; and, when none was named and none is found, the error that says where it was looked for.
-
-    Named (--config, $HUB_CONFIG): that one. Else `./servers.yaml` if it exists, else `servers.yaml` in the user's
-    config directory as the system has it (platformdirs: ~/.config/hub on Linux, ~/Library/Application
-    Support/hub on macOS, %LOCALAPPDATA%\\hub on Windows).
-    """
-    if given is not None:
-        return given, None
-    if os.path.exists(DEFAULT_CONFIG):
-        return DEFAULT_CONFIG, None
-    import platformdirs
-
-    user = os.path.join(platformdirs.user_config_dir("hub", appauthor=False), DEFAULT_CONFIG)
-    if os.path.exists(user):
-        return user, None
-    here = os.path.join(".", DEFAULT_CONFIG)
-    return user, (
-        f"no such file: neither {here} nor {user} exists; create one of them, or pass --config PATH "
-        "(or set HUB_CONFIG) (see docs/configuration.md)"
-    )
-
-
 def main(argv: Sequence[str] | None = None) -> int:
     started = time.monotonic()  # a host's first listing is timed from here (Hub.startup_wait_left)
     args = _parser().parse_args(argv)
@@ -231,6 +207,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.command in ("install", "import"):  # edits files: no hub, no children
         return run_install_command(args)
     if args.command == "logs":  # reads a file: no hub, no children
+        from hub.config.paths import config_path
+
         path, missing = config_path(args.config)
         return run_logs(args, None if missing else path)
     if args.command == "auth":  # sign-ins to OAuth children: no hub, no children
@@ -324,6 +302,7 @@ async def _run(args: argparse.Namespace, started: float) -> int:
 def _load(given: str | None) -> LoadedConfig | int:
     """The configuration, or the exit status after saying on stderr why it cannot be loaded."""
     from hub.config import ConfigError, load_config
+    from hub.config.paths import config_path
 
     path, missing = config_path(given)
     if missing is not None:

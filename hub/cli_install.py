@@ -104,7 +104,7 @@ def run_install_command(args: argparse.Namespace, paths: Paths | None = None, ou
 
 def _config(given: str | None, paths: Paths) -> Path | None:
     """servers.yaml as `hub serve` would find it, absolute (None after saying why there is none)."""
-    from hub.cli import config_path
+    from hub.config.paths import config_path
 
     path, missing = config_path(given)
     if missing is not None:
@@ -210,7 +210,7 @@ def _report(change: Change, dry_run: bool, out: TextIO, hidden: tuple[str, ...] 
 
 
 def _status(args: argparse.Namespace, paths: Paths, out: TextIO) -> int:
-    from hub.cli import config_path
+    from hub.config.paths import config_path
     from hub.install.clients import hub_executable, serve_command
     from hub.install.installer import status
 
@@ -261,7 +261,7 @@ def _import(args: argparse.Namespace, paths: Paths, out: TextIO) -> int:
 
 def _default_into(paths: Paths) -> Path:
     """servers.yaml as `hub serve` finds it; the user config directory's when there is none yet."""
-    from hub.cli import config_path
+    from hub.config.paths import config_path
 
     return Path(os.path.abspath(paths.cwd / Path(config_path(None)[0]).expanduser()))
 
