@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 import yaml
 
-from hub.cli_install import run_install_command
+from hub.cli.install import run_install_command
 from hub.config import load_config
 from hub.config.envfile import read_env_file
 from hub.install.clients import Paths, Scope

@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from hub.cli_install import run_install_command
+from hub.cli.install import run_install_command
 from hub.install.clients import CLIENTS, Paths, hub_executable, runs_hub, serve_command
 from hub.install.edit import EditError, backups
 from hub.install.installer import Change, apply, client_target, drift, plan, restore, restore_plan, status
