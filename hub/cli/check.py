@@ -69,7 +69,7 @@ def _relative(file: Any, config: Any) -> str:
 
 
 def _size(value: Any, count: Callable[[str], int]) -> tuple[int, int]:
-    """Size of a listing in bytes (compact UTF-8 JSON) and in tokens (`count`: as `hub tokens` and the status page
+    """Size of a listing in bytes (compact UTF-8 JSON) and in tokens (`count`: as `hub cost` and the status page
     count them, hub.observe.tokens)."""
     text = json.dumps(value, separators=(",", ":"), ensure_ascii=False)
     return len(text.encode()), count(text)

@@ -111,19 +111,19 @@ def _serve(commands: Commands, common: argparse.ArgumentParser) -> None:
 
 
 def _catalog(commands: Commands, common: argparse.ArgumentParser) -> None:
-    """check, list, tokens, call: a hub started in this process, looked at or called as a host would."""
+    """check, list, cost, call: a hub started in this process, looked at or called as a host would."""
     check = commands.add_parser("check", parents=[common], help="start every server and report its state")
     _wait(check)
     listing = commands.add_parser("list", parents=[common], help="print the merged catalog as the host sees it")
     listing.add_argument("--json", action="store_true", help="machine-readable output")
-    tokens = commands.add_parser(
-        "tokens", parents=[common], help="what the tool listing costs the model's context, per tool and server"
+    cost = commands.add_parser(
+        "cost", parents=[common], help="what the tool listing costs the model's context, per tool and server"
     )
-    tokens.add_argument("--json", action="store_true", help="machine-readable output")
+    cost.add_argument("--json", action="store_true", help="machine-readable output")
     call = commands.add_parser("call", parents=[common], help="call one tool and print the result")
     call.add_argument("name", help="exposed tool name, e.g. time_get_current_time")
     call.add_argument("arguments", nargs="?", default="{}", help="JSON object of arguments")
-    for sub in (listing, tokens, call):
+    for sub in (listing, cost, call):
         _identity(sub)
         _wait(sub)
 

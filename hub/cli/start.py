@@ -1,4 +1,4 @@
-"""The commands that run a hub in this process: serve, check, list, tokens, call and pin.
+"""The commands that run a hub in this process: serve, check, list, cost, call and pin.
 
 The configuration is loaded first (the log file's place and rotation are settings), then the logs are set up and
 the Hub is built; `serve` hands it to a front (hub.cli.serve), `pin` reads the children's own definitions
@@ -98,10 +98,10 @@ async def _one_shot(hub: Hub, args: argparse.Namespace) -> int:
         asks = args.command == "call" and sys.stdin.isatty() and sys.stderr.isatty()
         host = InProcessHost(hub, ask_on_terminal if asks else None)
         await host.start()
-        if args.command == "tokens":
-            from hub.cli.tokens import run_tokens
+        if args.command == "cost":
+            from hub.cli.cost import run_cost
 
-            return await run_tokens(hub, host, args.json, sys.stdout)
+            return await run_cost(hub, host, args.json, sys.stdout)
         if args.command == "list":
             from hub.cli.check import print_list
 
