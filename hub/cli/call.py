@@ -43,6 +43,8 @@ async def ask_on_terminal(question: str) -> bool:
 
 
 async def print_call(host: InProcessHost, name: str, arguments: str, out: TextIO) -> int:
+    """The result's blocks on `out`; 0, or 1 for an error or an isError result, 2 for arguments that are not an
+    object."""
     from hub.host.inprocess import HostError
 
     try:

@@ -18,6 +18,7 @@ if TYPE_CHECKING:
 
 
 def print_check(hub: Hub, out: TextIO) -> int:
+    """One row per server, then collisions, quarantines and includes; 0 when every server is ready, else 1."""
     report = hub.health()
     rows = [["SERVER", "STATE", "TOOLS", "RESOURCES", "PROMPTS", "START_MS", "RESTARTS", "ERROR"]]
     for s in report["servers"]:
@@ -76,6 +77,7 @@ def _size(value: Any, count: Callable[[str], int]) -> tuple[int, int]:
 
 
 async def print_list(hub: Hub, host: InProcessHost, as_json: bool, out: TextIO) -> int:
+    """The catalog `host` is given (tools, resources, templates, prompts), then each server's share; 0."""
     from hub.observe.tokens import counter
 
     count = counter()[0]
