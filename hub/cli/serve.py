@@ -11,19 +11,27 @@ import sys
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from hub.app import Hub
+    from hub.access.identity import Identity
     from hub.config.schema import LoadedConfig
+    from hub.logs import CallLog
 
 EXIT_CONFIG = 2
 
 
-async def run_serve(hub: Hub, loaded: LoadedConfig, args: argparse.Namespace) -> int:
-    """Serves until the host leaves (stdio) or the process is stopped (HTTP); 2 when the address needs auth."""
+async def run_serve(
+    args: argparse.Namespace, loaded: LoadedConfig, call_log: CallLog, started: float, identity: Identity
+) -> int:
+    """Builds the Hub as `serve` needs it (`identity`: the stdio host's) and serves until the host leaves (stdio) or
+    the process is stopped (HTTP); 2, without starting anything, when the address needs auth."""
     if args.http is not None:
         refusal = unprotected(args.http, loaded.config.auth is not None, args.insecure_no_auth)
         if refusal:
             print(f"hub: {refusal}", file=sys.stderr)
             return EXIT_CONFIG
+    from hub.app import Hub
+
+    hub = Hub(loaded, call_log, started, identity)
+    if args.http is not None:
         hub.auth_required = loaded.config.auth is not None and not loopback(args.http)
     hub.stateless = bool(getattr(args, "stateless", False))
     if getattr(args, "replica_id", None):

@@ -64,18 +64,19 @@ async def _run(args: argparse.Namespace, started: float) -> int:
         rotate.backups,
     )
     from hub.access.identity import local_user
+
+    identity = local_user(getattr(args, "identity", None), tuple(getattr(args, "group", ())))
+    if serving:
+        from hub.cli.serve import run_serve
+
+        return await run_serve(args, loaded, call_log, started, identity)
     from hub.app import Hub
 
     if args.command == "pin":  # pinning reads the servers' own definitions: nothing is held back by the old lock
         import dataclasses
 
         loaded = dataclasses.replace(loaded, lock=None)
-    hub = Hub(loaded, call_log, started, local_user(getattr(args, "identity", None), tuple(getattr(args, "group", ()))))
-    if serving:
-        from hub.cli.serve import run_serve
-
-        return await run_serve(hub, loaded, args)
-    return await _one_shot(hub, args)
+    return await _one_shot(Hub(loaded, call_log, started, identity), args)
 
 
 async def _one_shot(hub: Hub, args: argparse.Namespace) -> int:
