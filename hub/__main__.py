@@ -1,4 +1,4 @@
-from hub.cli import main
+from hub.cli.main import main
 
 if __name__ == "__main__":
     raise SystemExit(main())

@@ -9,8 +9,8 @@ Every text that came from a host or a child (tool names, error messages, a child
 goes through the call log's redactor here, the same one every log line goes through, so the page shows no more
 than the log does.
 
-Token cost is the listing's: per child, the compact JSON of each tool it has listed, counted as `hub tokens` counts
-it (`hub.cli_tokens.counter`: tiktoken's cl100k_base when installed and cached, else bytes / 4); tools found only
+Token cost is the listing's: per child, the compact JSON of each tool it has listed, counted as `hub cost` counts
+it (`hub.observe.tokens.counter`: tiktoken's cl100k_base when installed and cached, else bytes / 4); tools found only
 through search (`exposure: search`) cost nothing until found. It is computed once per namespace.
 """
 

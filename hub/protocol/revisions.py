@@ -7,7 +7,7 @@ log level), results carry `resultType` and the server's identity, and the server
 on a `subscriptions/listen` stream.
 
 Model types per revision come from `mcp_types`, imported on first use: a host's `initialize` is answered before
-they are loaded, and the children are started meanwhile (see hub/cli.py).
+they are loaded, and the children are started meanwhile (see hub/cli/start.py).
 """
 
 from __future__ import annotations

@@ -104,16 +104,16 @@ async def test_a_found_tool_is_called_through_hub_call_tool_or_by_name(client: C
     assert bad.is_error and "argument 'name'" in bad.content[0].text  # type: ignore[union-attr]
 
 
-def test_hub_tokens_on_the_default_servers_is_as_the_docs_show() -> None:
-    """The tool and server columns of docs/cli.md's `hub tokens` (token counts move with the servers' versions),
+def test_hub_cost_on_the_default_servers_is_as_the_docs_show() -> None:
+    """The tool and server columns of docs/cli.md's `hub cost` (token counts move with the servers' versions),
     and the JSON's sums."""
     from tests.integration.test_docs import blocks, commands, run
 
-    (shown,) = [out for b in blocks(REPO / "docs" / "cli.md") for cmd, out in commands(b) if cmd == "hub tokens"]
-    printed = run("hub tokens", REPO)
+    (shown,) = [out for b in blocks(REPO / "docs" / "cli.md") for cmd, out in commands(b) if cmd == "hub cost"]
+    printed = run("hub cost", REPO)
     assert printed.returncode == 0, printed.stderr
     lines = [line for line in printed.stdout.splitlines() if line.strip()]
     assert [line.split()[:3] for line in lines] == [line.split()[:3] for line in shown if line.strip()]
-    as_json = json.loads(run("hub tokens --json", REPO).stdout)
+    as_json = json.loads(run("hub cost --json", REPO).stdout)
     assert as_json["total"]["tokens"] == sum(t["tokens"] for t in as_json["tools"])
     assert as_json["total"]["listed_tools"] == len(as_json["tools"]) == 10

@@ -232,3 +232,50 @@ HOSTS = [
         "codex", "win32", "codex-home/config.toml", CODEX, _toml, "mcp_servers", (("CODEX_HOME", "$HOME/codex-home"),)
     ),
 ]
+
+
+# Claude Desktop's file with a secret of each shape `hub import` moves to servers.env (and one entry it cannot run).
+GITHUB_PAT = "ghp_16C7e42F292c6912E7710c838347Ae178B4a"
+LINEAR_KEY = "lin_api_9fKq2Lm7Xw3Rt8Yb1Nc6Vd0Zp4Hs5Gj"
+STRIPE_KEY = "sk_live_51Hh3kLm9QwErTyUiOp0AsDf"
+DB_PASSWORD = "correct horse battery staple"
+QUERY_KEY = "a8f3k2Lq9ZxP0wR7tY5uV1nM4bC6dE8g"
+OPENAI = "sk-proj-Xw3Rt8Yb1Nc6Vd0Zp4Hs5Gj9fKq2Lm7"
+SECRETS = (GITHUB_PAT, LINEAR_KEY, STRIPE_KEY, DB_PASSWORD, QUERY_KEY, OPENAI)
+
+DESKTOP_WITH_SECRETS = {
+    "mcpServers": {
+        "time": {"command": "mcp-server-time", "args": ["--local-timezone", "Europe/Paris"]},
+        "GitHub": {
+            "command": "npx",
+            "args": ["-y", "@modelcontextprotocol/server-github"],
+            "env": {"GITHUB_PERSONAL_ACCESS_TOKEN": GITHUB_PAT, "GITHUB_TOOLSETS": "repos,issues"},
+        },
+        "linear": {
+            "command": "npx",
+            "args": [
+                "-y",
+                "mcp-remote",
+                "https://mcp.linear.app/sse",
+                "--header",
+                f"Authorization: Bearer {LINEAR_KEY}",
+            ],
+        },
+        "stripe": {"command": "npx", "args": ["-y", "@stripe/mcp", "--tools=all", f"--api-key={STRIPE_KEY}"]},
+        "postgres": {"command": "pg-mcp", "env": {"PGPASSWORD": DB_PASSWORD, "PGHOST": "db.internal"}},
+        "search": {"url": f"https://search.example.com/mcp?api_key={QUERY_KEY}&region=eu", "type": "http"},
+        "openai": {"url": "https://llm.example.com/mcp", "headers": {"Authorization": f"Bearer {OPENAI}"}},
+        "hub": {"command": "/opt/hub/.venv/bin/hub", "args": ["serve", "--config", "/home/me/servers.yaml"]},
+        "broken": {"args": ["no command"]},
+    },
+    "globalShortcut": "Alt+Space",
+}
+
+
+def desktop(root: Path, document: dict[str, Any] = DESKTOP_WITH_SECRETS) -> tuple[Paths, Path]:
+    paths = Paths(root / "home", "linux", {}, root / "project")
+    file = root / "home" / ".config" / "Claude" / "claude_desktop_config.json"
+    file.parent.mkdir(parents=True)
+    (root / "project").mkdir()
+    file.write_text(json.dumps(document, indent=2) + "\n")
+    return paths, file

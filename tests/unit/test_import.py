@@ -3,72 +3,23 @@ servers.yaml), names fitted and collisions reported, comments kept, importing tw
 
 from __future__ import annotations
 
-import argparse
-import io
 import json
 import stat
 from datetime import datetime
 from pathlib import Path
-from typing import Any
 
 import pytest
 import yaml
 
-from hub.cli_install import run_install_command
 from hub.config import load_config
 from hub.config.envfile import read_env_file
 from hub.install.clients import Paths, Scope
 from hub.install.convert import Unusable, convert, fit_prefix
-from hub.install.edit import EditError, backups
+from hub.install.edit import EditError
 from hub.install.importer import ImportPlan, open_source, plan_import, write_import
 from hub.install.installer import apply, plan, restore, restore_plan
 from tests.conftest import REPO
-from tests.unit.hosts import CODEX, GEMINI, HOSTS, VSCODE, ZED
-
-GITHUB_PAT = "ghp_16C7e42F292c6912E7710c838347Ae178B4a"
-LINEAR_KEY = "lin_api_9fKq2Lm7Xw3Rt8Yb1Nc6Vd0Zp4Hs5Gj"
-STRIPE_KEY = "sk_live_51Hh3kLm9QwErTyUiOp0AsDf"
-DB_PASSWORD = "correct horse battery staple"
-QUERY_KEY = "a8f3k2Lq9ZxP0wR7tY5uV1nM4bC6dE8g"
-OPENAI = "sk-proj-Xw3Rt8Yb1Nc6Vd0Zp4Hs5Gj9fKq2Lm7"
-SECRETS = (GITHUB_PAT, LINEAR_KEY, STRIPE_KEY, DB_PASSWORD, QUERY_KEY, OPENAI)
-
-DESKTOP_WITH_SECRETS = {
-    "mcpServers": {
-        "time": {"command": "mcp-server-time", "args": ["--local-timezone", "Europe/Paris"]},
-        "GitHub": {
-            "command": "npx",
-            "args": ["-y", "@modelcontextprotocol/server-github"],
-            "env": {"GITHUB_PERSONAL_ACCESS_TOKEN": GITHUB_PAT, "GITHUB_TOOLSETS": "repos,issues"},
-        },
-        "linear": {
-            "command": "npx",
-            "args": [
-                "-y",
-                "mcp-remote",
-                "https://mcp.linear.app/sse",
-                "--header",
-                f"Authorization: Bearer {LINEAR_KEY}",
-            ],
-        },
-        "stripe": {"command": "npx", "args": ["-y", "@stripe/mcp", "--tools=all", f"--api-key={STRIPE_KEY}"]},
-        "postgres": {"command": "pg-mcp", "env": {"PGPASSWORD": DB_PASSWORD, "PGHOST": "db.internal"}},
-        "search": {"url": f"https://search.example.com/mcp?api_key={QUERY_KEY}&region=eu", "type": "http"},
-        "openai": {"url": "https://llm.example.com/mcp", "headers": {"Authorization": f"Bearer {OPENAI}"}},
-        "hub": {"command": "/opt/hub/.venv/bin/hub", "args": ["serve", "--config", "/home/me/servers.yaml"]},
-        "broken": {"args": ["no command"]},
-    },
-    "globalShortcut": "Alt+Space",
-}
-
-
-def desktop(root: Path, document: dict[str, Any] = DESKTOP_WITH_SECRETS) -> tuple[Paths, Path]:
-    paths = Paths(root / "home", "linux", {}, root / "project")
-    file = root / "home" / ".config" / "Claude" / "claude_desktop_config.json"
-    file.parent.mkdir(parents=True)
-    (root / "project").mkdir()
-    file.write_text(json.dumps(document, indent=2) + "\n")
-    return paths, file
+from tests.unit.hosts import CODEX, GEMINI, GITHUB_PAT, HOSTS, OPENAI, QUERY_KEY, SECRETS, VSCODE, ZED, desktop
 
 
 def do_import(spec: str, paths: Paths, into: Path, scope: Scope = "user") -> ImportPlan:
@@ -163,30 +114,6 @@ def test_names_are_fitted_to_prefixes_and_collisions_numbered(tmp_path: Path) ->
         ("github_mcp", "added", "github-mcp-2"),
         ("github.mcp", "present", "github-mcp"),
     ]
-
-
-def test_dry_run_prints_the_change_without_secrets_and_writes_nothing(tmp_path: Path) -> None:
-    paths, host_file = desktop(tmp_path)
-    into = tmp_path / "project" / "servers.yaml"
-    out = io.StringIO()
-    given = argparse.Namespace(
-        command="import",
-        source="claude-desktop",
-        into=str(into),
-        config=None,
-        scope="user",
-        dry_run=True,
-        consolidate=True,
-        name="hub",
-    )
-    assert run_install_command(given, paths, out) == 0
-    printed = out.getvalue()
-    assert list((tmp_path / "project").iterdir()) == [] and backups(host_file) == []
-    for secret in SECRETS:
-        assert secret not in printed
-    assert f"+++ {into}\n" in printed and "[REDACTED]" in printed
-    assert "would add to" in printed and "GITHUB_PERSONAL_ACCESS_TOKEN" in printed
-    assert "claude-desktop: replaced 'time', 'GitHub'" in printed
 
 
 def test_consolidate_leaves_the_hub_entry_alone_in_the_host_and_restore_undoes_it(tmp_path: Path) -> None:

@@ -2,12 +2,11 @@
 parser; idempotence; uninstall and restore exact to the byte; dry runs; status and drift; Claude Code's CLI.
 
 Every home directory is a temporary one (hub.install.clients.Paths), holding the files of tests/unit/hosts.py.
+The command itself (hub.cli.install: its output, exit status, --url): tests/cli/test_install.py.
 """
 
 from __future__ import annotations
 
-import argparse
-import io
 import os
 import stat
 from datetime import datetime
@@ -16,7 +15,6 @@ from typing import Any
 
 import pytest
 
-from hub.cli_install import run_install_command
 from hub.install.clients import CLIENTS, Paths, hub_executable, runs_hub, serve_command
 from hub.install.edit import EditError, backups
 from hub.install.installer import Change, apply, client_target, drift, plan, restore, restore_plan, status
@@ -240,49 +238,6 @@ def test_status_shows_where_the_hub_is_and_its_drift(tmp_path: Path) -> None:
     assert rows["cursor", "user"].state == "no file"
 
 
-def args(command: str, **given: Any) -> argparse.Namespace:
-    defaults: dict[str, Any] = {
-        "command": command,
-        "client": None,
-        "config": None,
-        "name": "hub",
-        "scope": "user",
-        "dry_run": False,
-        "uninstall": False,
-        "restore": False,
-        "status": False,
-        "url": None,
-        "token_env": "HUB_TOKEN",
-    }
-    return argparse.Namespace(**(defaults | given))
-
-
-def test_dry_run_prints_the_diff_and_writes_nothing(tmp_path: Path) -> None:
-    host = next(h for h in HOSTS if h.client == "zed" and h.platform == "linux")
-    file = host.lay_out(tmp_path)
-    config = tmp_path / "project" / "servers.yaml"
-    config.write_text("servers: {}\n")
-    out = io.StringIO()
-    status_code = run_install_command(
-        args("install", client="zed", config=str(config), dry_run=True), host.paths(tmp_path), out
-    )
-    assert status_code == 0
-    assert file.read_text() == host.text and backups(file) == []
-    printed = out.getvalue()
-    assert f"--- {file}\n+++ {file}\n" in printed
-    assert any(line.startswith("+") and f'"{config}"' in line for line in printed.splitlines())
-    assert printed.endswith(f"zed: added 'hub' ({file}); dry run, nothing written\n")
-
-
-def test_the_command_refuses_a_scope_the_client_does_not_have(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
-    paths = Paths(tmp_path, "linux", {}, tmp_path)
-    assert run_install_command(args("install", client="windsurf", scope="project"), paths, io.StringIO()) == 2
-    assert "windsurf has no project scope" in capsys.readouterr().err
-    assert run_install_command(args("install", client="nope"), paths, io.StringIO()) == 2
-
-
 class FakeClaude:
     """`claude mcp add|remove` as Claude Code does it: it edits ~/.claude.json itself."""
 
@@ -322,64 +277,3 @@ def test_claude_code_is_changed_through_its_cli_when_it_is_on_path(tmp_path: Pat
     apply(uninstall(target, "hub"), LATER, claude)
     assert claude.ran[-1] == [str(bin_dir / "claude"), "mcp", "remove", "--scope", "user", "hub"]
     assert file.read_text() == host.text
-
-
-def test_status_exits_1_when_an_entry_drifted_and_names_the_difference(tmp_path: Path) -> None:
-    host = next(h for h in HOSTS if h.client == "cursor")
-    host.lay_out(tmp_path)
-    install(host, tmp_path, ["/old/venv/bin/hub", "serve", "--config", str(tmp_path / "servers.yaml")])
-    out = io.StringIO()
-    given = args("install", status=True, config=str(tmp_path / "servers.yaml"))
-    assert run_install_command(given, host.paths(tmp_path), out) == 1
-    printed = out.getvalue()
-    assert "cursor          user   drift    hub" in printed
-    assert "drift: cursor (user) hub: runs /old/venv/bin/hub, not " in printed
-    assert printed.splitlines()[-1].startswith("hub install CLIENT writes: ")
-
-
-def test_restore_dry_run_shows_what_would_come_back_and_writes_nothing(tmp_path: Path) -> None:
-    host = next(h for h in HOSTS if h.client == "gemini")
-    file = host.lay_out(tmp_path)
-    install(host, tmp_path)
-    installed = file.read_bytes()
-    out = io.StringIO()
-    assert (
-        run_install_command(args("install", client="gemini", restore=True, dry_run=True), host.paths(tmp_path), out)
-        == 0
-    )
-    assert file.read_bytes() == installed
-    assert '-    "hub": {' in out.getvalue()
-    assert "gemini: restored from settings.json.bak-20261201T163000" in out.getvalue()
-
-
-URL = "https://hub.example.com/mcp"
-
-
-@pytest.mark.parametrize("client", sorted(CLIENTS))
-def test_a_team_url_is_a_native_http_entry_or_a_hub_connect_bridge_and_never_holds_the_token(
-    client: str, tmp_path: Path
-) -> None:
-    paths = Paths(tmp_path, "linux", {"HUB_TOKEN": "hub_secret_never_written"}, tmp_path)
-    out = io.StringIO()
-    given = args("install", client=client, url=URL, token_env="TEAM_HUB_TOKEN")
-    assert run_install_command(given, paths, out) == 0, out.getvalue()
-    file = CLIENTS[client].file(paths, "user")
-    text = file.read_text()
-    assert "hub_secret_never_written" not in text and "TEAM_HUB_TOKEN" in text
-    host = next(h for h in HOSTS if h.client == client)
-    entry = servers_of(host, text)["hub"]
-    if client in ("claude-desktop", "zed", "gemini"):  # no remote entry (or no variables in headers): the bridge
-        assert entry["args"][-4:] == ["connect", URL, "--token-env", "TEAM_HUB_TOKEN"]
-    else:
-        assert URL in (entry.get("url"), entry.get("serverUrl"))
-    assert run_install_command(given, paths, io.StringIO()) == 0
-    assert file.read_text() == text, "running it twice changes nothing"
-    (row,) = [r for r in status(paths, "hub", COMMAND) if (r.client, r.scope, r.name) == (client, "user", "hub")]
-    assert (row.state, row.detail) == ("remote", URL), "a team hub's entry is not a local one that drifted"
-
-
-def test_a_url_with_a_query_string_is_refused(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    paths = Paths(tmp_path, "linux", {}, tmp_path)
-    given = args("install", client="cursor", url=URL + "?access_token=x")
-    assert run_install_command(given, paths, io.StringIO()) == 2
-    assert "without a query string" in capsys.readouterr().err

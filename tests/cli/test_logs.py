@@ -3,7 +3,6 @@ files, and where the log is found by default. (Following a file: tests/unit/test
 
 from __future__ import annotations
 
-import argparse
 import datetime
 import io
 import json
@@ -13,15 +12,15 @@ from typing import Any
 
 import pytest
 
-from hub.cli_logs import (
+from hub.cli.logs import (
     OUTCOMES,
     CallFilter,
     Summary,
-    add_logs_parser,
     parse_since,
     percentile,
     run_logs,
 )
+from hub.cli.parser import build_parser
 from tests.conftest import REPO
 
 UTC = datetime.UTC
@@ -59,9 +58,7 @@ def write_log(path: Path, entries: list[dict[str, Any] | str]) -> list[str]:
 
 
 def logs(*argv: str, config: str | None = None) -> tuple[int, str, str]:
-    parser = argparse.ArgumentParser()
-    add_logs_parser(parser.add_subparsers(dest="command"))
-    args = parser.parse_args(["logs", *argv])
+    args = build_parser().parse_args(["logs", *argv])
     out, err = io.StringIO(), io.StringIO()
     status = run_logs(args, config, out, err)
     return status, out.getvalue(), err.getvalue()

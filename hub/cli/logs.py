@@ -27,7 +27,7 @@ from pathlib import Path
 from types import FrameType
 from typing import IO, Any, TextIO
 
-from hub.cli_table import print_table
+from hub.cli.table import print_table
 from hub.logfile import Follower, file_identity, read_lines, rotated_siblings
 
 # Every outcome of docs/call-log.md (a test keeps the two equal): a misspelt --outcome is refused, not silently empty.
@@ -60,58 +60,6 @@ _AGO = re.compile(r"(\d+(?:\.\d+)?)([smhdw])")
 _SECONDS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}
 
 
-def add_logs_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    """The `hub logs` command and its options."""
-    logs = commands.add_parser(
-        "logs",
-        help="read the call log: the calls as a table (or JSON lines), filtered, and a summary per server and tool",
-        description="Reads the call log of `hub serve` (docs/call-log.md) with its rotated files, oldest first; "
-        "prints the matching calls and a summary per server and tool: calls, errors (outcomes other than ok), "
-        "p50 and p95 duration. Starts no hub.",
-    )
-    logs.add_argument(
-        "file",
-        nargs="?",
-        metavar="FILE",
-        help="the log file (default: --log-file, else hub.log_file of servers.yaml); FILE.1, FILE.2, ... are read too",
-    )
-    logs.add_argument(
-        "-c",
-        "--config",
-        default=os.environ.get("HUB_CONFIG"),
-        help="servers.yaml whose hub.log_file is read by default (found as for the other commands)",
-    )
-    logs.add_argument("--log-file", metavar="PATH", help="the file `hub serve --log-file PATH` writes (same as FILE)")
-    logs.add_argument(
-        "-f",
-        "--follow",
-        action="store_true",
-        help="print calls as they are logged, across rotation, until Ctrl-C (then the summary); starts at the end "
-        "of the file, or at --since",
-    )
-    logs.add_argument("--child", action="append", default=[], metavar="C", help="calls to this server; repeatable")
-    logs.add_argument("--tool", metavar="GLOB", help="calls whose exposed name matches GLOB, e.g. 'git_*'")
-    logs.add_argument(
-        "--outcome",
-        action="append",
-        default=[],
-        choices=OUTCOMES,
-        metavar="O",
-        help="calls with this outcome; repeatable",
-    )
-    logs.add_argument("--slower-than", type=float, metavar="MS", help="calls that took longer than MS milliseconds")
-    logs.add_argument(
-        "--since",
-        type=_since_argument,
-        metavar="T",
-        help="calls at T or later: an ISO time (UTC unless it has an offset, like the table) or a time ago: 30s, "
-        "10m, 2h, 1d, 1w",
-    )
-    logs.add_argument(
-        "--json", action="store_true", help="print the matching lines as they are (JSON lines); the summary to stderr"
-    )
-
-
 def parse_since(text: str, now: datetime.datetime | None = None) -> datetime.datetime:
     """`--since`: an ISO time (naive means UTC, as the log's timestamps are) or a time ago (`10m`, `2h`, `1d`).
 
@@ -132,7 +80,7 @@ def parse_since(text: str, now: datetime.datetime | None = None) -> datetime.dat
     return when if when.tzinfo is not None else when.replace(tzinfo=datetime.UTC)
 
 
-def _since_argument(text: str) -> datetime.datetime:
+def since_argument(text: str) -> datetime.datetime:
     try:
         return parse_since(text)
     except ValueError as exc:

@@ -12,7 +12,7 @@ import time
 from pathlib import Path
 
 from hub.access.tokens import TokenFile, TokenFileError
-from hub.cli_table import print_table
+from hub.cli.table import print_table
 from hub.config.schema import LoadedConfig
 
 EXIT_USAGE = 2

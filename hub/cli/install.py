@@ -7,7 +7,7 @@ out, `--restore` puts the latest backup back, `--status` reports every client's 
 their secrets to the env file beside it; `--consolidate` then replaces them in the host with the hub's entry.
 `--dry-run` prints what would change (unified diffs; never a secret's value) and writes nothing.
 
-Nothing heavy is imported here at module level: hub.cli builds its parser with this module's `add_parsers`.
+Nothing heavy is imported here at module level: hub.cli.parser takes CLIENT_NAMES from here.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
-from hub.cli_table import print_table
+from hub.cli.table import print_table
 
 if TYPE_CHECKING:
     from hub.install.clients import Paths
@@ -29,61 +29,6 @@ if TYPE_CHECKING:
 EXIT_FAILED = 1
 EXIT_USAGE = 2
 CLIENT_NAMES = ("claude-desktop", "claude-code", "cursor", "vscode", "windsurf", "zed", "gemini", "codex")
-
-
-def add_parsers(commands: argparse._SubParsersAction[argparse.ArgumentParser], common: argparse.ArgumentParser) -> None:
-    """`hub install` and `hub import`, with the options every command takes (`common`: --config, logs)."""
-    install = commands.add_parser(
-        "install",
-        parents=[common],
-        usage="hub install CLIENT [-c CONFIG] [--name NAME] [--scope user|project] [--dry-run] "
-        "[--uninstall | --restore] | hub install --status",
-        help="add the hub to a host's config (Claude Desktop, Claude Code, Cursor, VS Code, ...)",
-        description=f"CLIENT: {', '.join(CLIENT_NAMES)}. The entry runs this hub by its absolute path with "
-        "`serve --config <absolute servers.yaml>`. The file is backed up (<file>.bak-<time>) and replaced in one "
-        "step; its comments and other entries stay. Running it again changes nothing.",
-    )
-    install.add_argument("client", nargs="?", metavar="CLIENT", help=", ".join(CLIENT_NAMES))
-    _shared(install)
-    action = install.add_mutually_exclusive_group()
-    action.add_argument("--uninstall", action="store_true", help="remove the entry NAME, and nothing else")
-    action.add_argument("--restore", action="store_true", help="put back the latest backup of CLIENT's file")
-    action.add_argument(
-        "--status", action="store_true", help="where the hub is installed, and whether the entry drifted"
-    )
-    install.add_argument(
-        "--url",
-        help="a team hub's URL (hub serve --http) instead of a local hub: a native HTTP entry where the host takes "
-        "one, else a `hub connect URL` entry",
-    )
-    install.add_argument(
-        "--token-env",
-        default="HUB_TOKEN",
-        metavar="VAR",
-        help="with --url: the environment variable the token is read from (default HUB_TOKEN); never the token",
-    )
-    imports = commands.add_parser(
-        "import",
-        parents=[common],
-        help="add the servers a host already has to servers.yaml (their secrets to servers.env)",
-        description="SOURCE: a client's name (as for hub install), or the path of a JSON file with mcpServers, "
-        "servers or context_servers, or of a Codex TOML file. Secrets in env, headers, arguments and URLs become "
-        "${VAR} in servers.yaml; their values go to the env file beside it (mode 0600, listed in .gitignore).",
-    )
-    imports.add_argument("source", metavar="CLIENT|PATH")
-    imports.add_argument("--into", metavar="PATH", help="the servers.yaml to add to (default: as --config)")
-    _shared(imports)
-    imports.add_argument(
-        "--consolidate",
-        action="store_true",
-        help="then replace the imported entries in the host's file with the hub's entry NAME (backup first)",
-    )
-
-
-def _shared(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--name", default="hub", help="the hub's entry name in the host's config (default: hub)")
-    parser.add_argument("--scope", choices=["user", "project"], default="user", help="the host's user or project file")
-    parser.add_argument("--dry-run", action="store_true", help="print what would change (a diff); write nothing")
 
 
 def run_install_command(args: argparse.Namespace, paths: Paths | None = None, out: TextIO | None = None) -> int:
@@ -104,7 +49,7 @@ def run_install_command(args: argparse.Namespace, paths: Paths | None = None, ou
 
 def _config(given: str | None, paths: Paths) -> Path | None:
     """servers.yaml as `hub serve` would find it, absolute (None after saying why there is none)."""
-    from hub.cli import config_path
+    from hub.config.paths import config_path
 
     path, missing = config_path(given)
     if missing is not None:
@@ -210,7 +155,7 @@ def _report(change: Change, dry_run: bool, out: TextIO, hidden: tuple[str, ...] 
 
 
 def _status(args: argparse.Namespace, paths: Paths, out: TextIO) -> int:
-    from hub.cli import config_path
+    from hub.config.paths import config_path
     from hub.install.clients import hub_executable, serve_command
     from hub.install.installer import status
 
@@ -261,7 +206,7 @@ def _import(args: argparse.Namespace, paths: Paths, out: TextIO) -> int:
 
 def _default_into(paths: Paths) -> Path:
     """servers.yaml as `hub serve` finds it; the user config directory's when there is none yet."""
-    from hub.cli import config_path
+    from hub.config.paths import config_path
 
     return Path(os.path.abspath(paths.cwd / Path(config_path(None)[0]).expanduser()))
 

@@ -23,7 +23,7 @@ from anyio.abc import SocketAttribute, SocketStream
 from anyio.streams.stapled import MultiListener
 
 from hub.access.identity import local_user
-from hub.cli_table import print_table
+from hub.cli.table import print_table
 from hub.config.schema import LoadedConfig, ServerConfig
 from hub.state import open_state
 from hub.upstream.credentials import MissingCredential, personal

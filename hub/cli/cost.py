@@ -1,4 +1,4 @@
-"""`hub tokens`: what the tool listing costs the model's context, per tool, per server and in all.
+"""`hub cost`: what the tool listing costs the model's context, per tool, per server and in all.
 
 The count is `hub.observe.tokens`'s: tiktoken's `cl100k_base` if installed and cached, else bytes / 4 of the
 tool's JSON; good for comparing servers and exposure modes.
@@ -23,8 +23,8 @@ def _compact(value: Any) -> str:
     return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
 
 
-async def run_tokens(hub: Hub, host: InProcessHost, as_json: bool, out: TextIO) -> int:
-    from hub.cli_table import print_table
+async def run_cost(hub: Hub, host: InProcessHost, as_json: bool, out: TextIO) -> int:
+    from hub.cli.table import print_table
 
     count, method = counter()
     listed = {t["name"] for t in (await host.request("tools/list", {}))["tools"]}

@@ -12,44 +12,9 @@ import os
 import sys
 from urllib.parse import urlsplit
 
-from hub.connect.token import DEFAULT_ENV, DEFAULT_KEYRING_USER, Token, TokenError, from_env, from_keyring
+from hub.connect.token import DEFAULT_ENV, Token, TokenError, from_env, from_keyring
 
 EXIT_USAGE = 2
-
-
-def add_connect_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    """The `hub connect` command and its options."""
-    connect = commands.add_parser(
-        "connect",
-        help="bridge a host that starts local processes (stdio) to a hub served over HTTP",
-        description="Speaks MCP on stdin/stdout to the host that started it, and relays every message both ways "
-        "to the hub at URL (Streamable HTTP, `hub serve --http`): requests and answers, notifications, the hub's "
-        "requests to the host, cancellations. A hub that restarts is connected to again without the host noticing "
-        "(it is sent list_changed). Starts no hub and reads no servers.yaml.",
-    )
-    connect.add_argument("url", metavar="URL", help="the hub's MCP endpoint, e.g. https://hub.example.com/mcp")
-    source = connect.add_mutually_exclusive_group()
-    source.add_argument(
-        "--token-env",
-        metavar="VAR",
-        help=f"the environment variable holding the bearer token (default: {DEFAULT_ENV}; unset there: no token)",
-    )
-    source.add_argument(
-        "--keyring",
-        metavar="SERVICE",
-        help="read the token from the OS keyring's entry for SERVICE (needs the 'keyring' package)",
-    )
-    connect.add_argument(
-        "--keyring-user",
-        metavar="USER",
-        default=DEFAULT_KEYRING_USER,
-        help=f"the user name of the keyring entry (default: {DEFAULT_KEYRING_USER})",
-    )
-    connect.add_argument(
-        "--log-format", choices=["json", "console"], default="json", help="format of log lines (default: json)"
-    )
-    connect.add_argument("--log-level", default="info", help="debug, info, warning, error (default: info)")
-    connect.add_argument("--log-file", default=None, help="append logs to this file instead of stderr")
 
 
 def _token(args: argparse.Namespace) -> Token:

@@ -1,0 +1,143 @@
+"""`hub check` and `hub list`: a hub started in this process, reported on as a person reads it.
+
+`check` prints each server's state (and where includes put each server); `list` the merged catalog exactly as a host
+sees it (through hub.host.inprocess), with each server's share of the tool listing in bytes and approximate tokens.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, TextIO
+
+from hub.cli.table import print_table
+
+if TYPE_CHECKING:
+    from hub.app import Hub
+    from hub.host.inprocess import InProcessHost
+
+
+def print_check(hub: Hub, out: TextIO) -> int:
+    """One row per server, then collisions, quarantines and includes; 0 when every server is ready, else 1."""
+    report = hub.health()
+    rows = [["SERVER", "STATE", "TOOLS", "RESOURCES", "PROMPTS", "START_MS", "RESTARTS", "ERROR"]]
+    for s in report["servers"]:
+        rows.append(
+            [
+                s["name"],
+                s["state"],
+                str(s["tools"]),
+                str(s["resources"]),
+                str(s["prompts"]),
+                "" if s["start_ms"] is None else f"{s['start_ms']:.0f}",
+                str(s["restarts"]),
+                s["last_error"] or "",
+            ]
+        )
+    print_table(rows, out)
+    for c in report["collisions"]:
+        out.write(f"collision: {c['kind']} {c['exposed']!r} kept from '{c['kept']}', dropped from '{c['dropped']}'\n")
+    for s in report["servers"]:
+        if s["quarantined"]:
+            held = ", ".join(s["quarantined"])
+            out.write(f"quarantined: {s['name']}: {held} (changed since servers.lock: hub pin --diff {s['name']})\n")
+    if len(hub.loaded.files) > 1:  # includes: where each server, and each key another file replaced, came from
+        for name, (file, overridden) in hub.loaded.origins.items():
+            line = f"from: {name}: {_relative(file, hub.loaded.path)}"
+            if overridden:
+                keys = ", ".join(f"{key} ({_relative(where, hub.loaded.path)})" for key, where in overridden.items())
+                line += f"; overridden: {keys}"
+            out.write(line + "\n")
+    failed = [s["name"] for s in report["servers"] if s["state"] != "ready"]
+    out.write(f"{len(report['servers']) - len(failed)}/{len(report['servers'])} servers ready ({hub.loaded.path})\n")
+    return 1 if failed else 0
+
+
+def _origin(hub: Hub, name: str) -> dict[str, Any]:
+    """`source` (the file a server came from) and `overridden` (key -> file), for `hub list --json`."""
+    if name not in hub.loaded.origins:
+        return {}
+    file, overridden = hub.loaded.origins[name]
+    return {"source": str(file), "overridden": {key: str(where) for key, where in overridden.items()}}
+
+
+def _relative(file: Any, config: Any) -> str:
+    """A file of the configuration as the user wrote it: relative to servers.yaml's directory when inside it."""
+    try:
+        return str(file.relative_to(config.parent))
+    except ValueError:
+        return str(file)
+
+
+def _size(value: Any, count: Callable[[str], int]) -> tuple[int, int]:
+    """Size of a listing in bytes (compact UTF-8 JSON) and in tokens (`count`: as `hub cost` and the status page
+    count them, hub.observe.tokens)."""
+    text = json.dumps(value, separators=(",", ":"), ensure_ascii=False)
+    return len(text.encode()), count(text)
+
+
+async def print_list(hub: Hub, host: InProcessHost, as_json: bool, out: TextIO) -> int:
+    """The catalog `host` is given (tools, resources, templates, prompts), then each server's share; 0."""
+    from hub.observe.tokens import counter
+
+    count = counter()[0]
+    tools = (await host.request("tools/list", {}))["tools"]
+    resources = (await host.request("resources/list", {}))["resources"]
+    templates = (await host.request("resources/templates/list", {}))["resourceTemplates"]
+    prompts = (await host.request("prompts/list", {}))["prompts"]
+    namespace = hub.catalog.namespace
+    owner = {name: route.child for name, route in namespace.tool_routes.items()}
+    per_child: dict[str, list[dict[str, Any]]] = {}
+    for tool in tools:
+        per_child.setdefault(owner.get(tool["name"], "hub"), []).append(tool)
+    servers: list[dict[str, Any]] = []
+    for name, child in [("hub", None), *hub.children.items()]:
+        size, tokens = _size(per_child.get(name, []), count)
+        servers.append(
+            {
+                "name": name,
+                "state": str(child.state) if child else "ready",
+                "tools": len(per_child.get(name, [])),
+                "bytes": size,
+                "approx_tokens": tokens,
+                **_origin(hub, name),
+            }
+        )
+    total_bytes, total_tokens = _size(tools, count)
+    if as_json:
+        json.dump(
+            {
+                "tools": tools,
+                "resources": resources,
+                "resourceTemplates": templates,
+                "prompts": prompts,
+                "servers": servers,
+                "total": {"tools": len(tools), "bytes": total_bytes, "approx_tokens": total_tokens},
+                "collisions": [c.__dict__ for c in namespace.collisions],
+            },
+            out,
+            indent=2,
+        )
+        out.write("\n")
+        return 0
+    rows = [["TOOL", "SERVER", "DESCRIPTION"]]
+    for tool in tools:
+        description = (tool.get("description") or "").strip().splitlines()
+        first = description[0] if description else ""
+        rows.append([tool["name"], owner.get(tool["name"], "hub"), first[:70] + ("..." if len(first) > 70 else "")])
+    print_table(rows, out)
+    for kind, items, key in (
+        ("resource", resources, "uri"),
+        ("template", templates, "uriTemplate"),
+        ("prompt", prompts, "name"),
+    ):
+        for item in items:
+            out.write(f"{kind}: {item[key]}\n")
+    out.write("\n")
+    rows = [["SERVER", "STATE", "TOOLS", "LISTING_BYTES", "~TOKENS"]]
+    rows += [[s["name"], s["state"], str(s["tools"]), str(s["bytes"]), str(s["approx_tokens"])] for s in servers]
+    rows.append(["total", "", str(len(tools)), str(total_bytes), str(total_tokens)])
+    print_table(rows, out)
+    for c in namespace.collisions:
+        out.write(f"collision: {c.kind} {c.exposed!r} kept from '{c.kept}', dropped from '{c.dropped}'\n")
+    return 0

@@ -1,0 +1,51 @@
+"""`hub`'s entry point (the `hub` console script and `python -m hub`): the command line parsed (hub.cli.parser),
+then the command's module run.
+
+Commands that start no hub (`connect`, `reload`, `install`, `import`, `logs`) run without loading the hub, the
+relay or the configuration's schema; `auth` and `token` load servers.yaml and start no hub; the others run a hub in
+this process (hub.cli.start). Each command's module is imported only when that command runs.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+
+from hub.cli.parser import build_parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """The exit status of the command `argv` (default: this process's arguments) names."""
+    started = time.monotonic()  # a host's first listing is timed from here (Hub.startup_wait_left)
+    args = build_parser().parse_args(argv)
+    if args.command == "connect":  # a bridge to a hub at a URL: no servers.yaml, no children
+        from hub.cli.connect import run_connect
+
+        return run_connect(args)
+    if args.command == "reload":
+        from hub.cli.reload import run_reload
+
+        return run_reload(args.pid, args.url)
+    if args.command in ("install", "import"):  # edits files: no hub, no children
+        from hub.cli.install import run_install_command
+
+        return run_install_command(args)
+    if args.command == "logs":  # reads a file: no hub, no children
+        from hub.cli.logs import run_logs
+        from hub.config.paths import config_path
+
+        path, missing = config_path(args.config)
+        return run_logs(args, None if missing else path)
+    from hub.cli.start import load, run_hub_command
+
+    if args.command == "auth":  # sign-ins to OAuth children: no hub, no children
+        from hub.cli.auth import run_auth_command
+
+        loaded = load(args.config)
+        return loaded if isinstance(loaded, int) else run_auth_command(args, loaded)
+    if args.command == "token":
+        from hub.cli.token import run_token_command
+
+        loaded = load(args.config)
+        return loaded if isinstance(loaded, int) else run_token_command(args, loaded)
+    return run_hub_command(args, started)

@@ -1,0 +1,40 @@
+"""`hub reload (--pid PID | --url URL)`: make a running hub re-read its servers.yaml (SIGHUP, or POST /reload).
+
+It starts no hub and reads no servers.yaml: the hub that reloads says in its own log whether the new file was taken
+(`config_reloaded`) or refused (`config_rejected`).
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import sys
+
+
+def run_reload(pid: int | None, url: str | None) -> int:
+    """0 once the signal is sent or the hub answered the POST; 1 when there is no such process or hub."""
+    if pid is not None:
+        if not hasattr(signal, "SIGHUP"):
+            print("hub: this system has no SIGHUP; use --url with a hub serving HTTP", file=sys.stderr)
+            return 1
+        try:
+            os.kill(pid, signal.SIGHUP)
+        except ProcessLookupError:
+            print(f"hub: no process {pid}", file=sys.stderr)
+            return 1
+        sys.stdout.write(f"sent SIGHUP to {pid}; the hub logs config_reloaded or config_rejected\n")
+        return 0
+    assert url is not None
+    import urllib.error
+    import urllib.request
+
+    request = urllib.request.Request(url.rstrip("/") + "/reload", method="POST")
+    try:
+        with urllib.request.urlopen(request, timeout=30) as response:
+            sys.stdout.write(response.read().decode() + "\n")  # a one-shot command: stdout is the user's
+            return 0
+    except urllib.error.HTTPError as exc:
+        print(f"hub: {exc.code}: {exc.read().decode()}", file=sys.stderr)
+    except OSError as exc:
+        print(f"hub: cannot reach {url}: {exc}", file=sys.stderr)
+    return 1

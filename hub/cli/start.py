@@ -1,0 +1,110 @@
+"""The commands that run a hub in this process: serve, check, list, cost, call and pin.
+
+The configuration is loaded first (the log file's place and rotation are settings), then the logs are set up and
+the Hub is built; `serve` hands it to a front (hub.cli.serve), `pin` reads the children's own definitions
+(hub.cli.pin), and the others wait (bounded) for the children and talk to the hub as a host would
+(hub.host.inprocess). Nothing heavy is imported before the configuration is loaded: a desktop host times the hub's
+start.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from hub.app import Hub
+    from hub.config.schema import LoadedConfig
+
+EXIT_CONFIG = 2
+EXIT_INTERRUPTED = 130
+
+
+def load(given: str | None) -> LoadedConfig | int:
+    """The configuration (`given`: --config or $HUB_CONFIG), or the exit status after saying on stderr why it
+    cannot be loaded."""
+    from hub.config import ConfigError, load_config
+    from hub.config.paths import config_path
+
+    path, missing = config_path(given)
+    if missing is not None:
+        print(f"hub: {missing}", file=sys.stderr)
+        return EXIT_CONFIG
+    try:
+        return load_config(path)
+    except ConfigError as exc:
+        print(f"hub: {exc}", file=sys.stderr)
+        return EXIT_CONFIG
+
+
+def run_hub_command(args: argparse.Namespace, started: float) -> int:
+    """The command's exit status; `started` is the process's start, from which a host's first listing is timed."""
+    import anyio
+
+    try:
+        return anyio.run(_run, args, started)
+    except KeyboardInterrupt:
+        return EXIT_INTERRUPTED
+
+
+async def _run(args: argparse.Namespace, started: float) -> int:
+    from hub.logs import configure_logging
+
+    serving = args.command == "serve"
+    loaded = load(args.config)  # first: the log file's place and rotation are settings (nothing logs before)
+    if isinstance(loaded, int):
+        return loaded
+    rotate = loaded.config.hub.log_rotate
+    call_log = configure_logging(
+        args.log_format or ("json" if serving else "console"),
+        args.log_level or ("info" if serving else "warning"),
+        args.log_file or (str(loaded.log_path) if serving and loaded.log_path else None),
+        rotate.max_bytes,
+        rotate.backups,
+    )
+    from hub.access.identity import local_user
+
+    identity = local_user(getattr(args, "identity", None), tuple(getattr(args, "group", ())))
+    if serving:
+        from hub.cli.serve import run_serve
+
+        return await run_serve(args, loaded, call_log, started, identity)
+    from hub.app import Hub
+
+    if args.command == "pin":  # pinning reads the servers' own definitions: nothing is held back by the old lock
+        import dataclasses
+
+        loaded = dataclasses.replace(loaded, lock=None)
+    return await _one_shot(Hub(loaded, call_log, started, identity), args)
+
+
+async def _one_shot(hub: Hub, args: argparse.Namespace) -> int:
+    from hub.host.inprocess import InProcessHost
+
+    if args.command == "pin":
+        from hub.cli.pin import run_pin
+
+        return await run_pin(hub, args, sys.stdout)
+    async with hub.running():
+        await hub.wait_settled(args.wait if args.wait is not None else hub.settle_limit())
+        hub.end_start_wait()  # --wait said how long to wait: the listing below does not wait again
+        if args.command == "check":
+            from hub.cli.check import print_check
+
+            return print_check(hub, sys.stdout)
+        from hub.cli.call import ask_on_terminal, print_call
+
+        # A person at a terminal is asked to confirm a call held by `confirm:`; a script is not (it gets the error).
+        asks = args.command == "call" and sys.stdin.isatty() and sys.stderr.isatty()
+        host = InProcessHost(hub, ask_on_terminal if asks else None)
+        await host.start()
+        if args.command == "cost":
+            from hub.cli.cost import run_cost
+
+            return await run_cost(hub, host, args.json, sys.stdout)
+        if args.command == "list":
+            from hub.cli.check import print_list
+
+            return await print_list(hub, host, args.json, sys.stdout)
+        return await print_call(host, args.name, args.arguments, sys.stdout)

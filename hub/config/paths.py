@@ -1,0 +1,33 @@
+"""Where servers.yaml is: the one rule every command (and `hub install`, which writes it into a host's entry) uses.
+
+Named (--config, $HUB_CONFIG): that one. Else `./servers.yaml` if it exists, else `servers.yaml` in the user's
+config directory as the system has it (platformdirs: ~/.config/hub on Linux, ~/Library/Application Support/hub on
+macOS, %LOCALAPPDATA%\\hub on Windows).
+"""
+
+from __future__ import annotations
+
+import os
+
+DEFAULT_CONFIG = "servers.yaml"
+
+
+def config_path(given: str | None) -> tuple[str, str | None]:
+    """The config file to read; and, when none was named and none is found, the error that says where it was looked for.
+
+    When the error is given, the path is the user config directory's (where `hub import` creates one).
+    """
+    if given is not None:
+        return given, None
+    if os.path.exists(DEFAULT_CONFIG):
+        return DEFAULT_CONFIG, None
+    import platformdirs
+
+    user = os.path.join(platformdirs.user_config_dir("hub", appauthor=False), DEFAULT_CONFIG)
+    if os.path.exists(user):
+        return user, None
+    here = os.path.join(".", DEFAULT_CONFIG)
+    return user, (
+        f"no such file: neither {here} nor {user} exists; create one of them, or pass --config PATH "
+        "(or set HUB_CONFIG) (see docs/configuration.md)"
+    )
