@@ -15,7 +15,8 @@ import socket
 import time
 from collections.abc import AsyncIterator, Iterable
 from contextlib import asynccontextmanager
-from typing import Any
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
 import anyio
 import structlog
@@ -27,6 +28,7 @@ from hub.access.policy import View
 from hub.config.lock import BASE_KEY, LockError, SharedApproval, child_from_document, overlay
 from hub.config.schema import LoadedConfig, ServerConfig
 from hub.logs import CallLog
+from hub.observe.recent import Recent
 from hub.platform.processes import EXIT_GRACE, KILL_GRACE
 from hub.platform.watchdog import Watchdog
 from hub.protocol import errors
@@ -35,16 +37,20 @@ from hub.protocol.revisions import load_models
 from hub.redaction import configured_secrets
 from hub.relay.attribution import Attribution
 from hub.relay.catalog import HEALTH_TOOL_DEF, Catalog
-from hub.relay.confirmation import Seals
 from hub.relay.hosts import Hosts
 from hub.relay.meta_tools import CALL_TOOL_DEF, SEARCH_TOOL_DEF, search_exposed
 from hub.relay.naming import expose_uri
+from hub.relay.record import Observers, Record
 from hub.relay.router import Router
 from hub.relay.state import oauth_credentials, open_state
 from hub.upstream.child import Child, ChildState, Launch
 from hub.upstream.connection import Connection
 from hub.upstream.credentials import personal
 from hub.upstream.oauth import Credentials
+
+if TYPE_CHECKING:
+    from hub.observe.metrics import ChildStats, Metrics
+    from hub.observe.tracing import Tracing
 
 
 def _may_see(view: View, child: Child) -> bool:
@@ -72,46 +78,90 @@ INSTRUCTIONS_LIMIT = 1500
 NOTIFY_TIMEOUT = 5.0
 
 
+@dataclass(frozen=True)
+class Observing:
+    """What the front asks the hub to observe, beside the call log: the HTTP front's /metrics (`metrics`) and status
+    page (`recent`), and spans (`tracing`, from OTEL_*). The hub builds the observers from it (`Observers`)."""
+
+    metrics: bool = False
+    recent: bool = False
+    tracing: Tracing | None = None
+
+
 class Hub:
+    """The composition root: every part is built here, with what it needs, and nothing is set on a part later."""
+
     def __init__(
         self,
         loaded: LoadedConfig,
         call_log: CallLog | None = None,
         started: float | None = None,
         local: Identity | None = None,
+        *,
+        replica: str | None = None,
+        observing: Observing = Observing(),
+        stateless: bool = False,
+        auth_required: bool = False,
     ) -> None:
         self.loaded = loaded
         self.local = local or local_user()  # who a stdio host and the one-shot commands act for
-        self.stateless = False  # `hub serve --http --stateless`: every request on its own (hub.host.http)
-        self.auth_required = False  # serving HTTP beyond loopback with auth: a reload may not drop `auth:`
+        self.stateless = stateless  # `hub serve --http --stateless`: every request on its own (hub.host.http)
+        self.auth_required = auth_required  # serving HTTP beyond loopback with auth: a reload may not drop `auth:`
         self.draining = False  # stopping: no new sessions, /readyz 503, calls in flight finish (`drain`)
         self.call_log = call_log or CallLog()
         self.call_log.redactor.add(configured_secrets(loaded.config.servers.values()))
         self.started = time.monotonic() if started is None else started  # the process's start, from hub.cli
         self.watchdog = Watchdog()
         self.hosts = Hosts()
+        # What replicas share (`state:`), read once: a reload does not change it. Nothing connects before `running`.
+        where = loaded.config.state
+        self.shared = open_state(where.backend, where.url, where.key)
+        self.oauth: Credentials | None = oauth_credentials(where, loaded.path.parent, self.shared)
         # Pins approved in the shared state (replicas: hub.relay.state) over servers.lock's.
         self.shared_pins: dict[str, SharedApproval] = {}
         self.catalog = Catalog(
             self._reserved, lambda: overlay(self.loaded.lock, self.shared_pins), lambda: self.loaded.config.hub
         )
+        self.metrics = self._metrics() if observing.metrics else None
+        self.recent = Recent() if observing.recent else None
+        self.record = Record(
+            self.call_log, replica or replica_id(), Observers(self.metrics, self.recent, observing.tracing)
+        )
         self.router = Router(
             self.catalog,
             self.hosts,
-            self.call_log,
+            self.record,
             lambda: self.loaded.config.hub,
             self.health,
             self._wait_settled,
             lambda: self.loaded.policy,
+            self.shared,
+            self.call_log.redactor.value,
         )
-        self.router.redact = self.call_log.redactor.value
-        self.router.replica = replica_id()
         self.attribution = Attribution(self.router, self.hosts)
         self._start_over = False  # every child started with the hub settled, or the listing wait ran out
         self._log = structlog.get_logger("hub")
         self._tg: TaskGroup | None = None
         self._scopes: dict[str, anyio.CancelScope] = {}
-        self.oauth: Credentials | None = None  # OAuth children's sign-ins (hub.upstream.oauth), from `running`
+
+    def _metrics(self) -> Metrics:
+        """The HTTP front's /metrics: counted by the record sink, the children and sessions read at each scrape."""
+        from hub.observe.metrics import Metrics  # prometheus_client: only the HTTP front's start-up pays for it
+
+        return Metrics(self._child_stats, lambda: len(self.hosts.sessions))
+
+    def _child_stats(self) -> list[ChildStats]:
+        from hub.observe.metrics import ChildStats
+
+        held: dict[str, int] = {}
+        for q in self.catalog.namespace.quarantined:
+            held[q.child] = held.get(q.child, 0) + q.held
+        return [
+            ChildStats(
+                c.name, c.state is ChildState.READY, c.restarts, c.slots.in_flight, c.slots.waiting, held.get(c.name, 0)
+            )
+            for c in self.children.values()
+        ]
 
     @property
     def children(self) -> dict[str, Child]:
@@ -120,20 +170,13 @@ class Hub:
     @property
     def replica(self) -> str:
         """This process among replicas of one hub (`hub serve --replica-id`): in session ids, input-round states and
-        the call log. Kept by the router, which seals it into rounds."""
-        return self.router.replica
-
-    @replica.setter
-    def replica(self, name: str) -> None:
-        self.router.replica = name
+        the call log."""
+        return self.record.replica
 
     @asynccontextmanager
     async def running(self) -> AsyncIterator[Hub]:
         self.watchdog.start()  # before the first child: from now on none can outlive the hub
-        where = self.loaded.config.state
-        shared = open_state(where.backend, where.url, where.key)  # read at start: a reload does not change it
-        self.router.shared, self.router.seals = shared, Seals(shared)
-        self.oauth = oauth_credentials(where, self.loaded.path.parent, shared)
+        shared = self.shared
         try:
             with anyio.fail_after(REDIS_START_LIMIT):
                 await shared.seal_key()  # known from now on: bridged rounds seal without waiting
@@ -161,7 +204,7 @@ class Hub:
 
     async def _shared_pins_changed(self) -> None:
         """Another replica (or `hub pin --approve`) stored approvals: the namespace is made again with them."""
-        stored = await self.router.shared.approved_pins()
+        stored = await self.shared.approved_pins()
         pins: dict[str, SharedApproval] = {}
         for child, entry in stored.items():
             try:

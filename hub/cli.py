@@ -301,20 +301,28 @@ async def _run(args: argparse.Namespace, started: float) -> int:
         import dataclasses
 
         loaded = dataclasses.replace(loaded, lock=None)
-    hub = Hub(loaded, call_log, started, local_user(getattr(args, "identity", None), tuple(getattr(args, "group", ()))))
+    identity = local_user(getattr(args, "identity", None), tuple(getattr(args, "group", ())))
     if not serving:
-        return await _one_shot(hub, args)
+        return await _one_shot(Hub(loaded, call_log, started, identity), args)
     if args.http is not None:
         refusal = _unprotected(args.http, loaded.config.auth is not None, args.insecure_no_auth)
         if refusal:
             print(f"hub: {refusal}", file=sys.stderr)
             return EXIT_CONFIG
-        hub.auth_required = loaded.config.auth is not None and not _loopback(args.http)
-    hub.stateless = bool(getattr(args, "stateless", False))
-    if getattr(args, "replica_id", None):
-        from hub.app import replica_id
+    from hub.app import Observing, replica_id
+    from hub.observe.tracing import Tracing  # the OpenTelemetry SDK is imported only if OTEL_* ask for traces
 
-        hub.replica = replica_id(args.replica_id)
+    http = args.http is not None
+    hub = Hub(
+        loaded,
+        call_log,
+        started,
+        identity,
+        replica=replica_id(getattr(args, "replica_id", None)),
+        observing=Observing(metrics=http, recent=http, tracing=Tracing.from_environment()),
+        stateless=bool(getattr(args, "stateless", False)),
+        auth_required=http and loaded.config.auth is not None and not _loopback(args.http),
+    )
     from hub.host.serve import serve
 
     await serve(hub, args.http, args.allow_host)

@@ -248,7 +248,7 @@ async def _approve(hub: Hub, lock: Lock, path: Path, name: str, tool: str | None
 async def _share(hub: Hub, name: str, pins: ChildPins, base: ChildPins | None, out: TextIO) -> int:
     """With shared state (replicas, `state: redis`): the approval is stored there too, with the entry it amends
     (`base`), and every replica applies it while its own file still has that entry."""
-    state = hub.router.shared
+    state = hub.shared
     if not state.shared:
         return 0
     try:

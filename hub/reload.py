@@ -45,8 +45,8 @@ async def reload_from_disk(hub: Hub, reason: str) -> dict[str, list[str]] | None
 
 
 def _count(hub: Hub, outcome: str) -> None:
-    if hub.router.metrics is not None:
-        hub.router.metrics.reload(outcome)
+    if hub.metrics is not None:
+        hub.metrics.reload(outcome)
 
 
 def _stamp(path: Path) -> tuple[int, int] | None:

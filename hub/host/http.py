@@ -42,7 +42,6 @@ from hub.host.http_sessions import HttpSession, Sessions, StandaloneStream
 from hub.host.http_status import PATHS as STATUS_PATHS
 from hub.host.http_status import StatusPage
 from hub.host.session import HostSession
-from hub.observe.metrics import ChildStats, Metrics
 from hub.observe.recent import Recent
 from hub.protocol import revisions
 from hub.protocol.jsonrpc import (
@@ -60,7 +59,6 @@ from hub.protocol.jsonrpc import (
     parse,
 )
 from hub.reload import reload_from_disk
-from hub.upstream.child import ChildState
 
 if TYPE_CHECKING:
     from hub.app import Hub
@@ -164,9 +162,8 @@ class HttpFront:
         self.sessions = Sessions(hub, hub.loaded.config.hub.http)
         self._stateless_count = 0  # the labels of --stateless requests' sessions
         self.auth = Authenticator(hub)
-        # Counted from here on (the front starts with the hub); not in stdio mode, which has no /metrics.
-        hub.router.metrics = Metrics(self._child_stats, lambda: len(self.sessions))
-        hub.router.recent = recent = Recent()  # the status page's calls, recorded where the call log is written
+        # The status page's calls, recorded where the call log is written (the hub is built with them for HTTP).
+        recent = hub.recent if hub.recent is not None else Recent()
         self.status = StatusPage(hub, checks, self.auth, recent, self._refuse)
         # Sign-in links of OAuth children (hub.host.http_oauth), at the origin browsers reach the hub at.
         self.sign_ins: SignIns | None = None
@@ -174,17 +171,6 @@ class HttpFront:
             base = hub.loaded.config.hub.http.public_url or base_url
             hub.oauth.link_base = base
             self.sign_ins = SignIns(hub, hub.oauth, base)
-
-    def _child_stats(self) -> list[ChildStats]:
-        held: dict[str, int] = {}
-        for q in self.hub.catalog.namespace.quarantined:
-            held[q.child] = held.get(q.child, 0) + q.held
-        return [
-            ChildStats(
-                c.name, c.state is ChildState.READY, c.restarts, c.slots.in_flight, c.slots.waiting, held.get(c.name, 0)
-            )
-            for c in self.hub.children.values()
-        ]
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -681,8 +667,8 @@ class HttpFront:
         auth = self.hub.loaded.config.auth
         if auth is not None and not await self._admitted(scope, send, auth.metrics_group, auth.admin_group):
             return
-        assert self.hub.router.metrics is not None
-        body, content_type = self.hub.router.metrics.render()
+        assert self.hub.metrics is not None
+        body, content_type = self.hub.metrics.render()
         await _reply(send, 200, body, [(b"content-type", content_type.encode())])
 
     async def _reload(self, scope: Scope, send: Send) -> None:

@@ -127,7 +127,7 @@ class SignIns:
         groups = payload.get("g") or []
         identity = Identity(str(payload["i"]), frozenset(str(g) for g in groups), "token")
         try:
-            fresh = await self.hub.router.shared.use_nonce(f"oauth:{payload.get('n')}", float(payload["x"]))
+            fresh = await self.hub.shared.use_nonce(f"oauth:{payload.get('n')}", float(payload["x"]))
         except errors.HubError as exc:
             await _page(send, 503, "Sign-in unavailable", exc.message)
             return

@@ -33,6 +33,7 @@ from hub.relay.hosts import Hosts
 from hub.relay.meta_tools import CALL_TOOL, GATEWAY_TOOLS, SEARCH_TOOL, Forwarded, search_arguments
 from hub.relay.ports import HostRequest
 from hub.relay.quotas import Quotas, RateLimited
+from hub.relay.record import Record, cut
 from hub.relay.state import MemoryState, SharedState
 from hub.upstream.child import Child, ChildState
 
@@ -47,26 +48,13 @@ ROUTED = frozenset(
     }
 )
 if TYPE_CHECKING:
-    from hub.observe.metrics import Metrics
-    from hub.observe.recent import Recent
-    from hub.observe.tracing import RequestSpan, Tracing
+    from hub.observe.tracing import RequestSpan
 
-CallLog = Callable[[dict[str, Any]], None]
-# Outcomes that are the hub refusing a request (counted as rejections by reason), not the child answering it.
-REJECTIONS = frozenset(
-    {
-        "busy",
-        "denied",
-        "unavailable",
-        "too_large",
-        "rate_limited",
-        "invalid_arguments",
-        "read_only",
-        "quarantined",
-        "not_confirmed",
-    }
-)
 _log = structlog.get_logger("hub")
+
+
+def _unchanged(value: Any) -> Any:
+    return value
 
 
 class Router:
@@ -74,32 +62,30 @@ class Router:
         self,
         catalog: Catalog,
         hosts: Hosts,
-        call_log: CallLog,
+        record: Record,
         settings: Callable[[], HubSettings],
         health: Callable[[], dict[str, Any]],
         starting: Callable[[list[Child]], Awaitable[None]],
         policy: Callable[[], Policy] = Policy,
+        shared: SharedState | None = None,
+        redact: Callable[[Any], Any] = _unchanged,
     ) -> None:
         self.catalog = catalog
         self.policy = policy
-        self.metrics: Metrics | None = None  # with the HTTP front's /metrics: counted where the call log is written
-        self.recent: Recent | None = None  # with the HTTP front's status page: the last calls, the last hour's numbers
-        self.tracing: Tracing | None = None  # with OTEL_* set and the otel extra installed: a span per request
         self.hosts = hosts
-        self.call_log = call_log
+        self.record = record
         self.settings = settings
         self.health = health
         self._wait_for_start = starting  # bounded wait for children still starting with the hub
         self.deadlines = Deadlines()
         self.quotas = Quotas()
-        self.replica = ""  # this replica's name (hub.app.replica_id): in the call log and input-round states
-        # What replicas share (hub.relay.state), and the sealing of confirmation rounds with it; the hub sets both
-        # from `state:` at start.
-        self.shared: SharedState = MemoryState()
+        self.replica = record.replica  # this replica's name (hub.app.replica_id): in input-round states
+        # What replicas share (hub.relay.state, from `state:`), and the sealing of confirmation rounds with it.
+        self.shared: SharedState = MemoryState() if shared is None else shared
         self.seals = confirmation.Seals(self.shared)
         # Seals bridged rounds while the shared state's key is unknown (Redis unreachable at start): this replica's.
         self._own_key = secrets.token_bytes(32)
-        self.redact: Callable[[Any], Any] = lambda value: value  # what the user is shown of arguments to confirm
+        self.redact = redact  # what the user is shown of arguments to confirm, and `redact_output`
         self._calls: dict[tuple[object, RequestId], Call] = {}
         # Admitted requests in a step that waits before their call (the replicas' count, the user's confirmation).
         self._pending: dict[tuple[object, RequestId], tuple[anyio.CancelScope, HostRequest]] = {}
@@ -314,8 +300,8 @@ class Router:
         child_params = {k: v for k, v in params.items() if k != "_meta"}
         call = Call(self, request, child, exposed, original, child_params)
         call.quota = quota
-        if self.tracing is not None:
-            call.span = span = self.tracing.start(request.method, exposed, request.session.label, params.get("_meta"))
+        call.span = span = self.record.span(request, exposed, params.get("_meta"))
+        if span is not None:
             span.set_child(child.name)
             meta = {**meta, **span.child_meta()}  # the child's work joins the host's trace
         if meta:
@@ -386,11 +372,7 @@ class Router:
         started = time.perf_counter()
         size = answer_error(request, error)
         rule = error.rule if isinstance(error, errors.Denied) else rule
-        span = None
-        if self.tracing is not None:
-            span = self.tracing.start(
-                request.method, _name(request), request.session.label, request.params.get("_meta")
-            )
+        span = self.record.span(request, _name(request), request.params.get("_meta"))
         self.log_line(request, child, _name(request), None, started, error.outcome, error, size, None, rule, span)
 
     # ---- the host cancels, or comes back for a parked call --------------------------------------------------
@@ -500,7 +482,7 @@ class Router:
         return [c for c in self._possible_owners(name) if not c.settled.is_set()]
 
     async def _after_start(self, request: HostRequest, starting: list[Child]) -> None:
-        _log.info("call_waits_for_start", name=_cut(_name(request)), servers=[c.name for c in starting])
+        _log.info("call_waits_for_start", name=cut(_name(request)), servers=[c.name for c in starting])
         await self._wait_for_start(starting)
         self.route(request, waited=True)
 
@@ -598,42 +580,7 @@ class Router:
         span: RequestSpan | None,
         confirmed: str | None = None,
     ) -> None:
-        identity = request.session.identity
-        fields: dict[str, Any] = {
-            "method": request.method,
-            "replica": self.replica,
-            "host_session": request.session.label,
-            "identity": identity.name,
-            "auth": identity.method,
-            "rule": rule,
-            "request_id": _cut(request.id),
-            "child": child,
-            "name": _cut(name),
-            "original": _cut(original),
-            "duration_ms": round((time.perf_counter() - began) * 1000, 2),
-            "outcome": outcome,
-            "bytes_in": _size(request.params.get("arguments")),
-            "bytes_out": size,
-        }
-        if error is not None:
-            fields["error_code"], fields["error_message"] = error.code, _cut(error.message)
-        if arguments is not None:
-            fields["arguments"] = arguments
-        if confirmed is not None:
-            fields["confirmation"] = confirmed
-        if span is not None:
-            fields["trace_id"] = span.trace_id
-            kind = "tool_error" if outcome == "tool_error" else None if error is None else str(error.code)
-            span.end(outcome, kind, message=None if error is None else error.message)
-        self.call_log(fields)
-        if self.recent is not None:  # after the call log: its fields redacted as the line was
-            self.recent.record(fields)
-        if self.metrics is not None:
-            self.metrics.request(child, request.method, outcome, fields["duration_ms"] / 1000)
-            if request.method == "tools/call":
-                self.metrics.tool_call(name, outcome)
-            if outcome in REJECTIONS:
-                self.metrics.rejection(outcome)
+        self.record.line(request, child, name, original, began, outcome, error, size, arguments, rule, span, confirmed)
 
 
 def _owner(call: Call) -> object:
@@ -648,29 +595,10 @@ async def _guarded(func: Callable[..., Coroutine[Any, Any, Any]], args: tuple[An
         _log.error("relay_task_failed", task=getattr(func, "__qualname__", "?"), error=repr(exc)[:200], exc_info=exc)
 
 
-# Fields copied from what a host sent are cut to this many characters in the log.
-LOG_FIELD_LIMIT = 1000
-
-
 def _named(value: Any) -> str:
     """A name (or id) the host sent, as an error message quotes it: its repr, cut to QUOTE_LIMIT characters."""
     text = repr(value[: QUOTE_LIMIT + 1] if isinstance(value, str) else value)
     return text if len(text) <= QUOTE_LIMIT else text[: QUOTE_LIMIT - 3] + "..."
-
-
-def _cut(value: Any) -> Any:
-    if isinstance(value, str) and len(value) > LOG_FIELD_LIMIT:
-        return value[: LOG_FIELD_LIMIT - 3] + "..."
-    return value
-
-
-def _size(arguments: Any) -> int:
-    if arguments is None:
-        return 0
-    try:
-        return len(encode(arguments))
-    except ValueError:
-        return 0
 
 
 def _name(request: HostRequest) -> str:

@@ -28,6 +28,7 @@ from hub.relay.attribution import Attribution
 from hub.relay.catalog import HEALTH_TOOL, Catalog
 from hub.relay.hosts import Hosts
 from hub.relay.ports import AskFailed
+from hub.relay.record import Record
 from hub.relay.router import Router
 from hub.upstream.child import Child, ChildState, Listing
 from hub.upstream.connection import Connection
@@ -270,7 +271,7 @@ class Relay:
         self.router = Router(
             self.catalog,
             self.hosts,
-            self.calls.append,
+            Record(self.calls.append, ""),
             lambda: self.settings,
             self._health,
             self._starting,
