@@ -186,7 +186,7 @@ class Hub:
             async with anyio.create_task_group() as tg:
                 self._tg = tg
                 tg.start_soon(self.hosts.run)
-                tg.start_soon(self.router.run)
+                await tg.start(self.router.run)  # ready: calls may spawn their tasks from now on
                 self.catalog.children = {name: self._start(name, server) for name, server in self._enabled(self.loaded)}
                 self._log.info("hub_started", config=str(self.loaded.path), children=list(self.children))
                 tg.start_soon(_load_models)  # while the children start

@@ -11,25 +11,23 @@ from __future__ import annotations
 import json
 import secrets
 import time
-from collections.abc import Awaitable, Callable, Coroutine
+from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
-import anyio
 import structlog
-from anyio.abc import TaskGroup
 
 from hub.access import sealed
 from hub.access.identity import Identity
 from hub.access.policy import ALLOWED, Policy
 from hub.config.schema import HubSettings
 from hub.protocol import errors, revisions
-from hub.protocol.jsonrpc import QUOTE_LIMIT, RequestId, encode
+from hub.protocol.jsonrpc import QUOTE_LIMIT, encode
 from hub.relay import confirmation
 from hub.relay.call import BRIDGE_PREFIX, Call, answer_error
 from hub.relay.catalog import HEALTH_TOOL, Catalog
-from hub.relay.deadlines import Deadlines
 from hub.relay.exposure import NO_RULES, check_arguments
 from hub.relay.hosts import Hosts
+from hub.relay.inflight import InFlight
 from hub.relay.meta_tools import CALL_TOOL, GATEWAY_TOOLS, SEARCH_TOOL, Forwarded, search_arguments
 from hub.relay.ports import HostRequest
 from hub.relay.quotas import Quotas, RateLimited
@@ -77,7 +75,8 @@ class Router:
         self.settings = settings
         self.health = health
         self._wait_for_start = starting  # bounded wait for children still starting with the hub
-        self.deadlines = Deadlines()
+        self.flight: InFlight[Call] = InFlight()
+        self.deadlines = self.flight.deadlines
         self.quotas = Quotas()
         self.replica = record.replica  # this replica's name (hub.app.replica_id): in input-round states
         # What replicas share (hub.relay.state, from `state:`), and the sealing of confirmation rounds with it.
@@ -86,51 +85,17 @@ class Router:
         # Seals bridged rounds while the shared state's key is unknown (Redis unreachable at start): this replica's.
         self._own_key = secrets.token_bytes(32)
         self.redact = redact  # what the user is shown of arguments to confirm, and `redact_output`
-        self._calls: dict[tuple[object, RequestId], Call] = {}
-        # Admitted requests in a step that waits before their call (the replicas' count, the user's confirmation).
-        self._pending: dict[tuple[object, RequestId], tuple[anyio.CancelScope, HostRequest]] = {}
-        self._parked: dict[str, Call] = {}
-        self._idle: anyio.Event | None = None  # set when the last call in flight ends (`wait_idle`)
-        self.last_request = 0.0  # when the last routed request arrived (monotonic): the drain waits for quiet
-        self._tg: TaskGroup | None = None
-
-    async def run(self) -> None:
-        """The deadline watcher and the tasks calls start (asking a host, opening a connection), until cancelled."""
-        async with anyio.create_task_group() as tg:
-            self._tg = tg
-            tg.start_soon(self.deadlines.run)
-            await anyio.sleep_forever()
-
-    def spawn(self, func: Callable[..., Coroutine[Any, Any, Any]], *args: Any) -> None:
-        """Run `func(*args)` in the router's task group. A fault of the hub's own in it is logged: one request must
-        not end the router's other tasks, and with them the hub."""
-        assert self._tg is not None, "the router is not running"
-        self._tg.start_soon(_guarded, func, args)
-
-    def stage(self, request: HostRequest, func: Callable[..., Coroutine[Any, Any, Any]], *args: Any) -> None:
-        """Run `func(*args)`, a step of an admitted request that waits before its call (the replicas' count, the
-        user's confirmation), as in flight: the drain waits for it, another request with its id is refused, and
-        the host's cancel ends it unanswered, as it ends a call."""
-        key = (request.session, request.id)
-        entry = self._pending[key] = (anyio.CancelScope(), request)
-
-        async def staged() -> None:
-            try:
-                with entry[0]:
-                    await func(*args)
-            finally:
-                if self._pending.get(key) is entry:
-                    del self._pending[key]
-                    self._tell_idle()
-
-        self.spawn(staged)
+        self.run = self.flight.run  # the relay's tasks: started with task_group.start
+        self.spawn = self.flight.spawn
+        self.stage = self.flight.stage
+        self.wait_idle = self.flight.wait_idle
 
     # ---- routing ------------------------------------------------------------------------------------------------
 
     def route(self, request: HostRequest, waited: bool = False) -> None:
         """Answer a routed request (now, or when its call ends). `waited`: its children still starting were waited
         for once already."""
-        self.last_request = time.monotonic()
+        self.flight.arrived()
         try:
             self._route(request, waited)
         except errors.HubError as error:
@@ -212,7 +177,7 @@ class Router:
             except errors.HubError as error:
                 raise error if decision.allowed else errors.Denied(error, decision.rule) from None
             return
-        if (request.session, request.id) in self._calls or (request.session, request.id) in self._pending:
+        if self.flight.taken(request):
             raise errors.InvalidRequest(
                 f"invalid request: request id {_named(request.id)} is already in flight on this connection"
             )
@@ -282,7 +247,7 @@ class Router:
         if request.method in ("resources/subscribe", "resources/unsubscribe"):
             self._subscription(call)
             return
-        self._calls[(request.session, request.id)] = call
+        self.flight.add(request, call)
         self._connect(call)
 
     def _call(self, request: HostRequest, child: Child, exposed: str, original: str, params: dict[str, Any]) -> Call:
@@ -359,7 +324,7 @@ class Router:
             request.respond(b"{}")
             self.log_call(call, "ok", None, 0)
             return
-        self._calls[(request.session, request.id)] = call
+        self.flight.add(request, call)
         try:
             call.start(call.child.connection())  # on the shared connection: a subscription outlives a session's
         except errors.HubError as error:
@@ -378,57 +343,35 @@ class Router:
     # ---- the host cancels, or comes back for a parked call --------------------------------------------------
 
     def cancel(self, session: object, request_id: Any, reason: str | None) -> bool:
-        """The host cancelled request `request_id` of `session`; False if no call of it is in flight."""
-        call = self._calls.get((session, request_id)) if isinstance(request_id, int | str) else None
-        if call is None:
-            staged = self._pending.get((session, request_id)) if isinstance(request_id, int | str) else None
-            if staged is None:
-                return False
-            scope, request = staged
-            scope.cancel()
-            request.drop()
-            self.log_line(
-                request, None, _name(request), None, time.perf_counter(), "cancelled", None, 0, None, None, None
-            )
-            return True
-        call.cancel(reason)
+        """The host cancelled request `request_id` of `session`; False if nothing of it is in flight."""
+        cancelled = self.flight.cancel(session, request_id, reason)
+        if cancelled is None or isinstance(cancelled, Call):
+            return cancelled is not None
+        self.log_line(
+            cancelled, None, _name(cancelled), None, time.perf_counter(), "cancelled", None, 0, None, None, None
+        )
         return True
 
     def ended(self, call: Call) -> None:
-        request = call.request
-        if request is not None:
-            self._calls.pop((request.session, request.id), None)
         if call.quota is not None:
             self.quotas.release(call.quota)
             call.quota = None
-        self._tell_idle()
+        self.flight.ended(call)
 
     @property
     def in_flight(self) -> int:
-        return len(self._calls) + len(self._pending)
+        return self.flight.count
 
-    async def wait_idle(self) -> None:
-        """Until no call is in flight (unbounded: the caller bounds it, as the drain on SIGTERM does)."""
-        while self._calls or self._pending:
-            self._idle = anyio.Event()
-            await self._idle.wait()
-
-    def _tell_idle(self) -> None:
-        if self._idle is not None and not self._calls and not self._pending:
-            self._idle.set()
-            self._idle = None
+    @property
+    def last_request(self) -> float:
+        return self.flight.last_request
 
     def park(self, call: Call) -> None:
         assert call.token is not None
-        request = call.request
-        if request is not None:
-            self._calls.pop((request.session, request.id), None)
-        self._parked[call.token] = call
-        self._tell_idle()
+        self.flight.park(call.token, call)
 
     def unpark(self, call: Call) -> None:
-        if call.token is not None:
-            self._parked.pop(call.token, None)
+        self.flight.unpark(call.token)
 
     def bridge_state(self, call: Call) -> str:
         """The sealed requestState of a bridged round: the replica holding the parked call, its token, the identity,
@@ -455,7 +398,7 @@ class Router:
         expiry = payload.get("e")
         if not isinstance(expiry, int | float) or expiry < time.time():
             raise unknown
-        call = self._parked.get(str(payload.get("t")))
+        call = self.flight.parked(str(payload.get("t")))
         route = self.catalog.namespace.tool_routes.get(name)
         if (
             call is None
@@ -465,7 +408,7 @@ class Router:
         ):
             raise unknown
         responses = request.params.get("inputResponses")
-        self._calls[(request.session, request.id)] = call
+        self.flight.add(request, call)
         call.resume(request, responses if isinstance(responses, dict) else {})
 
     # ---- children still starting ----------------------------------------------------------------------------
@@ -586,13 +529,6 @@ class Router:
 def _owner(call: Call) -> object:
     """Whose own connection a call takes: its identity's (`sessions: per-identity`), else its session's."""
     return call.session.identity if call.child.per_identity else call.session
-
-
-async def _guarded(func: Callable[..., Coroutine[Any, Any, Any]], args: tuple[Any, ...]) -> None:
-    try:
-        await func(*args)
-    except Exception as exc:
-        _log.error("relay_task_failed", task=getattr(func, "__qualname__", "?"), error=repr(exc)[:200], exc_info=exc)
 
 
 def _named(value: Any) -> str:

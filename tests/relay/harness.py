@@ -363,10 +363,8 @@ async def running_relay(settings: HubSettings | None = None) -> AsyncIterator[Re
     """A relay whose router runs (its deadline watcher, the tasks calls spawn) until the block ends."""
     relay = Relay(settings or HubSettings())
     async with anyio.create_task_group() as tg:
-        tg.start_soon(relay.router.run)
         with anyio.fail_after(WAIT):
-            while relay.router._tg is None:  # run() has entered its task group: spawn works from here on
-                await anyio.lowlevel.checkpoint()
+            await tg.start(relay.router.run)  # ready: spawn works from here on
         yield relay
         tg.cancel_scope.cancel()
 
