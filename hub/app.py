@@ -36,9 +36,9 @@ from hub.protocol.jsonrpc import Request
 from hub.protocol.revisions import load_models
 from hub.redaction import configured_secrets
 from hub.relay.attribution import Attribution
-from hub.relay.catalog import HEALTH_TOOL_DEF, Catalog
+from hub.relay.builtins import Builtins
+from hub.relay.catalog import Catalog
 from hub.relay.hosts import Hosts
-from hub.relay.meta_tools import CALL_TOOL_DEF, SEARCH_TOOL_DEF, search_exposed
 from hub.relay.naming import expose_uri
 from hub.relay.record import Observers, Record
 from hub.relay.router import Router
@@ -51,12 +51,6 @@ from hub.upstream.oauth import Credentials
 if TYPE_CHECKING:
     from hub.observe.metrics import ChildStats, Metrics
     from hub.observe.tracing import Tracing
-
-
-def _may_see(view: View, child: Child) -> bool:
-    """Whether a server without tools yet (starting) is named to a caller: when its policy allows names under the
-    server's prefix, as it will allow some of its tools."""
-    return not child.listing.tools and bool(child.prefix) and view.allows(f"{child.prefix}_", writes=False)
 
 
 def replica_id(given: str | None = None) -> str:
@@ -72,8 +66,6 @@ def replica_id(given: str | None = None) -> str:
 DRAIN_QUIET = 1.0
 # How long the hub waits at start for its shared state's key (Redis); without it, rounds are refused until a restart.
 REDIS_START_LIMIT = 10.0
-# The most the hub's generated instructions take (characters): hosts put them in the model's context.
-INSTRUCTIONS_LIMIT = 1500
 # How long a broadcast to the children (logging/setLevel) may take.
 NOTIFY_TIMEOUT = 5.0
 
@@ -120,19 +112,30 @@ class Hub:
         # Pins approved in the shared state (replicas: hub.relay.state) over servers.lock's.
         self.shared_pins: dict[str, SharedApproval] = {}
         self.catalog = Catalog(
-            self._reserved, lambda: overlay(self.loaded.lock, self.shared_pins), lambda: self.loaded.config.hub
+            lambda: self.builtins.reserved(),
+            lambda: overlay(self.loaded.lock, self.shared_pins),
+            lambda: self.loaded.config.hub,
         )
         self.metrics = self._metrics() if observing.metrics else None
         self.recent = Recent() if observing.recent else None
         self.record = Record(
             self.call_log, replica or replica_id(), Observers(self.metrics, self.recent, observing.tracing)
         )
+        self.builtins = Builtins(
+            lambda: self.loaded.config.hub,
+            lambda: self.loaded.config.servers.values(),
+            lambda: self.catalog.namespace,
+            lambda: self.catalog.children,
+            lambda: self.loaded.policy,
+            self.health,
+            self.record,
+        )
         self.router = Router(
             self.catalog,
             self.hosts,
             self.record,
             lambda: self.loaded.config.hub,
-            self.health,
+            self.builtins,
             self._wait_settled,
             lambda: self.loaded.policy,
             self.shared,
@@ -368,42 +371,13 @@ class Hub:
 
     # ---- what the host sees of the hub itself -----------------------------------------------------------------
 
-    def _reserved(self) -> frozenset[str]:
-        return frozenset(str(t["name"]) for t in self.builtin_tools())
-
     def builtin_tools(self) -> tuple[dict[str, Any], ...]:
-        """The hub's own tools: hub_health unless turned off; the search tools when some tools are not listed."""
-        settings = self.loaded.config.hub
-        health = (HEALTH_TOOL_DEF,) if settings.health_tool else ()
-        if search_exposed(settings, self.loaded.config.servers.values()):
-            return (*health, SEARCH_TOOL_DEF, CALL_TOOL_DEF)
-        return health
+        """The hub's own tools as a listing shows them (hub.relay.builtins)."""
+        return self.builtins.tools()
 
     def instructions(self, view: View) -> str:
-        """What the hub tells a host at initialize: one line per server the caller may use (`view`: its policy),
-        naming its prefix and the tools the caller may call, within INSTRUCTIONS_LIMIT, so that a host's tool search
-        and the model know what is behind the one entry. A child's own instructions are not passed on: they are
-        its text, unchecked, and would reach the model as the hub's."""
-        namespace = self.catalog.namespace
-        searching = search_exposed(self.loaded.config.hub, self.loaded.config.servers.values())
-        owned: dict[str, list[str]] = {}
-        for exposed, route in namespace.tool_routes.items():
-            if view.open or view.allows(exposed, writes=namespace.writes(exposed)):
-                owned.setdefault(route.child, []).append(exposed)
-        shown = [c for c in self.children.values() if view.open or c.name in owned or _may_see(view, c)]
-        lines = [f"This MCP hub serves the tools of {len(shown)} servers, each under its own prefix:"]
-        per_line = max(80, (INSTRUCTIONS_LIMIT - 200) // max(1, len(shown)))
-        for child in shown:
-            tools = owned.get(child.name, [])
-            head = f"- {child.prefix + '_' if child.prefix else '(no prefix)'} {child.name}"
-            own = f"{child.prefix}_" if child.prefix else ""  # said once, in `head`
-            listed = ", ".join(t.removeprefix(own) for t in tools) if tools else str(child.state)
-            line = f"{head} ({len(tools)} tools: {listed})"
-            lines.append(line if len(line) <= per_line else line[: per_line - 4] + "...)")
-        if searching:
-            lines.append("Some tools are not listed: find them with hub_search_tools and call them with hub_call_tool.")
-        text = "\n".join(lines)
-        return text if len(text) <= INSTRUCTIONS_LIMIT else text[: INSTRUCTIONS_LIMIT - 3] + "..."
+        """What the hub tells a host at initialize (hub.relay.builtins)."""
+        return self.builtins.instructions(view)
 
     def health(self) -> dict[str, Any]:
         namespace = self.catalog.namespace

@@ -8,7 +8,6 @@ child that is still starting with the hub waits for it (bounded) instead of fail
 
 from __future__ import annotations
 
-import json
 import secrets
 import time
 from collections.abc import Awaitable, Callable
@@ -17,18 +16,17 @@ from typing import TYPE_CHECKING, Any
 import structlog
 
 from hub.access import sealed
-from hub.access.identity import Identity
 from hub.access.policy import ALLOWED, Policy
 from hub.config.schema import HubSettings
 from hub.protocol import errors, revisions
-from hub.protocol.jsonrpc import QUOTE_LIMIT, encode
+from hub.protocol.jsonrpc import QUOTE_LIMIT
 from hub.relay import confirmation
+from hub.relay.builtins import CALL_TOOL, GATEWAY_TOOLS, HEALTH_TOOL, SEARCH_TOOL, Builtins, Forwarded
 from hub.relay.call import BRIDGE_PREFIX, Call, answer_error
-from hub.relay.catalog import HEALTH_TOOL, Catalog
+from hub.relay.catalog import Catalog
 from hub.relay.exposure import NO_RULES, check_arguments
 from hub.relay.hosts import Hosts
 from hub.relay.inflight import InFlight
-from hub.relay.meta_tools import CALL_TOOL, GATEWAY_TOOLS, SEARCH_TOOL, Forwarded, search_arguments
 from hub.relay.ports import HostRequest
 from hub.relay.quotas import Quotas, RateLimited
 from hub.relay.record import Record, cut
@@ -62,7 +60,7 @@ class Router:
         hosts: Hosts,
         record: Record,
         settings: Callable[[], HubSettings],
-        health: Callable[[], dict[str, Any]],
+        builtins: Builtins,
         starting: Callable[[list[Child]], Awaitable[None]],
         policy: Callable[[], Policy] = Policy,
         shared: SharedState | None = None,
@@ -73,7 +71,7 @@ class Router:
         self.hosts = hosts
         self.record = record
         self.settings = settings
-        self.health = health
+        self.builtins = builtins
         self._wait_for_start = starting  # bounded wait for children still starting with the hub
         self.flight: InFlight[Call] = InFlight()
         self.deadlines = self.flight.deadlines
@@ -153,9 +151,12 @@ class Router:
             if not decision.allowed:
                 raise errors.Denied(errors.UnknownName(f"Unknown tool: {_named(name)}"), decision.rule)
             if name == HEALTH_TOOL:
-                self._health(request, decision.rule)
+                self.builtins.health(request, decision.rule)
             elif name == SEARCH_TOOL:
-                self._search(request, decision.rule)
+                try:
+                    self.builtins.search(request, decision.rule)
+                except errors.HubError as error:
+                    self.refuse(request, error, "hub", decision.rule)
             else:  # the named tool's own call, routed as if the host had sent it
                 self._tool_call(Forwarded(request), waited)
             return
@@ -428,61 +429,6 @@ class Router:
         _log.info("call_waits_for_start", name=cut(_name(request)), servers=[c.name for c in starting])
         await self._wait_for_start(starting)
         self.route(request, waited=True)
-
-    # ---- the built-in tool -------------------------------------------------------------------------------------
-
-    def _health(self, request: HostRequest, rule: str | None) -> None:
-        started = time.perf_counter()
-        report = self._visible_health(request.session.identity)
-        self._answer_builtin(request, HEALTH_TOOL, json.dumps(report, indent=2), report, started, rule)
-
-    def _search(self, request: HostRequest, rule: str | None) -> None:
-        """hub_search_tools: the best matches among the tools the caller's policy shows, as full definitions."""
-        started = time.perf_counter()
-        try:
-            query, limit = search_arguments(request.params)
-        except errors.HubError as error:
-            self.refuse(request, error, "hub", rule)
-            return
-        view = self.policy().view(request.session.identity)
-        found = self.catalog.namespace.search(query, limit, view)
-        report = {"tools": found}
-        names = ", ".join(str(t.get("name")) for t in found) or "none"
-        text = f"{len(found)} tools found: {names}\n{json.dumps(report)}"
-        self._answer_builtin(request, SEARCH_TOOL, text, report, started, rule)
-
-    def _answer_builtin(
-        self, request: HostRequest, tool: str, text: str, report: dict[str, Any], started: float, rule: str | None
-    ) -> None:
-        """A built-in tool's result (`text`, and `report` as its structured content), answered and logged."""
-        result: dict[str, Any] = {"content": [{"type": "text", "text": text}], "structuredContent": report}
-        if revisions.is_modern(request.version):
-            result = revisions.stamp(result, "tools/call")
-        body = encode(result)
-        request.respond(body)
-        self.log_line(request, "hub", tool, None, started, "ok", None, len(body), None, rule, None)
-
-    def _visible_health(self, identity: Identity) -> dict[str, Any]:
-        """The health report as `identity` may see it: the servers (and collisions) of names its policy shows."""
-        report = self.health()
-        view = self.policy().view(identity)
-        if view.open:
-            return report
-        namespace = self.catalog.namespace
-        routes = (namespace.tool_routes, namespace.prompt_routes, namespace.resource_routes, namespace.template_routes)
-        seen = {
-            route.child
-            for table in routes
-            for name, route in table.items()
-            if view.allows(name, writes=table is namespace.tool_routes and namespace.writes(name))
-        }
-        return {
-            **report,
-            "servers": [s for s in report["servers"] if s["name"] in seen],
-            "collisions": [
-                c for c in report["collisions"] if view.allows(c["exposed"], writes=namespace.writes(c["exposed"]))
-            ],
-        }
 
     # ---- the call log ------------------------------------------------------------------------------------------
 

@@ -25,7 +25,8 @@ from hub.platform.watchdog import Watchdog
 from hub.protocol import revisions
 from hub.protocol.jsonrpc import RequestId, encode
 from hub.relay.attribution import Attribution
-from hub.relay.catalog import HEALTH_TOOL, Catalog
+from hub.relay.builtins import HEALTH_TOOL, Builtins
+from hub.relay.catalog import Catalog
 from hub.relay.hosts import Hosts
 from hub.relay.ports import AskFailed
 from hub.relay.record import Record
@@ -268,12 +269,23 @@ class Relay:
     def __post_init__(self) -> None:
         self.catalog = Catalog(lambda: frozenset({HEALTH_TOOL}) if self.settings.health_tool else frozenset())
         self.hosts = Hosts()
+        record = Record(self.calls.append, "")
+        builtins = Builtins(
+            lambda: self.settings,
+            tuple,
+            lambda: self.catalog.namespace,
+            lambda: self.catalog.children,
+            lambda: self.policy,
+            lambda: self.health(),
+            record,
+        )
+        self.health: Callable[[], Message] = self._health  # the hub's health report (a test may give its own)
         self.router = Router(
             self.catalog,
             self.hosts,
-            Record(self.calls.append, ""),
+            record,
             lambda: self.settings,
-            self._health,
+            builtins,
             self._starting,
             lambda: self.policy,
         )

@@ -168,7 +168,7 @@ async def test_the_health_report_shows_only_the_servers_of_names_the_caller_may_
     async with running_relay() as relay:
         relay.add_child("icinga", tools=("status",))
         relay.add_child("postgres", tools=("query",))
-        relay.router.health = lambda: {
+        relay.health = lambda: {
             "servers": [{"name": "icinga"}, {"name": "postgres"}],
             "collisions": [{"kind": "tool", "exposed": "icinga_status", "kept": "icinga", "dropped": "x"}],
         }
