@@ -35,12 +35,14 @@ from hub.protocol import errors
 from hub.protocol.jsonrpc import Request
 from hub.protocol.revisions import load_models
 from hub.redaction import configured_secrets
+from hub.relay.admission import Admission
 from hub.relay.attribution import Attribution
 from hub.relay.builtins import Builtins
 from hub.relay.catalog import Catalog
 from hub.relay.hosts import Hosts
 from hub.relay.naming import expose_uri
 from hub.relay.record import Observers, Record
+from hub.relay.rounds import Seals
 from hub.relay.router import Router
 from hub.relay.state import oauth_credentials, open_state
 from hub.upstream.child import Child, ChildState, Launch
@@ -130,6 +132,15 @@ class Hub:
             self.health,
             self.record,
         )
+        redact = self.call_log.redactor.value
+        self.admission = Admission(
+            lambda: self.loaded.policy,
+            self.shared,
+            Seals(self.shared, replica=self.record.replica),
+            self.record,
+            redact,
+            self._timeout_of,
+        )
         self.router = Router(
             self.catalog,
             self.hosts,
@@ -137,11 +148,10 @@ class Hub:
             lambda: self.loaded.config.hub,
             self.builtins,
             self._wait_settled,
-            lambda: self.loaded.policy,
-            self.shared,
-            self.call_log.redactor.value,
+            self.admission,
+            redact,
         )
-        self.attribution = Attribution(self.router, self.hosts)
+        self.attribution = Attribution(self.router.spawn, self.hosts)
         self._start_over = False  # every child started with the hub settled, or the listing wait ran out
         self._log = structlog.get_logger("hub")
         self._tg: TaskGroup | None = None
@@ -166,6 +176,10 @@ class Hub:
             for c in self.children.values()
         ]
 
+    def _timeout_of(self, name: str) -> float | None:
+        child = self.catalog.children.get(name)
+        return child.config.timeout if child is not None else None
+
     @property
     def children(self) -> dict[str, Child]:
         return self.catalog.children
@@ -182,7 +196,7 @@ class Hub:
         shared = self.shared
         try:
             with anyio.fail_after(REDIS_START_LIMIT):
-                await shared.seal_key()  # known from now on: bridged rounds seal without waiting
+                await shared.seal_key()  # known from now on: parked calls' rounds seal without waiting
         except (errors.HubError, TimeoutError) as exc:
             self._log.error("shared_state_unavailable", error=getattr(exc, "message", repr(exc)))
         try:

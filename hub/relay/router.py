@@ -1,4 +1,10 @@
-"""Routing a host's request to the child that owns what it names, as a `Call`; and the one call-log line per request.
+"""Routing a host's request to the child that owns what it names: route -> admission -> call.
+
+The router is the composition of the relay's stages, each a module with one contract: `hub.relay.admission` (may it
+become a call: policy, pins, limits, argument rules, confirmation), `hub.relay.call` (slots, deadline, progress,
+cancellation, the answer), `hub.relay.rounds` (input rounds with a 2026-07-28 host, one sealed scheme),
+`hub.relay.inflight` (what is in flight, the drain) and `hub.relay.record` (the one record of each request).
+The hub's own tools are `hub.relay.builtins`.
 
 Routed methods: `tools/call`, `resources/read`, `prompts/get`, `completion/complete`, `resources/subscribe` and
 `resources/unsubscribe`. The name (or URI) is looked up in the current namespace and the child gets its own name;
@@ -8,29 +14,28 @@ child that is still starting with the hub waits for it (bounded) instead of fail
 
 from __future__ import annotations
 
-import secrets
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Coroutine
 from typing import TYPE_CHECKING, Any
 
+import anyio
 import structlog
+from anyio.abc import TaskStatus
 
-from hub.access import sealed
-from hub.access.policy import ALLOWED, Policy
+from hub.access.policy import ALLOWED
 from hub.config.schema import HubSettings
 from hub.protocol import errors, revisions
-from hub.protocol.jsonrpc import QUOTE_LIMIT
-from hub.relay import confirmation
+from hub.relay.admission import SUBSCRIPTIONS, Admission, Verdict
 from hub.relay.builtins import CALL_TOOL, GATEWAY_TOOLS, HEALTH_TOOL, SEARCH_TOOL, Builtins, Forwarded
-from hub.relay.call import BRIDGE_PREFIX, Call, answer_error
+from hub.relay.call import Call, answer_error
 from hub.relay.catalog import Catalog
-from hub.relay.exposure import NO_RULES, check_arguments
+from hub.relay.deadlines import Deadlines
+from hub.relay.exposure import NO_RULES
 from hub.relay.hosts import Hosts
 from hub.relay.inflight import InFlight
 from hub.relay.ports import HostRequest
-from hub.relay.quotas import Quotas, RateLimited
 from hub.relay.record import Record, cut
-from hub.relay.state import MemoryState, SharedState
+from hub.relay.rounds import PARKED, ROUND_PREFIX, named
 from hub.upstream.child import Child, ChildState
 
 ROUTED = frozenset(
@@ -47,10 +52,7 @@ if TYPE_CHECKING:
     from hub.observe.tracing import RequestSpan
 
 _log = structlog.get_logger("hub")
-
-
-def _unchanged(value: Any) -> Any:
-    return value
+_named = named
 
 
 class Router:
@@ -62,31 +64,34 @@ class Router:
         settings: Callable[[], HubSettings],
         builtins: Builtins,
         starting: Callable[[list[Child]], Awaitable[None]],
-        policy: Callable[[], Policy] = Policy,
-        shared: SharedState | None = None,
-        redact: Callable[[Any], Any] = _unchanged,
+        admission: Admission,
+        redact: Callable[[Any], Any],
     ) -> None:
         self.catalog = catalog
-        self.policy = policy
+        self.admission = admission
+        self.policy = admission.policy
+        self.seals = admission.seals
         self.hosts = hosts
         self.record = record
         self.settings = settings
         self.builtins = builtins
         self._wait_for_start = starting  # bounded wait for children still starting with the hub
         self.flight: InFlight[Call] = InFlight()
-        self.deadlines = self.flight.deadlines
-        self.quotas = Quotas()
-        self.replica = record.replica  # this replica's name (hub.app.replica_id): in input-round states
-        # What replicas share (hub.relay.state, from `state:`), and the sealing of confirmation rounds with it.
-        self.shared: SharedState = MemoryState() if shared is None else shared
-        self.seals = confirmation.Seals(self.shared)
-        # Seals bridged rounds while the shared state's key is unknown (Redis unreachable at start): this replica's.
-        self._own_key = secrets.token_bytes(32)
-        self.redact = redact  # what the user is shown of arguments to confirm, and `redact_output`
-        self.run = self.flight.run  # the relay's tasks: started with task_group.start
-        self.spawn = self.flight.spawn
-        self.stage = self.flight.stage
-        self.wait_idle = self.flight.wait_idle
+        self.redact = redact  # `redact_output`: a result with the secrets the hub knows replaced
+
+    async def run(self, *, task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
+        """The relay's tasks (hub.relay.inflight), until cancelled; started with `task_group.start`."""
+        await self.flight.run(task_status=task_status)
+
+    def spawn(self, func: Callable[..., Coroutine[Any, Any, Any]], *args: Any) -> None:
+        self.flight.spawn(func, *args)
+
+    async def wait_idle(self) -> None:
+        await self.flight.wait_idle()
+
+    @property
+    def deadlines(self) -> Deadlines:
+        return self.flight.deadlines
 
     # ---- routing ------------------------------------------------------------------------------------------------
 
@@ -140,9 +145,14 @@ class Router:
         name = _string(params, "name")
         _object(params, "arguments")
         state = params.get("requestState")
-        if isinstance(state, str) and state.startswith(BRIDGE_PREFIX):
-            self._resume(request, name, state.removeprefix(BRIDGE_PREFIX))
-            return
+        if isinstance(state, str) and state.startswith(ROUND_PREFIX):
+            payload = self.seals.peek(state)
+            kind = None if payload is None else payload.get("k")
+            # A parked call's round is resumed here; a confirmation's round, or a state that does not open for a
+            # tool under `confirm:`, is admission's to judge (and to name what is wrong with it).
+            if kind == PARKED or (kind is None and not self.catalog.namespace.tool_rules.get(name, NO_RULES).confirm):
+                self._resume(request, name, payload)
+                return
         route = self.catalog.namespace.tool_routes.get(name)
         if route is None and name in (HEALTH_TOOL, SEARCH_TOOL, CALL_TOOL) and name in self.catalog.reserved():
             # The gateway tools answer only with what the caller's policy allows: their own names are not decided.
@@ -182,52 +192,50 @@ class Router:
             raise errors.InvalidRequest(
                 f"invalid request: request id {_named(request.id)} is already in flight on this connection"
             )
-        rules = namespace.tool_rules.get(exposed, NO_RULES) if kind == "tool" else NO_RULES
-        if self._per_minute_shared(request) is not None:
-            self.stage(request, self._count_then_go, request, route, exposed, params, decision.rule, rules)
+        verdict = Verdict(decision.rule, namespace.tool_rules.get(exposed, NO_RULES) if kind == "tool" else NO_RULES)
+        if self.admission.per_minute_shared(request) is not None:
+            self.flight.stage(request, self._count_then_go, request, route, exposed, params, verdict)
             return
-        self._go(request, route, exposed, params, decision.rule, rules)
+        self._go(request, route, exposed, params, verdict)
 
-    def _go(
-        self, request: HostRequest, route: Any, exposed: str, params: dict[str, Any], rule: str | None, rules: Any
-    ) -> None:
+    def _go(self, request: HostRequest, route: Any, exposed: str, params: dict[str, Any], verdict: Verdict) -> None:
         """The admitted request's own checks (arguments, confirmation), then its call."""
+        rules, rule = verdict.rules, verdict.rule
         if rules is not NO_RULES:
             try:
-                if rules.checks_arguments:
-                    params = {**params, "arguments": check_arguments(rules, exposed, params.get("arguments"))}
+                params = self.admission.arguments(exposed, params, rules)
                 if rules.confirm:
-                    confirmation.begin(self, request, route, exposed, params, rule)
+                    self.admission.can_confirm(request, exposed, route.child)
+                    self.flight.stage(request, self._confirm_then_go, request, route, exposed, params, rule)
                     return
             except errors.HubError as error:
                 self.refuse(request, error, route.child, rule)
                 return
         self.start_call(request, route, exposed, params, rule)
 
-    def _per_minute_shared(self, request: HostRequest) -> int | None:
-        """The identity's requests per minute when replicas count them together (state: redis), else None."""
-        state, policy = self.shared, self.policy()
-        if not state.shared or not policy.limited or request.method in ("resources/subscribe", "resources/unsubscribe"):
-            return None
-        return policy.limits_for(request.session.identity).requests_per_minute
-
     async def _count_then_go(
-        self, request: HostRequest, route: Any, exposed: str, params: dict[str, Any], rule: str | None, rules: Any
+        self, request: HostRequest, route: Any, exposed: str, params: dict[str, Any], verdict: Verdict
     ) -> None:
-        """Count the request in the replicas' shared minute (hub.relay.state) before anything else of it."""
-        identity = request.session.identity
-        limits = self.policy().limits_for(identity)
+        """Count the request in the replicas' shared minute before anything else of it."""
         try:
-            if limits.requests_per_minute is not None:
-                counted = await self.shared.count_request(identity.name)
-                if counted > limits.requests_per_minute:
-                    raise RateLimited(
-                        f"identity '{identity.name}' is over its limit of {limits.requests_per_minute} requests per "
-                        f"minute ({limits.source}, counted across the replicas); retry in the next minute"
-                    )
-            self._go(request, route, exposed, params, rule, rules)
+            await self.admission.count_shared(request.session.identity)
+            self._go(request, route, exposed, params, verdict)
+        except errors.HubError as error:
+            self.refuse(request, error, route.child, verdict.rule)
+
+    async def _confirm_then_go(
+        self, request: HostRequest, route: Any, exposed: str, params: dict[str, Any], rule: str | None
+    ) -> None:
+        """A call that needs its user's yes: forwarded only on an explicit yes (hub.relay.admission)."""
+        try:
+            confirmed = await self.admission.confirmed(request, route, exposed, rule)
         except errors.HubError as error:
             self.refuse(request, error, route.child, rule)
+            return
+        if not confirmed:
+            return  # a 2026-07-28 host was sent the question; its answer comes as a request of its own
+        forwarded = {k: v for k, v in params.items() if k not in ("requestState", "inputResponses")}
+        self.start_call(request, route, exposed, forwarded, rule, "accepted")
 
     def start_call(
         self,
@@ -245,7 +253,7 @@ class Router:
         call = self._call(request, child, exposed, route.original, params)
         call.rule = rule
         call.confirmation = confirmed
-        if request.method in ("resources/subscribe", "resources/unsubscribe"):
+        if request.method in SUBSCRIPTIONS:
             self._subscription(call)
             return
         self.flight.add(request, call)
@@ -254,14 +262,7 @@ class Router:
     def _call(self, request: HostRequest, child: Child, exposed: str, original: str, params: dict[str, Any]) -> Call:
         """The call of a request: counted against its identity's limits (refused first, before anything starts),
         its params as the child gets them, its span."""
-        quota = None
-        policy = self.policy()
-        subscription = request.method in ("resources/subscribe", "resources/unsubscribe")
-        if policy.limited and not subscription:
-            identity = request.session.identity
-            shared = self.shared.shared  # then the per-minute count is the replicas' (`_count_then_go`)
-            self.quotas.admit(identity.name, policy.limits_for(identity), per_minute=not shared)  # raises RateLimited
-            quota = identity.name
+        quota = self.admission.take_quota(request)  # raises RateLimited
         meta = revisions.child_meta(params.get("_meta"))
         child_params = {k: v for k, v in params.items() if k != "_meta"}
         call = Call(self, request, child, exposed, original, child_params)
@@ -355,7 +356,7 @@ class Router:
 
     def ended(self, call: Call) -> None:
         if call.quota is not None:
-            self.quotas.release(call.quota)
+            self.admission.release(call.quota)
             call.quota = None
         self.flight.ended(call)
 
@@ -374,32 +375,15 @@ class Router:
     def unpark(self, call: Call) -> None:
         self.flight.unpark(call.token)
 
-    def bridge_state(self, call: Call) -> str:
-        """The sealed requestState of a bridged round: the replica holding the parked call, its token, the identity,
-        the tool and an expiry, readable only by hubs sharing the key (hub.access.sealed)."""
-        key = self.shared.known_key or self._own_key
-        payload = {"r": self.replica, "t": call.token, "i": call.session.identity.name, "n": call.exposed,
-                   "e": time.time() + call.window}  # fmt: skip
-        return sealed.seal(key, payload)
+    def round_state(self, call: Call) -> str:
+        """The sealed requestState of a parked call's round (hub.relay.rounds)."""
+        assert call.token is not None
+        return self.seals.seal_parked(call.session.identity.name, call.exposed, call.token, call.window)
 
-    def _resume(self, request: HostRequest, name: str, state: str) -> None:
-        payload = sealed.unseal(self.shared.known_key or self._own_key, state)
-        unknown = errors.BadRequest(
-            f"hub: this input-required round of {_named(name)} is unknown or expired; call the tool again"
-        )
-        if payload is None or payload.get("n") != name or payload.get("i") != request.session.identity.name:
-            raise unknown
-        owner = str(payload.get("r"))
-        if owner != self.replica:
-            raise errors.BadRequest(
-                f"hub: this input-required round of {_named(name)} belongs to replica {owner[:63]!r} and this is "
-                f"{self.replica!r}: the load balancer must send a session's requests to one replica "
-                "(docs/deploy.md); call the tool again"
-            )
-        expiry = payload.get("e")
-        if not isinstance(expiry, int | float) or expiry < time.time():
-            raise unknown
-        call = self.flight.parked(str(payload.get("t")))
+    def _resume(self, request: HostRequest, name: str, payload: dict[str, Any] | None) -> None:
+        """The host is back with the answers of a parked call's round."""
+        token = self.seals.parked_token(payload, request.session.identity.name, name)
+        call = self.flight.parked(token)
         route = self.catalog.namespace.tool_routes.get(name)
         if (
             call is None
@@ -407,7 +391,9 @@ class Router:
             or route is None
             or (call.child.name, call.original) != (route.child, route.original)
         ):
-            raise unknown
+            raise errors.BadRequest(
+                f"hub: this input-required round of {_named(name)} is unknown or expired; call the tool again"
+            )
         responses = request.params.get("inputResponses")
         self.flight.add(request, call)
         call.resume(request, responses if isinstance(responses, dict) else {})
@@ -475,12 +461,6 @@ class Router:
 def _owner(call: Call) -> object:
     """Whose own connection a call takes: its identity's (`sessions: per-identity`), else its session's."""
     return call.session.identity if call.child.per_identity else call.session
-
-
-def _named(value: Any) -> str:
-    """A name (or id) the host sent, as an error message quotes it: its repr, cut to QUOTE_LIMIT characters."""
-    text = repr(value[: QUOTE_LIMIT + 1] if isinstance(value, str) else value)
-    return text if len(text) <= QUOTE_LIMIT else text[: QUOTE_LIMIT - 3] + "..."
 
 
 def _name(request: HostRequest) -> str:

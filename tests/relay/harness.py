@@ -24,13 +24,16 @@ from hub.platform.pipes import Broken
 from hub.platform.watchdog import Watchdog
 from hub.protocol import revisions
 from hub.protocol.jsonrpc import RequestId, encode
+from hub.relay.admission import Admission
 from hub.relay.attribution import Attribution
 from hub.relay.builtins import HEALTH_TOOL, Builtins
 from hub.relay.catalog import Catalog
 from hub.relay.hosts import Hosts
 from hub.relay.ports import AskFailed
 from hub.relay.record import Record
+from hub.relay.rounds import Seals
 from hub.relay.router import Router
+from hub.relay.state import MemoryState
 from hub.upstream.child import Child, ChildState, Listing
 from hub.upstream.connection import Connection
 
@@ -280,6 +283,10 @@ class Relay:
             record,
         )
         self.health: Callable[[], Message] = self._health  # the hub's health report (a test may give its own)
+        shared = MemoryState()
+        admission = Admission(
+            lambda: self.policy, shared, Seals(shared), record, lambda value: value, lambda name: None
+        )
         self.router = Router(
             self.catalog,
             self.hosts,
@@ -287,9 +294,10 @@ class Relay:
             lambda: self.settings,
             builtins,
             self._starting,
-            lambda: self.policy,
+            admission,
+            lambda value: value,
         )
-        self.attribution = Attribution(self.router, self.hosts)
+        self.attribution = Attribution(self.router.spawn, self.hosts)
         self.observer = Observer(self.attribution)
         self.watchdog = Watchdog()  # never started
         self.session = FakeSession("conn-default", capabilities={"sampling": {}, "elicitation": {}, "roots": {}})
