@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Awaitable, Callable, Coroutine
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import anyio
 import structlog
@@ -48,9 +48,6 @@ ROUTED = frozenset(
         "resources/unsubscribe",
     }
 )
-if TYPE_CHECKING:
-    from hub.observe.tracing import RequestSpan
-
 _log = structlog.get_logger("hub")
 _named = named
 
@@ -340,7 +337,7 @@ class Router:
         size = answer_error(request, error)
         rule = error.rule if isinstance(error, errors.Denied) else rule
         span = self.record.span(request, _name(request), request.params.get("_meta"))
-        self.log_line(request, child, _name(request), None, started, error.outcome, error, size, None, rule, span)
+        self.record.line(request, child, _name(request), None, started, error.outcome, error, size, None, rule, span)
 
     # ---- the host cancels, or comes back for a parked call --------------------------------------------------
 
@@ -349,7 +346,7 @@ class Router:
         cancelled = self.flight.cancel(session, request_id, reason)
         if cancelled is None or isinstance(cancelled, Call):
             return cancelled is not None
-        self.log_line(
+        self.record.line(
             cancelled, None, _name(cancelled), None, time.perf_counter(), "cancelled", None, 0, None, None, None
         )
         return True
@@ -425,7 +422,7 @@ class Router:
         own = call.child.config.log_arguments
         logged = self.settings().log_arguments if own is None else own
         arguments = request.params.get("arguments") if logged and call.method == "tools/call" else None
-        self.log_line(
+        self.record.line(
             request,
             call.child.name,
             call.exposed,
@@ -439,23 +436,6 @@ class Router:
             call.span,
             call.confirmation,
         )
-
-    def log_line(
-        self,
-        request: HostRequest,
-        child: str | None,
-        name: str,
-        original: str | None,
-        began: float,
-        outcome: str,
-        error: errors.HubError | None,
-        size: int,
-        arguments: Any,
-        rule: str | None,
-        span: RequestSpan | None,
-        confirmed: str | None = None,
-    ) -> None:
-        self.record.line(request, child, name, original, began, outcome, error, size, arguments, rule, span, confirmed)
 
 
 def _owner(call: Call) -> object:

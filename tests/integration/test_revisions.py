@@ -239,7 +239,7 @@ async def test_how_the_input_request_travels(cell: Cell) -> None:
     assert request["params"]["messages"][0]["content"]["text"] == "hi"
     if cell.modern_child:  # passed through as the child sent it
         assert key == "sample" and "requestState" not in first
-    else:  # a 2025 child's parked request, bridged into a round by the hub
+    else:  # a 2025 child's parked request, parked in a round by the hub
         assert first["requestState"].startswith("hub-round:")
     answer = types.CreateMessageResult(role="assistant", content=types.TextContent(text="by hand"), model="m")
     params = types.CallToolRequestParams(

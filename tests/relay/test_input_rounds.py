@@ -202,7 +202,7 @@ async def test_a_handshake_childs_request_during_a_2026_call_is_answered_as_inpu
         assert again.failure["code"] == INVALID_PARAMS, "a round is collected once"
 
 
-async def test_each_round_of_a_bridged_call_frees_its_request_id() -> None:
+async def test_each_round_of_a_parked_call_frees_its_request_id() -> None:
     async with running_relay() as relay:
         server = relay.add_child("time", tools=("ask", "now"))
         host = ModernHost(relay)
@@ -223,7 +223,7 @@ async def test_each_round_of_a_bridged_call_frees_its_request_id() -> None:
             assert again.outcomes == [], again.error
 
 
-async def test_a_bridged_call_that_ends_while_parked_is_collected_by_the_retry() -> None:
+async def test_a_parked_call_that_ends_while_parked_is_collected_by_the_retry() -> None:
     async with running_relay() as relay:
         server = relay.add_child("time", tools=("ask",))
         host = ModernHost(relay)
@@ -237,7 +237,7 @@ async def test_a_bridged_call_that_ends_while_parked_is_collected_by_the_retry()
         assert [line["outcome"] for line in relay.lines(second)] == ["tool_error"]
 
 
-async def test_a_bridged_round_the_host_never_collects_expires_and_the_childs_request_is_refused() -> None:
+async def test_a_parked_round_the_host_never_collects_expires_and_the_childs_request_is_refused() -> None:
     async with running_relay() as relay:
         server = relay.add_child("time", tools=("ask",), timeout=0.05)
         host = ModernHost(relay)
@@ -256,7 +256,7 @@ async def test_a_bridged_round_the_host_never_collects_expires_and_the_childs_re
         }
 
 
-async def test_an_unknown_bridge_state_is_refused() -> None:
+async def test_an_unknown_round_state_is_refused() -> None:
     async with running_relay() as relay:
         server = relay.add_child("time", tools=("ask",))
         request = ModernHost(relay).call("time_ask", requestState=ROUND_PREFIX + "made-up")
