@@ -134,6 +134,11 @@ class Call:
     def start(self, connection: Connection) -> None:
         """Send the call on `connection` now, or queue it for a slot; a refusal answers the host at once."""
         self.connection = connection
+        self._take_slot(self.params)
+
+    def _take_slot(self, params: dict[str, Any]) -> None:
+        """The one admission to the child's slots, for the call and each input round's resend: `params` is sent
+        now if a slot is free, else when one is (`admitted`); a full queue refuses it as Busy."""
         try:
             admitted = self.child.slots.take(self)
         except errors.Busy as busy:
@@ -141,8 +146,8 @@ class Call:
             return
         if admitted:
             self.holds_slot = True
-            self._send(self.params)
-        else:  # waiting for a slot counts against the same deadline
+            self._send(params)
+        elif self.deadline == math.inf:  # waiting for a slot counts against the same deadline
             self.deadline = time.monotonic() + self.window
             self.router.deadlines.add(self)
 
@@ -352,14 +357,7 @@ class Call:
         if "requestState" in result:
             params["requestState"] = result["requestState"]
         self._resend = params  # what `admitted` sends if the resend has to wait for a slot
-        try:
-            admitted = self.child.slots.take(self)  # re-admitted; a full queue refuses the round as it would a call
-        except errors.Busy as busy:
-            self.finish(busy)
-            return
-        if admitted:
-            self.holds_slot = True
-            self._send(params)
+        self._take_slot(params)  # re-admitted; a full queue refuses the round as it would a call
 
     async def _ask_host(self, method: Any, params: dict[str, Any]) -> dict[str, Any]:
         kind = ASKS.get(method) if isinstance(method, str) else None
