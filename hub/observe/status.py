@@ -12,6 +12,9 @@ than the log does.
 Token cost is the listing's: per child, the compact JSON of each tool it has listed, counted as `hub tokens` counts
 it (`hub.cli_tokens.counter`: tiktoken's cl100k_base when installed and cached, else bytes / 4); tools found only
 through search (`exposure: search`) cost nothing until found. It is computed once per namespace.
+
+What it reads of the hub and its namespace is named by the protocols `Observed` and `ToolListing` (hub.app.Hub and
+hub.relay.catalog.Namespace satisfy them), so this module imports neither: observe sits below the relay and the app.
 """
 
 from __future__ import annotations
@@ -19,15 +22,47 @@ from __future__ import annotations
 import datetime
 import json
 import time
-from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable, Mapping
+from typing import Any, Protocol
 
 from hub.observe.recent import Recent
 from hub.observe.tokens import counter
 
-if TYPE_CHECKING:
-    from hub.app import Hub
-    from hub.relay.catalog import Namespace
+
+class ToolListing(Protocol):
+    """The namespace as the page counts it: the tools hosts may get, where each leads, those found only by search."""
+
+    @property
+    def tools(self) -> tuple[dict[str, Any], ...]: ...
+
+    @property
+    def tool_routes(self) -> Mapping[str, Any]: ...
+
+    @property
+    def unlisted(self) -> frozenset[str]: ...
+
+
+class Catalogued(Protocol):
+    @property
+    def namespace(self) -> ToolListing: ...
+
+
+class Observed(Protocol):
+    """What the snapshot reads of the hub (hub.app.Hub)."""
+
+    @property
+    def draining(self) -> bool: ...
+
+    @property
+    def catalog(self) -> Catalogued: ...
+
+    @property
+    def children(self) -> Mapping[str, Any]:
+        """Each child by name (its `last_failure` is read)."""
+
+    def health(self) -> dict[str, Any]: ...
+
+    def readiness(self) -> tuple[bool, dict[str, str]]: ...
 
 
 class ListingTokens:
@@ -36,10 +71,10 @@ class ListingTokens:
 
     def __init__(self) -> None:
         self._count, self.method = counter()
-        self._namespace: Namespace | None = None
+        self._namespace: ToolListing | None = None
         self._per_child: dict[str, tuple[int, int]] = {}
 
-    def per_child(self, namespace: Namespace) -> dict[str, tuple[int, int]]:
+    def per_child(self, namespace: ToolListing) -> dict[str, tuple[int, int]]:
         """child -> (tools routed to it, tokens of those listed)."""
         if namespace is not self._namespace:
             found: dict[str, tuple[int, int]] = {}
@@ -65,7 +100,7 @@ def _failure(failure: tuple[str, float] | None, redact: Callable[[Any], Any]) ->
     return None if failure is None else {"error": redact(failure[0]), "at": _when(failure[1])}
 
 
-def snapshot(hub: Hub, recent: Recent, tokens: ListingTokens, redact: Callable[[Any], Any]) -> dict[str, Any]:
+def snapshot(hub: Observed, recent: Recent, tokens: ListingTokens, redact: Callable[[Any], Any]) -> dict[str, Any]:
     """The page's data now; every text from a host or a child passed through `redact`."""
     health = hub.health()
     ready, _ = hub.readiness()
