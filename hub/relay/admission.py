@@ -7,9 +7,9 @@ anything else of it; the tool's argument rules (`hub.relay.exposure`: fixed argu
 confirmation (`confirm:`, asked through elicitation, or as a 2026-07-28 input round sealed by `hub.relay.rounds`);
 and, as its call is made, the identity's limits in flight and per minute in this process (`hub.relay.quotas`).
 
-Each check either passes (a `Verdict`, the checked params) or raises the `HubError` the host is answered with; none
-sends anything to a child. The two that wait (the replicas' count, the user's answer) are awaited in the router's
-staged step (`hub.relay.inflight`).
+Each check either passes (the policy's `Decision`: allowed, by which rule; the checked params) or raises the
+`HubError` the host is answered with; none sends anything to a child. The two that wait (the replicas' count, the
+user's answer) are awaited in the router's staged step (`hub.relay.inflight`).
 """
 
 from __future__ import annotations
@@ -17,11 +17,10 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any, Protocol
 
 from hub.access.identity import Identity
-from hub.access.policy import Policy
+from hub.access.policy import Decision, Policy
 from hub.protocol import errors, revisions
 from hub.protocol.jsonrpc import encode
 from hub.relay.exposure import NO_RULES, ToolRules, check_arguments
@@ -44,14 +43,6 @@ class Routed(Protocol):
     def original(self) -> str: ...
 
 
-@dataclass(frozen=True, slots=True)
-class Verdict:
-    """An admitted request: the policy rule that allowed it (None: the default, or no policy) and its tool rules."""
-
-    rule: str | None
-    rules: ToolRules
-
-
 class Admission:
     """The checks of a routed request, with what they read: the policy as it is now, the shared state, this
     process's quotas, the round seals, the redaction of what the user is shown, each child's timeout."""
@@ -72,6 +63,10 @@ class Admission:
         self._record = record
         self._redact = redact
         self._timeout_of = timeout_of  # a child's `timeout` by name (None: removed): how long a user is asked
+
+    def decide(self, identity: Identity, exposed: str, writes: bool) -> Decision:
+        """The caller's policy on a name: allowed or not, and by which rule."""
+        return self.policy().decide(identity, exposed, writes=writes)
 
     def per_minute_shared(self, request: HostRequest) -> int | None:
         """The identity's requests per minute when replicas count them together (state: redis), else None."""

@@ -25,12 +25,12 @@ from anyio.abc import TaskStatus
 from hub.access.policy import ALLOWED
 from hub.config.schema import HubSettings
 from hub.protocol import errors, revisions
-from hub.relay.admission import SUBSCRIPTIONS, Admission, Verdict
+from hub.relay.admission import SUBSCRIPTIONS, Admission
 from hub.relay.builtins import CALL_TOOL, GATEWAY_TOOLS, HEALTH_TOOL, SEARCH_TOOL, Builtins, Forwarded
 from hub.relay.call import Call, answer_error
 from hub.relay.catalog import Catalog
 from hub.relay.deadlines import Deadlines
-from hub.relay.exposure import NO_RULES
+from hub.relay.exposure import NO_RULES, ToolRules
 from hub.relay.hosts import Hosts
 from hub.relay.inflight import InFlight
 from hub.relay.ports import HostRequest
@@ -154,7 +154,7 @@ class Router:
         if route is None and name in (HEALTH_TOOL, SEARCH_TOOL, CALL_TOOL) and name in self.catalog.reserved():
             # The gateway tools answer only with what the caller's policy allows: their own names are not decided.
             own = name in GATEWAY_TOOLS
-            decision = ALLOWED if own else self.policy().decide(request.session.identity, name, writes=False)
+            decision = ALLOWED if own else self.admission.decide(request.session.identity, name, False)
             if not decision.allowed:
                 raise errors.Denied(errors.UnknownName(f"Unknown tool: {_named(name)}"), decision.rule)
             if name == HEALTH_TOOL:
@@ -174,7 +174,7 @@ class Router:
     ) -> None:
         namespace = self.catalog.namespace
         writes = kind == "tool" and namespace.writes(exposed)
-        decision = self.policy().decide(request.session.identity, exposed, writes=writes)
+        decision = self.admission.decide(request.session.identity, exposed, writes)
         if route is None or not decision.allowed:
             held = namespace.held_back.get(exposed) if kind in ("tool", "prompt") and decision.allowed else None
             if held is not None:
@@ -189,15 +189,16 @@ class Router:
             raise errors.InvalidRequest(
                 f"invalid request: request id {_named(request.id)} is already in flight on this connection"
             )
-        verdict = Verdict(decision.rule, namespace.tool_rules.get(exposed, NO_RULES) if kind == "tool" else NO_RULES)
+        rules = namespace.tool_rules.get(exposed, NO_RULES) if kind == "tool" else NO_RULES
         if self.admission.per_minute_shared(request) is not None:
-            self.flight.stage(request, self._count_then_go, request, route, exposed, params, verdict)
+            self.flight.stage(request, self._count_then_go, request, route, exposed, params, decision.rule, rules)
             return
-        self._go(request, route, exposed, params, verdict)
+        self._go(request, route, exposed, params, decision.rule, rules)
 
-    def _go(self, request: HostRequest, route: Any, exposed: str, params: dict[str, Any], verdict: Verdict) -> None:
+    def _go(
+        self, request: HostRequest, route: Any, exposed: str, params: dict[str, Any], rule: str | None, rules: ToolRules
+    ) -> None:
         """The admitted request's own checks (arguments, confirmation), then its call."""
-        rules, rule = verdict.rules, verdict.rule
         if rules is not NO_RULES:
             try:
                 params = self.admission.arguments(exposed, params, rules)
@@ -211,14 +212,14 @@ class Router:
         self.start_call(request, route, exposed, params, rule)
 
     async def _count_then_go(
-        self, request: HostRequest, route: Any, exposed: str, params: dict[str, Any], verdict: Verdict
+        self, request: HostRequest, route: Any, exposed: str, params: dict[str, Any], rule: str | None, rules: ToolRules
     ) -> None:
         """Count the request in the replicas' shared minute before anything else of it."""
         try:
             await self.admission.count_shared(request.session.identity)
-            self._go(request, route, exposed, params, verdict)
+            self._go(request, route, exposed, params, rule, rules)
         except errors.HubError as error:
-            self.refuse(request, error, route.child, verdict.rule)
+            self.refuse(request, error, route.child, rule)
 
     async def _confirm_then_go(
         self, request: HostRequest, route: Any, exposed: str, params: dict[str, Any], rule: str | None
