@@ -53,6 +53,8 @@ _named = named
 
 
 class Router:
+    """Routes each request through the stages it is given at construction: nothing is set on it afterwards."""
+
     def __init__(
         self,
         catalog: Catalog,
@@ -66,7 +68,6 @@ class Router:
     ) -> None:
         self.catalog = catalog
         self.admission = admission
-        self.policy = admission.policy
         self.seals = admission.seals
         self.hosts = hosts
         self.record = record
@@ -74,6 +75,7 @@ class Router:
         self.builtins = builtins
         self._wait_for_start = starting  # bounded wait for children still starting with the hub
         self.flight: InFlight[Call] = InFlight()
+        self.deadlines: Deadlines = self.flight.deadlines  # read by every call: a plain attribute, not a property
         self.redact = redact  # `redact_output`: a result with the secrets the hub knows replaced
 
     async def run(self, *, task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
@@ -85,10 +87,6 @@ class Router:
 
     async def wait_idle(self) -> None:
         await self.flight.wait_idle()
-
-    @property
-    def deadlines(self) -> Deadlines:
-        return self.flight.deadlines
 
     # ---- routing ------------------------------------------------------------------------------------------------
 
