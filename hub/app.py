@@ -242,10 +242,17 @@ class Hub:
     def _start(self, name: str, server: ServerConfig) -> Child:
         """Create a child and supervise it in its own cancel scope, so that a reload can stop it alone."""
         assert self._tg is not None
-        child = Child(name, self.loaded.prefix_of(name), server, self, self.watchdog, self._launcher(server))
-        child.idle_timeout = self.loaded.config.hub.http.session_idle_timeout
-        child.shared_identity = self.local
-        child.oauth = self.oauth
+        child = Child(
+            name,
+            self.loaded.prefix_of(name),
+            server,
+            self,
+            self.watchdog,
+            self._launcher(server),
+            idle_timeout=self.loaded.config.hub.http.session_idle_timeout,
+            shared_identity=self.local,
+            oauth=self.oauth,
+        )
         scope = anyio.CancelScope()
         self._scopes[name] = scope
 
