@@ -2,10 +2,11 @@
 
 In order, for a request whose name resolves: the caller's policy (`hub.access.policy`: allowed, by which rule;
 what it may not use answers as what does not exist); what the config holds back (pins, quarantine:
-`Namespace.held_back`); the identity's requests per minute counted across replicas (`state: redis`) before
-anything else of it; the tool's argument rules (`hub.relay.exposure`: fixed arguments, constraints); the user's
-confirmation (`confirm:`, asked through elicitation, or as a 2026-07-28 input round sealed by `hub.relay.rounds`);
-and, as its call is made, the identity's limits in flight and per minute in this process (`hub.relay.quotas`).
+`Namespace.held_back`, refused as the name is routed); the identity's requests per minute counted across replicas
+(`state: redis`) before anything else of it; the tool's argument rules (`hub.relay.exposure`: fixed arguments,
+constraints); the user's confirmation (`confirm:`, asked through elicitation, or as a 2026-07-28 input round sealed
+by `hub.relay.rounds`); and, as its call is made, the identity's limits in flight and per minute in this process
+(`hub.relay.quotas`).
 
 Each check either passes (the policy's `Decision`: allowed, by which rule; the checked params) or raises the
 `HubError` the host is answered with; none sends anything to a child. The two that wait (the replicas' count, the
