@@ -13,10 +13,11 @@ import os
 import re
 import socket
 import time
-from collections.abc import AsyncIterator, Callable, Coroutine, Iterable
+from collections.abc import AsyncIterator, Callable, Coroutine
 from contextlib import asynccontextmanager
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import anyio
 import structlog
@@ -31,19 +32,21 @@ from hub.config.reread import reread
 from hub.config.schema import LoadedConfig, ServerConfig
 from hub.config.settings import HubSettings
 from hub.logs import CallLog
-from hub.platform.processes import EXIT_GRACE, KILL_GRACE
+from hub.observe.recent import Recent
 from hub.platform.watchdog import Watchdog
 from hub.protocol import errors
 from hub.protocol.jsonrpc import Request
 from hub.protocol.revisions import load_models
 from hub.redaction import configured_secrets
+from hub.relay.admission import Admission
 from hub.relay.attribution import Attribution
-from hub.relay.catalog import HEALTH_TOOL_DEF, Catalog, Namespace
-from hub.relay.confirmation import Seals
+from hub.relay.builtins import Builtins
+from hub.relay.catalog import Catalog, Namespace
 from hub.relay.hosts import Hosts
-from hub.relay.meta_tools import CALL_TOOL_DEF, SEARCH_TOOL_DEF, search_exposed
 from hub.relay.naming import expose_uri
 from hub.relay.ports import HostRequest
+from hub.relay.record import Observers, Record
+from hub.relay.rounds import Seals
 from hub.relay.router import Router
 from hub.state import open_state
 from hub.upstream.child import Child, ChildState, Launcher
@@ -51,12 +54,11 @@ from hub.upstream.connection import Connection
 from hub.upstream.credentials import personal
 from hub.upstream.oauth import Credentials
 from hub.upstream.oauth_vaults import oauth_credentials
+from hub.upstream.startup import StartupWait
 
-
-def _may_see(view: View, child: Child) -> bool:
-    """Whether a server without tools yet (starting) is named to a caller: when its policy allows names under the
-    server's prefix, as it will allow some of its tools."""
-    return not child.listing.tools and bool(child.prefix) and view.allows(f"{child.prefix}_", writes=False)
+if TYPE_CHECKING:
+    from hub.observe.metrics import ChildStats, Metrics
+    from hub.observe.tracing import Tracing
 
 
 def replica_id(given: str | None = None) -> str:
@@ -72,52 +74,120 @@ def replica_id(given: str | None = None) -> str:
 DRAIN_QUIET = 1.0
 # How long the hub waits at start for its shared state's key (Redis); without it, rounds are refused until a restart.
 REDIS_START_LIMIT = 10.0
-# The most the hub's generated instructions take (characters): hosts put them in the model's context.
-INSTRUCTIONS_LIMIT = 1500
 # How long a broadcast to the children (logging/setLevel) may take.
 NOTIFY_TIMEOUT = 5.0
 
 
+@dataclass(frozen=True)
+class Observing:
+    """What the front asks the hub to observe, beside the call log: the HTTP front's /metrics (`metrics`) and status
+    page (`recent`), and spans (`tracing`, from OTEL_*). The hub builds the observers from it (`Observers`)."""
+
+    metrics: bool = False
+    recent: bool = False
+    tracing: Tracing | None = None
+
+
 class Hub:
+    """The composition root: every part is built here, with what it needs, and nothing is set on a part later."""
+
     def __init__(
         self,
         loaded: LoadedConfig,
         call_log: CallLog | None = None,
         started: float | None = None,
         local: Identity | None = None,
+        *,
+        replica: str | None = None,
+        observing: Observing = Observing(),
+        stateless: bool = False,
+        auth_required: bool = False,
     ) -> None:
         self.loaded = loaded
         self.local = local or local_user()  # who a stdio host and the one-shot commands act for
-        self.stateless = False  # `hub serve --http --stateless`: every request on its own (hub.host.http)
-        self.auth_required = False  # serving HTTP beyond loopback with auth: a reload may not drop `auth:`
+        self.stateless = stateless  # `hub serve --http --stateless`: every request on its own (hub.host.http)
+        self.auth_required = auth_required  # serving HTTP beyond loopback with auth: a reload may not drop `auth:`
         self.draining = False  # stopping: no new sessions, /readyz 503, calls in flight finish (`drain`)
         self.call_log = call_log or CallLog()
         self.call_log.redactor.add(configured_secrets(loaded.config.servers.values()))
         self.started = time.monotonic() if started is None else started  # the process's start, from hub.cli
         self.watchdog = Watchdog()
         self.hosts = Hosts()
+        # What replicas share (`state:`), read once: a reload does not change it. Nothing connects before `running`.
+        where = loaded.config.state
+        self.shared = open_state(where.backend, where.url, where.key)
+        self.oauth: Credentials | None = oauth_credentials(where, loaded.path.parent, self.shared)
         # Pins approved in the shared state (replicas: hub.state) over servers.lock's.
         self.shared_pins: dict[str, SharedApproval] = {}
         self.catalog = Catalog(
-            self._reserved, lambda: overlay(self.loaded.lock, self.shared_pins), lambda: self.loaded.config.hub
+            lambda: self.builtins.reserved(),
+            lambda: overlay(self.loaded.lock, self.shared_pins),
+            lambda: self.loaded.config.hub,
+        )
+        self.metrics = self._metrics() if observing.metrics else None
+        self.recent = Recent() if observing.recent else None
+        self.record = Record(
+            self.call_log, replica or replica_id(), Observers(self.metrics, self.recent, observing.tracing)
+        )
+        self.builtins = Builtins(
+            lambda: self.loaded.config.hub,
+            lambda: self.loaded.config.servers.values(),
+            lambda: self.catalog.namespace,
+            lambda: self.catalog.children,
+            lambda: self.loaded.policy,
+            self.health,
+            self.record,
+        )
+        redact = self.call_log.redactor.value
+        self.admission = Admission(
+            lambda: self.loaded.policy,
+            self.shared,
+            Seals(self.shared, replica=self.record.replica),
+            self.record,
+            redact,
+            self._timeout_of,
+        )
+        # Listings and the one-shot commands wait (bounded) for the children started with the hub.
+        self.startup = StartupWait(
+            lambda: self.catalog.children, self.started, lambda: self.settings.startup_listing_wait
         )
         self.router = Router(
             self.catalog,
             self.hosts,
-            self.call_log,
+            self.record,
             lambda: self.loaded.config.hub,
-            self.health,
-            self._wait_settled,
-            lambda: self.loaded.policy,
+            self.builtins,
+            self.startup.settle,
+            self.admission,
+            redact,
         )
-        self.router.redact = self.call_log.redactor.value
-        self.router.replica = replica_id()
-        self.attribution = Attribution(self.router, self.hosts)
-        self._start_over = False  # every child started with the hub settled, or the listing wait ran out
+        self.attribution = Attribution(self.router.spawn, self.hosts)
         self._log = structlog.get_logger("hub")
         self._tg: TaskGroup | None = None
         self._scopes: dict[str, anyio.CancelScope] = {}
-        self.oauth: Credentials | None = None  # OAuth children's sign-ins (hub.upstream.oauth), from `running`
+
+    def _metrics(self) -> Metrics:
+        """The HTTP front's /metrics: counted by the record sink, the children and sessions read at each scrape."""
+        from hub.observe.metrics import Metrics  # prometheus_client: only the HTTP front's start-up pays for it
+
+        return Metrics(self._child_stats, lambda: len(self.hosts.sessions))
+
+    def _child_stats(self) -> list[ChildStats]:
+        from hub.observe.metrics import ChildStats
+
+        held: dict[str, int] = {}
+        for q in self.catalog.namespace.quarantined:
+            held[q.child] = held.get(q.child, 0) + q.held
+        return [
+            ChildStats(
+                c.name, c.state is ChildState.READY, c.restarts, c.slots.in_flight, c.slots.waiting, held.get(c.name, 0)
+            )
+            for c in self.children.values()
+        ]
+
+    def _timeout_of(self, name: str) -> float | None:
+        child = self.catalog.children.get(name)
+        return child.config.timeout if child is not None else None
 
     @property
     def children(self) -> dict[str, Child]:
@@ -126,30 +196,23 @@ class Hub:
     @property
     def replica(self) -> str:
         """This process among replicas of one hub (`hub serve --replica-id`): in session ids, input-round states and
-        the call log. Kept by the router, which seals it into rounds."""
-        return self.router.replica
-
-    @replica.setter
-    def replica(self, name: str) -> None:
-        self.router.replica = name
+        the call log."""
+        return self.record.replica
 
     @asynccontextmanager
     async def running(self) -> AsyncIterator[Hub]:
         self.watchdog.start()  # before the first child: from now on none can outlive the hub
-        where = self.loaded.config.state
-        shared = open_state(where.backend, where.url, where.key)  # read at start: a reload does not change it
-        self.router.shared, self.router.seals = shared, Seals(shared)
-        self.oauth = oauth_credentials(where, self.loaded.path.parent, shared)
+        shared = self.shared
         try:
             with anyio.fail_after(REDIS_START_LIMIT):
-                await shared.seal_key()  # known from now on: bridged rounds seal without waiting
+                await shared.seal_key()  # known from now on: parked calls' rounds seal without waiting
         except (errors.HubError, TimeoutError) as exc:
             self._log.error("shared_state_unavailable", error=getattr(exc, "message", repr(exc)))
         try:
             async with anyio.create_task_group() as tg:
                 self._tg = tg
                 tg.start_soon(self.hosts.run)
-                tg.start_soon(self.router.run)
+                await tg.start(self.router.run)  # ready: calls may spawn their tasks from now on
                 self.catalog.children = {name: self._start(name, server) for name, server in self._enabled(self.loaded)}
                 self._log.info("hub_started", config=str(self.loaded.path), children=list(self.children))
                 tg.start_soon(_load_models)  # while the children start
@@ -167,7 +230,7 @@ class Hub:
 
     async def _shared_pins_changed(self) -> None:
         """Another replica (or `hub pin --approve`) stored approvals: the namespace is made again with them."""
-        stored = await self.router.shared.approved_pins()
+        stored = await self.shared.approved_pins()
         pins: dict[str, SharedApproval] = {}
         for child, entry in stored.items():
             try:
@@ -188,10 +251,17 @@ class Hub:
     def _start(self, name: str, server: ServerConfig) -> Child:
         """Create a child and supervise it in its own cancel scope, so that a reload can stop it alone."""
         assert self._tg is not None
-        child = Child(name, self.loaded.prefix_of(name), server, self, self.watchdog, self._launcher(server))
-        child.idle_timeout = self.loaded.config.hub.http.session_idle_timeout
-        child.shared_identity = self.local
-        child.oauth = self.oauth
+        child = Child(
+            name,
+            self.loaded.prefix_of(name),
+            server,
+            self,
+            self.watchdog,
+            self._launcher(server),
+            idle_timeout=self.loaded.config.hub.http.session_idle_timeout,
+            shared_identity=self.local,
+            oauth=self.oauth,
+        )
         scope = anyio.CancelScope()
         self._scopes[name] = scope
 
@@ -273,100 +343,15 @@ class Hub:
                 await anyio.sleep(max(quiet, 0.05))
         self._log.info("hub_drained", in_flight=self.router.in_flight, timed_out=waited.cancelled_caught)
 
-    # ---- start-up ------------------------------------------------------------------------------------------------
-
-    async def wait_settled(self, limit_s: float) -> None:
-        """Wait (bounded) until every child is ready or has failed at least once; for one-shot CLI commands."""
-        await self._wait_settled(list(self.children.values()), limit_s)
-
-    async def _wait_settled(self, children: list[Child], limit_s: float | None = None) -> None:
-        with anyio.move_on_after(self.settle_limit(children) if limit_s is None else limit_s):
-            for child in children:
-                await child.settled.wait()
-
-    def settle_limit(self, children: Iterable[Child] | None = None) -> float:
-        """How long children (all, by default) may take to be ready or to have failed once: the slowest
-        connect_timeout, the time a hung process is then given to exit, and a second to report it."""
-        pool = self.children.values() if children is None else children
-        return max((child.config.connect_timeout for child in pool), default=0.0) + EXIT_GRACE + KILL_GRACE + 1
-
-    def settled(self) -> bool:
-        return all(child.settled.is_set() for child in self.children.values())
-
-    def startup_wait_left(self) -> float:
-        """Seconds a list request may still wait for the children started with the hub; 0 once that is over.
-
-        A host that ignores tools/list_changed (Claude Desktop, historically) keeps its first listing until it
-        restarts, so during start-up a listing waits to be complete. Children restarting later, or added by a
-        reload once the wait is over, never hold a listing. Counted from the process's start, so that a host's
-        first listing comes at most `startup_listing_wait` after it spawned the hub.
-        """
-        if self._start_over:
-            return 0.0
-        left = self.started + self.loaded.config.hub.startup_listing_wait - time.monotonic()
-        if left <= 0 or self.settled():
-            self._start_over = True
-            return 0.0
-        return left
-
-    def end_start_wait(self) -> None:
-        """List requests from now on answer at once, with the children that are up."""
-        self._start_over = True
-
-    async def wait_for_start(self) -> None:
-        """Hold a list request until every child started with the hub is ready or has failed once (bounded).
-
-        It ends exactly when `startup_wait_left` does, because list_changed is not sent until then: a listing
-        answered sooner could miss a change nobody is told of.
-        """
-        logged = False
-        while left := self.startup_wait_left():
-            starting = [child for child in self.children.values() if not child.settled.is_set()]
-            if not logged:
-                self._log.info("listing_waits_for_start", servers=[c.name for c in starting], limit_s=round(left, 1))
-                logged = True
-            with anyio.move_on_after(left):
-                for child in starting:
-                    await child.settled.wait()
-
     # ---- what the host sees of the hub itself -----------------------------------------------------------------
 
-    def _reserved(self) -> frozenset[str]:
-        return frozenset(str(t["name"]) for t in self.builtin_tools())
-
     def builtin_tools(self) -> tuple[dict[str, Any], ...]:
-        """The hub's own tools: hub_health unless turned off; the search tools when some tools are not listed."""
-        settings = self.loaded.config.hub
-        health = (HEALTH_TOOL_DEF,) if settings.health_tool else ()
-        if search_exposed(settings, self.loaded.config.servers.values()):
-            return (*health, SEARCH_TOOL_DEF, CALL_TOOL_DEF)
-        return health
+        """The hub's own tools as a listing shows them (hub.relay.builtins)."""
+        return self.builtins.tools()
 
     def instructions(self, view: View) -> str:
-        """What the hub tells a host at initialize: one line per server the caller may use (`view`: its policy),
-        naming its prefix and the tools the caller may call, within INSTRUCTIONS_LIMIT, so that a host's tool search
-        and the model know what is behind the one entry. A child's own instructions are not passed on: they are
-        its text, unchecked, and would reach the model as the hub's."""
-        namespace = self.catalog.namespace
-        searching = search_exposed(self.loaded.config.hub, self.loaded.config.servers.values())
-        owned: dict[str, list[str]] = {}
-        for exposed, route in namespace.tool_routes.items():
-            if view.open or view.allows(exposed, writes=namespace.writes(exposed)):
-                owned.setdefault(route.child, []).append(exposed)
-        shown = [c for c in self.children.values() if view.open or c.name in owned or _may_see(view, c)]
-        lines = [f"This MCP hub serves the tools of {len(shown)} servers, each under its own prefix:"]
-        per_line = max(80, (INSTRUCTIONS_LIMIT - 200) // max(1, len(shown)))
-        for child in shown:
-            tools = owned.get(child.name, [])
-            head = f"- {child.prefix + '_' if child.prefix else '(no prefix)'} {child.name}"
-            own = f"{child.prefix}_" if child.prefix else ""  # said once, in `head`
-            listed = ", ".join(t.removeprefix(own) for t in tools) if tools else str(child.state)
-            line = f"{head} ({len(tools)} tools: {listed})"
-            lines.append(line if len(line) <= per_line else line[: per_line - 4] + "...)")
-        if searching:
-            lines.append("Some tools are not listed: find them with hub_search_tools and call them with hub_call_tool.")
-        text = "\n".join(lines)
-        return text if len(text) <= INSTRUCTIONS_LIMIT else text[: INSTRUCTIONS_LIMIT - 3] + "..."
+        """What the hub tells a host at initialize (hub.relay.builtins)."""
+        return self.builtins.instructions(view)
 
     def health(self) -> dict[str, Any]:
         namespace = self.catalog.namespace
@@ -400,7 +385,7 @@ class Hub:
         changed = self.catalog.rebuild()
         # Not during the start-up wait: every listing asked meanwhile is held until it ends and then answered with
         # all of it, so telling the host would only make it list once more.
-        if changed and not self.startup_wait_left():
+        if changed and not self.startup.left():
             self.hosts.list_changed(*changed)
 
     def resource_updated(self, child: Child, uri: str) -> None:
@@ -476,16 +461,19 @@ class Hub:
     def spawn(self, func: Callable[..., Coroutine[Any, Any, Any]], *args: Any) -> None:
         self.router.spawn(func, *args)
 
+    def record_listing(self, method: str, began: float) -> None:
+        self.record.listing(method, began)
+
     async def use_nonce(self, key: str, until: float) -> bool:
-        return await self.router.shared.use_nonce(key, until)
+        return await self.shared.use_nonce(key, until)
 
     def redact(self, value: Any) -> Any:
         return self.call_log.redactor.value(value)
 
     async def reload_from_disk(self, reason: str) -> dict[str, list[str]] | None:
         loaded = await reread(self.loaded.path, self.auth_required, reason)
-        if self.router.metrics is not None:
-            self.router.metrics.reload("rejected" if loaded is None else "applied")
+        if self.metrics is not None:
+            self.metrics.reload("rejected" if loaded is None else "applied")
         return None if loaded is None else await self.reload(loaded)
 
 

@@ -23,10 +23,7 @@ async def serve(hub: Hub, http: str | None, allowed_hosts: list[str]) -> None:
     log = structlog.get_logger("hub")
     stop = anyio.CancelScope()
     async with hub.running(), anyio.create_task_group() as tg:
-        # After the children started: the OpenTelemetry SDK's import is not on their path.
-        from hub.observe.tracing import Tracing
-
-        hub.router.tracing = tracing = Tracing.from_environment()
+        tracing = hub.record.tracing  # chosen when the hub was built (hub.cli)
         if tracing is not None:
             tg.start_soon(_flush_at_exit, tracing)
         tg.start_soon(watch_config, hub)

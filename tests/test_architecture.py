@@ -4,23 +4,16 @@ over MODULE_LINES lines, and one class per name."""
 
 from __future__ import annotations
 
-import pytest
-
 from tests import architecture
-
-# Until the relay pipeline (branch relay) is merged: its router, rounds and SessionPort end these four.
-PENDING = pytest.mark.xfail(reason="issue 27: the relay branch is not merged yet", strict=False)
 
 # The most lines a module of hub/ may have: a module is read in one sitting.
 MODULE_LINES = 500
 
 
-@PENDING
 def test_no_import_cycle() -> None:
     assert architecture.cycles(architecture.import_graph()) == []
 
 
-@PENDING
 def test_no_arrow_points_up_the_layers() -> None:
     assert architecture.upward_arrows(architecture.import_graph(), architecture.layers()) == []
 
@@ -30,12 +23,10 @@ def test_every_module_is_in_a_layer() -> None:
     assert [m for m in architecture.modules() if architecture.layer_of(m, ordered) is None] == []
 
 
-@PENDING
 def test_no_module_is_longer_than_one_sitting() -> None:
     assert {name: n for name, n in architecture.line_counts().items() if n > MODULE_LINES} == {}
 
 
-@PENDING
 def test_class_names_are_unique() -> None:
     assert {name: held for name, held in architecture.class_names().items() if len(held) > 1} == {}
 

@@ -3,7 +3,7 @@
 Used for the `requestState` of an input round the hub bridges (a handshake-era child asking a 2026-07-28 host
 something): the host carries the state back, and only a hub holding the key can read it or make one. What it binds
 (the replica holding the parked call, the identity, the tool, an expiry) is checked by the router on the way back.
-Also for the state of a confirmation round (hub.relay.confirmation), OAuth children's tokens at rest and their
+Also for the state of a confirmation round (hub.relay.rounds), OAuth children's tokens at rest and their
 sign-in links (hub.upstream.oauth), each use under a key of its own derived from the shared one (`purpose`), so that
 a value sealed for one use never opens as another.
 """
@@ -17,11 +17,11 @@ import json
 import secrets
 from typing import Any
 
-ROUNDS = b"hub:sealed:v1"  # bridged input rounds; every other use passes a purpose of its own
+ROUNDS = b"hub:sealed:v1"  # the default purpose; every other use passes a purpose of its own
 
 
 def _aead(key: bytes, purpose: bytes) -> Any:
-    # Imported here: only a bridged input round or an OAuth child needs it, and it costs the start milliseconds.
+    # Imported here: only an input round or an OAuth child needs it, and it costs the start milliseconds.
     from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 
     return AESGCM(hashlib.sha256(purpose + key).digest())

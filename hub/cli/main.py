@@ -16,7 +16,7 @@ from hub.cli.parser import build_parser
 
 def main(argv: Sequence[str] | None = None) -> int:
     """The exit status of the command `argv` (default: this process's arguments) names."""
-    started = time.monotonic()  # a host's first listing is timed from here (Hub.startup_wait_left)
+    started = time.monotonic()  # a host's first listing is timed from here (hub.upstream.startup)
     args = build_parser().parse_args(argv)
     if args.command == "connect":  # a bridge to a hub at a URL: no servers.yaml, no children
         from hub.cli.connect import run_connect

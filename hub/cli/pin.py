@@ -155,7 +155,7 @@ async def run_pin(hub: Hub, args: argparse.Namespace, out: TextIO) -> int:
         if diff_child and not servers[diff_child].enabled:
             return _fail(f"server {diff_child!r} is disabled (enabled: false): it cannot be compared", EXIT_USAGE)
     async with hub.running():
-        await hub.wait_settled(args.wait if args.wait is not None else hub.settle_limit())
+        await hub.startup.settle(limit_s=args.wait)
         if approve is not None:
             return await _approve(hub, lock or Lock(), path, approve[0], approve[1] if len(approve) > 1 else None, out)
         if diff_child is not None:
@@ -248,7 +248,7 @@ async def _approve(hub: Hub, lock: Lock, path: Path, name: str, tool: str | None
 async def _share(hub: Hub, name: str, pins: ChildPins, base: ChildPins | None, out: TextIO) -> int:
     """With shared state (replicas, `state: redis`): the approval is stored there too, with the entry it amends
     (`base`), and every replica applies it while its own file still has that entry."""
-    state = hub.router.shared
+    state = hub.shared
     if not state.shared:
         return 0
     try:

@@ -28,16 +28,20 @@ async def run_serve(
         if refusal:
             print(f"hub: {refusal}", file=sys.stderr)
             return EXIT_CONFIG
-    from hub.app import Hub
+    from hub.app import Hub, Observing, replica_id
+    from hub.observe.tracing import Tracing  # the OpenTelemetry SDK is imported only if OTEL_* ask for traces
 
-    hub = Hub(loaded, call_log, started, identity)
-    if args.http is not None:
-        hub.auth_required = loaded.config.auth is not None and not loopback(args.http)
-    hub.stateless = bool(getattr(args, "stateless", False))
-    if getattr(args, "replica_id", None):
-        from hub.app import replica_id
-
-        hub.replica = replica_id(args.replica_id)
+    http = args.http is not None
+    hub = Hub(
+        loaded,
+        call_log,
+        started,
+        identity,
+        replica=replica_id(getattr(args, "replica_id", None)),
+        observing=Observing(metrics=http, recent=http, tracing=Tracing.from_environment()),
+        stateless=bool(getattr(args, "stateless", False)),
+        auth_required=http and loaded.config.auth is not None and not loopback(args.http),
+    )
     from hub.serve import serve
 
     await serve(hub, args.http, args.allow_host)

@@ -87,8 +87,8 @@ async def _one_shot(hub: Hub, args: argparse.Namespace) -> int:
 
         return await run_pin(hub, args, sys.stdout)
     async with hub.running():
-        await hub.wait_settled(args.wait if args.wait is not None else hub.settle_limit())
-        hub.end_start_wait()  # --wait said how long to wait: the listing below does not wait again
+        await hub.startup.settle(limit_s=args.wait)
+        hub.startup.end()  # --wait said how long to wait: the listing below does not wait again
         if args.command == "check":
             from hub.cli.check import print_check
 

@@ -51,7 +51,6 @@ from hub.host.http_status import PATHS as STATUS_PATHS
 from hub.host.http_status import StatusPage
 from hub.host.port import HubPort
 from hub.host.session import HostSession
-from hub.observe.metrics import ChildStats, Metrics
 from hub.observe.recent import Recent
 from hub.protocol import revisions
 from hub.protocol.jsonrpc import (
@@ -66,7 +65,6 @@ from hub.protocol.jsonrpc import (
     leading_id,
     parse,
 )
-from hub.upstream.child import ChildState
 
 # The revision a --stateless request without MCP-Protocol-Version is taken to speak (the transport spec's rule).
 STATELESS_DEFAULT_VERSION = "2025-03-26"
@@ -82,10 +80,9 @@ class HttpFront:
         self.sessions = Sessions(hub, hub.settings.http)
         self._stateless_count = 0  # the labels of --stateless requests' sessions
         self.auth = Authenticator(hub)
-        # Counted from here on (the front starts with the hub); not in stdio mode, which has no /metrics.
-        hub.router.metrics = Metrics(self._child_stats, lambda: len(self.sessions))
-        hub.router.recent = recent = Recent()  # the status page's calls, recorded where the call log is written
         self.admin = AdminRoutes(hub, self._caller)
+        # The status page's calls, recorded where the call log is written (the hub is built with them for HTTP).
+        recent = hub.recent if hub.recent is not None else Recent()
         self.status = StatusPage(hub, checks, self.auth, recent, self._refuse)
         # Sign-in links of OAuth children (hub.host.http_oauth), at the origin browsers reach the hub at.
         self.sign_ins: SignIns | None = None
@@ -93,17 +90,6 @@ class HttpFront:
             base = hub.settings.http.public_url or base_url
             hub.oauth.link_base = base
             self.sign_ins = SignIns(hub, hub.oauth, base)
-
-    def _child_stats(self) -> list[ChildStats]:
-        held: dict[str, int] = {}
-        for q in self.hub.namespace.quarantined:
-            held[q.child] = held.get(q.child, 0) + q.held
-        return [
-            ChildStats(
-                c.name, c.state is ChildState.READY, c.restarts, c.slots.in_flight, c.slots.waiting, held.get(c.name, 0)
-            )
-            for c in self.hub.children.values()
-        ]
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":

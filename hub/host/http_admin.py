@@ -66,8 +66,8 @@ class AdminRoutes:
         auth = self.hub.auth_config
         if auth is not None and not await self._admitted(scope, send, auth.metrics_group, auth.admin_group):
             return
-        assert self.hub.router.metrics is not None
-        body, content_type = self.hub.router.metrics.render()
+        assert self.hub.metrics is not None
+        body, content_type = self.hub.metrics.render()
         await reply(send, 200, body, [(b"content-type", content_type.encode())])
 
     async def reload(self, scope: Scope, send: Send) -> None:

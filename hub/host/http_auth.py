@@ -103,7 +103,7 @@ class Authenticator:
         return Identity(verified.subject, frozenset(verified.groups), "jwt")
 
     def _refuse(self, refusal: Refusal) -> Refusal:
-        metrics = self.hub.router.metrics
+        metrics = self.hub.metrics
         if metrics is not None:
             metrics.rejection("unauthenticated")
             metrics.auth_failure(refusal.reason)

@@ -23,14 +23,7 @@ from hub.relay.hosts import Listener, Session
 from hub.relay.ports import HostRequest
 from hub.upstream.child import Child
 from hub.upstream.oauth import Credentials
-
-
-class Recorders(Protocol):
-    """The router's metrics and recent-calls recorders, which the HTTP front sets when it starts: they exist only
-    with that front (/metrics, the status page). Read wherever a front counts something."""
-
-    metrics: Metrics | None
-    recent: Recent | None
+from hub.upstream.startup import StartupWait
 
 
 class HostRegistry(Protocol):
@@ -80,8 +73,15 @@ class HubPort(Protocol):
         """OAuth children's sign-ins; None when no child signs in with OAuth (or the hub is not running)."""
 
     @property
-    def router(self) -> Recorders:
-        """Only the router's recorders (see `Recorders`)."""
+    def metrics(self) -> Metrics | None:
+        """/metrics' counters; None unless the hub was built for the HTTP front."""
+
+    @property
+    def recent(self) -> Recent | None:
+        """The status page's recent calls; None unless the hub was built for the HTTP front."""
+
+    def record_listing(self, method: str, began: float) -> None:
+        """A listing was answered; `began` is its arrival (`time.perf_counter()`)."""
 
     # ---- what a host is shown --------------------------------------------------------------------------------
 
@@ -102,11 +102,9 @@ class HubPort(Protocol):
     def builtin_tools(self) -> tuple[dict[str, Any], ...]:
         """The hub's own tools, listed before the children's."""
 
-    def startup_wait_left(self) -> float:
-        """Seconds a listing may still wait for the children started with the hub; 0 once that is over."""
-
-    async def wait_for_start(self) -> None:
-        """Until the start-up wait is over (bounded)."""
+    @property
+    def startup(self) -> StartupWait:
+        """How long a listing may still wait for the children started with the hub (`left`, `wait`)."""
 
     # ---- requests ----------------------------------------------------------------------------------------------
 

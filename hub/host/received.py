@@ -19,7 +19,7 @@ from hub.relay.ports import AskFailed
 LOG_RANK = {level: rank for rank, level in enumerate(revisions.LOG_LEVELS)}
 
 
-class RequestOrigin(ports.HostSession, Protocol):
+class RequestOrigin(ports.SessionPort, Protocol):
     """The host session a request came on, as its requests and listen streams use it."""
 
     hub: HubPort

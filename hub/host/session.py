@@ -20,6 +20,7 @@ The era of a request: an HTTP transport knows it (a session is handshake-era; a 
 
 from __future__ import annotations
 
+import time
 from contextlib import suppress
 from typing import Any
 
@@ -287,7 +288,10 @@ class HostSession:
             self._listens[received.id] = listen
             listen.start()
 
-    def _listing(self, received: Received) -> None:
+    def _listing(self, received: Received, began: float | None = None) -> None:
+        """A list request, answered from the namespace; recorded (`hub.relay.record`) with its duration from
+        `began` (its arrival, when it waited for the children starting with the hub)."""
+        began = time.perf_counter() if began is None else began
         cursor = received.params.get("cursor")
         if cursor is not None:
             received.fail(
@@ -298,20 +302,18 @@ class HostSession:
                 }
             )
             return
-        if self.hub.startup_wait_left():
-            self.hub.spawn(self._listing_after_start, received)
+        if self.hub.startup.left():
+            self.hub.spawn(self._listing_after_start, received, began)
             return
         namespace = self.hub.namespace
         builtin = self.hub.builtin_tools() if received.method == "tools/list" else ()
         view = self.hub.view(self.identity)
         received.respond(namespace.listing(received.method, received.version, builtin, view))
-        metrics = self.hub.router.metrics
-        if metrics is not None:
-            metrics.request(None, received.method, "ok", 0.0)
+        self.hub.record_listing(received.method, began)
 
-    async def _listing_after_start(self, received: Received) -> None:
-        await self.hub.wait_for_start()
-        self._listing(received)
+    async def _listing_after_start(self, received: Received, began: float) -> None:
+        await self.hub.startup.wait()
+        self._listing(received, began)
 
     async def _set_level(self, received: Received, level: str) -> None:
         owner = self if self.hub.children and any(c.per_host for c in self.hub.children.values()) else None

@@ -3,8 +3,8 @@ minutes as per-minute counts, errors and latency quantiles.
 
 Everything else on the page is read where the work is done (the children, the catalog); this is the one record
 that is new, because nothing else keeps recent calls. It is fed from the one place every call-log line is made
-(`Router.log_line`), with the same fields after the call log's redactor has seen them, so it cannot drift from
-the log: a call is on the page exactly when it has a call-log line.
+(`hub.relay.record.Record.line`), with the same fields after the call log's redactor has seen them, so it cannot
+drift from the log: a call is on the page exactly when it has a call-log line.
 
 Memory is bounded whatever the traffic: `LAST_CALLS` records (each field cut to `FIELD_CHARS`; arguments kept
 only when the line carried them, i.e. `log_arguments` is on for that child, as JSON cut to `ARGUMENT_CHARS`); per

@@ -12,6 +12,9 @@ than the log does.
 Token cost is the listing's: per child, the compact JSON of each tool it has listed, counted as `hub cost` counts
 it (`hub.observe.tokens.counter`: tiktoken's cl100k_base when installed and cached, else bytes / 4); tools found only
 through search (`exposure: search`) cost nothing until found. It is computed once per namespace.
+
+What it reads of the hub and its namespace is named by the protocols `StatusSource` and `ToolListing` (hub.app.Hub and
+hub.relay.catalog.Namespace satisfy them), so this module imports neither: observe sits below the relay and the app.
 """
 
 from __future__ import annotations
@@ -20,13 +23,23 @@ import datetime
 import json
 import time
 from collections.abc import Callable, Mapping
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import Any, Protocol
 
 from hub.observe.recent import Recent
 from hub.observe.tokens import counter
 
-if TYPE_CHECKING:
-    from hub.relay.catalog import Namespace
+
+class ToolListing(Protocol):
+    """The namespace as the page counts it: the tools hosts may get, where each leads, those found only by search."""
+
+    @property
+    def tools(self) -> tuple[dict[str, Any], ...]: ...
+
+    @property
+    def tool_routes(self) -> Mapping[str, Any]: ...
+
+    @property
+    def unlisted(self) -> frozenset[str]: ...
 
 
 class Failing(Protocol):
@@ -39,7 +52,7 @@ class StatusSource(Protocol):
     """What the snapshot reads of the hub (`hub.app.Hub`, or a front's `hub.host.port.HubPort`)."""
 
     @property
-    def namespace(self) -> Namespace: ...
+    def namespace(self) -> ToolListing: ...
 
     @property
     def children(self) -> Mapping[str, Failing]: ...
@@ -58,10 +71,10 @@ class ListingTokens:
 
     def __init__(self) -> None:
         self._count, self.method = counter()
-        self._namespace: Namespace | None = None
+        self._namespace: ToolListing | None = None
         self._per_child: dict[str, tuple[int, int]] = {}
 
-    def per_child(self, namespace: Namespace) -> dict[str, tuple[int, int]]:
+    def per_child(self, namespace: ToolListing) -> dict[str, tuple[int, int]]:
         """child -> (tools routed to it, tokens of those listed)."""
         if namespace is not self._namespace:
             found: dict[str, tuple[int, int]] = {}

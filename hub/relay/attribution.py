@@ -20,6 +20,7 @@ session): the hub logs it instead.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import structlog
@@ -28,7 +29,6 @@ from hub.protocol.jsonrpc import INVALID_REQUEST, METHOD_NOT_FOUND, Request, quo
 from hub.relay.call import ASKS, Call, refusal
 from hub.relay.hosts import Hosts, Session
 from hub.relay.ports import AskFailed
-from hub.relay.router import Router
 from hub.upstream.child import Child
 from hub.upstream.connection import Connection
 
@@ -37,7 +37,8 @@ PER_HOST_HINT = (
     "; set 'sessions: per-host' for this server in servers.yaml so that each host session has a connection of its own"
 )
 # Methods a 2026-07-28 host can be asked something during (as an input-required round).
-BRIDGED = frozenset({"tools/call", "prompts/get", "resources/read"})
+ROUND_METHODS = frozenset({"tools/call", "prompts/get", "resources/read"})
+Spawn = Callable[..., None]  # runs a coroutine function with its arguments in the relay's task group
 
 _log = structlog.get_logger("hub.relay")
 
@@ -66,8 +67,8 @@ def owner_of(inflight: dict[Call, None]) -> Call | Ambiguous | None:
 
 
 class Attribution:
-    def __init__(self, router: Router, hosts: Hosts) -> None:
-        self.router = router
+    def __init__(self, spawn: Spawn, hosts: Hosts) -> None:
+        self._spawn = spawn  # the relay's task group (hub.relay.inflight)
         self.hosts = hosts
 
     def child_request(self, child: Child, connection: Connection, request: Request) -> None:
@@ -110,13 +111,13 @@ class Attribution:
             elif not session.declared(kind):
                 connection.respond(request.id, error=refusal(kind, child.name))
             else:
-                self.router.spawn(self._ask, session.ask, connection, request, child.config.timeout)
+                self._spawn(self._ask, session.ask, connection, request, child.config.timeout)
 
     def _during_call(self, call: Call, connection: Connection, request: Request, kind: str) -> None:
         host = call.request
         if host is None or call.modern_host:
-            if call.method in BRIDGED:
-                call.bridge(request)
+            if call.method in ROUND_METHODS:
+                call.hold(request)
             else:
                 connection.respond(
                     request.id,
@@ -130,7 +131,7 @@ class Attribution:
         elif not host.declared(kind):
             connection.respond(request.id, error=refusal(kind, call.child.name))
         else:
-            self.router.spawn(self._ask, host.ask, connection, request, call.window)
+            self._spawn(self._ask, host.ask, connection, request, call.window)
 
     @staticmethod
     async def _ask(ask: Any, connection: Connection, request: Request, limit_s: float) -> None:

@@ -12,11 +12,12 @@ this path, over every transport and in every protocol era, and each rule is appl
   renamed into the hub's namespace; a 2026-07-28 host gets the hub's stamp, a handshake-era host none;
 - **input rounds**: a 2026-07-28 child's `input_required` answer is turned into real requests to a handshake-era
   host; a handshake-era child's request during a 2026-07-28 host's call becomes an `input_required` answer
-  (the call is parked until the host comes back with the answers);
+  (the call is parked until the host comes back with the answers; its state is sealed by `hub.relay.rounds`);
 - **failures**: mapped to the host's answer by `hub.protocol.errors.answer`, and to the call log's outcome.
 
 The child's frames for the call (progress, the answer, its failure) arrive through `Exchange` callbacks from the
-connection's reader; nothing here waits, except the tasks that ask the host something.
+connection's reader; nothing here waits, except the tasks that ask the host something. What a call needs of the
+relay around it is `CallOwner` (the router), so that nothing here imports the router.
 """
 
 from __future__ import annotations
@@ -24,14 +25,17 @@ from __future__ import annotations
 import math
 import secrets
 import time
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable, Coroutine
+from typing import TYPE_CHECKING, Any, Protocol
 
 import anyio
 import structlog
 
+from hub.config.settings import HubSettings
 from hub.protocol import errors, revisions
 from hub.protocol.jsonrpc import INVALID_PARAMS, Request, Response, encode
 from hub.relay.boundary import wrap_result
+from hub.relay.deadlines import Deadlines
 from hub.relay.naming import expose_uri, map_uris
 from hub.relay.ports import AskFailed, HostRequest
 from hub.upstream.child import Child
@@ -39,13 +43,11 @@ from hub.upstream.connection import Connection
 
 if TYPE_CHECKING:
     from hub.observe.tracing import RequestSpan
-    from hub.relay.router import Router
 
 # Methods whose results may hand out URIs the host must be able to read back through the hub.
 RENAMES_URIS = frozenset({"tools/call", "resources/read", "prompts/get"})
 # A child that keeps answering input_required past this many rounds is given up on (the SDK's default too).
 MAX_INPUT_ROUNDS = 10
-BRIDGE_PREFIX = "hub-bridge:"
 # Results whose text a child controls and `output: wrap` puts inside a boundary (hub.relay.boundary).
 WRAPPED = frozenset({"tools/call", "resources/read"})
 # What each kind of child request needs the host to have declared, and what it is called in messages.
@@ -54,9 +56,37 @@ ASKS = {"sampling/createMessage": "sampling", "elicitation/create": "elicitation
 _log = structlog.get_logger("hub.relay")
 
 
+class CallOwner(Protocol):
+    """What a call needs of the relay around it (hub.relay.router.Router)."""
+
+    @property
+    def deadlines(self) -> Deadlines: ...
+
+    def spawn(self, func: Callable[..., Coroutine[Any, Any, Any]], *args: Any) -> None:
+        """Run a task of the call's (asking the host) in the relay's task group."""
+
+    def park(self, call: Call) -> None:
+        """The call answered its request with an input round: kept by its token, out of flight."""
+
+    def unpark(self, call: Call) -> None: ...
+
+    def ended(self, call: Call) -> None:
+        """The call is answered (or cancelled): forgotten, its quota released."""
+
+    def log_call(self, call: Call, outcome: str, error: errors.HubError | None, size: int) -> None: ...
+
+    def redact(self, value: Any) -> Any:
+        """A result with the secrets the hub knows replaced (`redact_output`)."""
+
+    def settings(self) -> HubSettings: ...
+
+    def round_state(self, call: Call) -> str:
+        """The sealed requestState of the call's input round (hub.relay.rounds)."""
+
+
 class Call:
     def __init__(
-        self, router: Router, request: HostRequest, child: Child, exposed: str, original: str, params: dict[str, Any]
+        self, router: CallOwner, request: HostRequest, child: Child, exposed: str, original: str, params: dict[str, Any]
     ) -> None:
         self.router = router
         self.request: HostRequest | None = request  # None while parked between input rounds
@@ -104,6 +134,11 @@ class Call:
     def start(self, connection: Connection) -> None:
         """Send the call on `connection` now, or queue it for a slot; a refusal answers the host at once."""
         self.connection = connection
+        self._take_slot(self.params)
+
+    def _take_slot(self, params: dict[str, Any]) -> None:
+        """The one admission to the child's slots, for the call and each input round's resend: `params` is sent
+        now if a slot is free, else when one is (`admitted`); a full queue refuses it as Busy."""
         try:
             admitted = self.child.slots.take(self)
         except errors.Busy as busy:
@@ -111,8 +146,8 @@ class Call:
             return
         if admitted:
             self.holds_slot = True
-            self._send(self.params)
-        else:  # waiting for a slot counts against the same deadline
+            self._send(params)
+        elif self.deadline == math.inf:  # waiting for a slot counts against the same deadline
             self.deadline = time.monotonic() + self.window
             self.router.deadlines.add(self)
 
@@ -178,7 +213,7 @@ class Call:
         if self.connection is not None and self.child_id is not None:
             self.connection.cancel(self.child_id, "timeout")
         if self.request is None:  # parked, and the host did not come back in time
-            _log.info("bridged_call_uncollected", child=self.child.name, name=self.exposed)
+            _log.info("parked_call_uncollected", child=self.child.name, name=self.exposed)
             self._end("uncollected")
             return
         if self.child_id is None:  # still waiting for a slot
@@ -322,14 +357,7 @@ class Call:
         if "requestState" in result:
             params["requestState"] = result["requestState"]
         self._resend = params  # what `admitted` sends if the resend has to wait for a slot
-        try:
-            admitted = self.child.slots.take(self)  # re-admitted; a full queue refuses the round as it would a call
-        except errors.Busy as busy:
-            self.finish(busy)
-            return
-        if admitted:
-            self.holds_slot = True
-            self._send(params)
+        self._take_slot(params)  # re-admitted; a full queue refuses the round as it would a call
 
     async def _ask_host(self, method: Any, params: dict[str, Any]) -> dict[str, Any]:
         kind = ASKS.get(method) if isinstance(method, str) else None
@@ -342,7 +370,7 @@ class Call:
 
     # ---- input rounds: a handshake-era child, a 2026-07-28 host ----------------------------------------------
 
-    def bridge(self, asked: Request) -> None:
+    def hold(self, asked: Request) -> None:
         """The child asks the host something during a 2026-07-28 host's call: the host gets it as an
         `input_required` answer, and the call is parked until the host sends it again with the answers."""
         assert self.connection is not None
@@ -364,7 +392,7 @@ class Call:
             self.token = secrets.token_urlsafe(16)
         self.router.park(self)  # every round: the router forgets the request this round answers
         inputs = {key: {"method": r.method, "params": r.params} for key, r in self.asks.items()}
-        state = BRIDGE_PREFIX + self.router.bridge_state(self)
+        state = self.router.round_state(self)
         answer = {"resultType": "input_required", "inputRequests": inputs, "requestState": state}
         request.respond(encode(revisions.stamp(answer, self.method)))
         self.router.log_call(self, "input_required", None, 0)

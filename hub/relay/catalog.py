@@ -23,22 +23,13 @@ from hub.config.lock import FieldChange, Lock
 from hub.config.settings import HubSettings
 from hub.protocol import revisions
 from hub.protocol.jsonrpc import encode
+from hub.relay.builtins import GATEWAY_TOOLS
 from hub.relay.exposure import NO_RULES, ToolRules, shape_tool
-from hub.relay.meta_tools import GATEWAY_TOOLS
 from hub.relay.naming import expose_name, expose_tool_name, expose_uri, split_uri
 from hub.relay.search import ToolIndex
 from hub.upstream.child import Child, ChildState
 from hub.upstream.listing import Listing
 
-HEALTH_TOOL = "hub_health"
-HEALTH_TOOL_DEF: dict[str, Any] = {
-    "name": HEALTH_TOOL,
-    "title": "Hub health",
-    "description": "State of the MCP hub and of each server behind it: ready, restarting or failed, with counts "
-    "and the last error. Call it when a tool of another server fails.",
-    "inputSchema": {"type": "object", "properties": {}},
-    "annotations": {"readOnlyHint": True, "openWorldHint": False},
-}
 # The list methods: the result key of each and the namespace attribute it lists.
 LISTS = {
     "tools/list": "tools",

@@ -15,7 +15,7 @@ import anyio
 import structlog
 
 from hub.access.identity import Identity
-from hub.relay.ports import HostSession
+from hub.relay.ports import SessionPort
 
 # Several children changing at once (a reload, a burst of list_changed) make one notification per kind.
 BROADCAST_DEBOUNCE = 0.05
@@ -27,7 +27,7 @@ LIST_CHANGED = {
 }
 
 
-class Session(HostSession, Protocol):
+class Session(SessionPort, Protocol):
     def notify(self, method: str, params: dict[str, Any]) -> None:
         """A notification on the session's own channel (not about any request)."""
 

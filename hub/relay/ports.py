@@ -21,7 +21,7 @@ class AskFailed(Exception):
         self.error = error
 
 
-class HostSession(Protocol):
+class SessionPort(Protocol):
     """One host connection: a stdio host, an HTTP session, or a 2026-07-28 request of its own."""
 
     @property
@@ -65,7 +65,7 @@ class HostRequest(Protocol):
     def params(self) -> dict[str, Any]: ...
 
     @property
-    def session(self) -> HostSession: ...
+    def session(self) -> SessionPort: ...
 
     @property
     def progress_token(self) -> RequestId | None: ...
@@ -95,5 +95,5 @@ class HostRequest(Protocol):
         """A request to the host on this request's stream (sampling, elicitation, roots).
 
         Raises:
-            AskFailed: as `HostSession.ask`, or the request was answered first.
+            AskFailed: as `SessionPort.ask`, or the request was answered first.
         """

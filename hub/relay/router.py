@@ -1,4 +1,10 @@
-"""Routing a host's request to the child that owns what it names, as a `Call`; and the one call-log line per request.
+"""Routing a host's request to the child that owns what it names: route -> admission -> call.
+
+The router is the composition of the relay's stages, each a module with one contract: `hub.relay.admission` (may it
+become a call: policy, pins, limits, argument rules, confirmation), `hub.relay.call` (slots, deadline, progress,
+cancellation, the answer), `hub.relay.rounds` (input rounds with a 2026-07-28 host, one sealed scheme),
+`hub.relay.inflight` (what is in flight, the drain) and `hub.relay.record` (the one record of each request).
+The hub's own tools are `hub.relay.builtins`.
 
 Routed methods: `tools/call`, `resources/read`, `prompts/get`, `completion/complete`, `resources/subscribe` and
 `resources/unsubscribe`. The name (or URI) is looked up in the current namespace and the child gets its own name;
@@ -8,32 +14,28 @@ child that is still starting with the hub waits for it (bounded) instead of fail
 
 from __future__ import annotations
 
-import json
-import secrets
 import time
 from collections.abc import Awaitable, Callable, Coroutine
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import anyio
 import structlog
-from anyio.abc import TaskGroup
+from anyio.abc import TaskStatus
 
-from hub.access import sealed
-from hub.access.identity import Identity
-from hub.access.policy import ALLOWED, Policy
+from hub.access.policy import ALLOWED
 from hub.config.settings import HubSettings
 from hub.protocol import errors, revisions
-from hub.protocol.jsonrpc import QUOTE_LIMIT, RequestId, encode
-from hub.relay import confirmation
-from hub.relay.call import BRIDGE_PREFIX, Call, answer_error
-from hub.relay.catalog import HEALTH_TOOL, Catalog
+from hub.relay.admission import SUBSCRIPTIONS, Admission
+from hub.relay.builtins import CALL_TOOL, GATEWAY_TOOLS, HEALTH_TOOL, SEARCH_TOOL, Builtins, Forwarded
+from hub.relay.call import Call, answer_error
+from hub.relay.catalog import Catalog
 from hub.relay.deadlines import Deadlines
-from hub.relay.exposure import NO_RULES, check_arguments
+from hub.relay.exposure import NO_RULES, ToolRules
 from hub.relay.hosts import Hosts
-from hub.relay.meta_tools import CALL_TOOL, GATEWAY_TOOLS, SEARCH_TOOL, Forwarded, search_arguments
+from hub.relay.inflight import InFlight
 from hub.relay.ports import HostRequest
-from hub.relay.quotas import Quotas, over_rate
-from hub.state import MemoryState, SharedState
+from hub.relay.record import Record, cut
+from hub.relay.rounds import PARKED, ROUND_PREFIX, named
 from hub.upstream.child import Child, ChildState
 
 ROUTED = frozenset(
@@ -46,105 +48,52 @@ ROUTED = frozenset(
         "resources/unsubscribe",
     }
 )
-if TYPE_CHECKING:
-    from hub.observe.metrics import Metrics
-    from hub.observe.recent import Recent
-    from hub.observe.tracing import RequestSpan, Tracing
-
-CallLog = Callable[[dict[str, Any]], None]
-# Outcomes that are the hub refusing a request (counted as rejections by reason), not the child answering it.
-REJECTIONS = frozenset(
-    {
-        "busy",
-        "denied",
-        "unavailable",
-        "too_large",
-        "rate_limited",
-        "invalid_arguments",
-        "read_only",
-        "quarantined",
-        "not_confirmed",
-    }
-)
 _log = structlog.get_logger("hub")
+_named = named
 
 
 class Router:
+    """Routes each request through the stages it is given at construction: nothing is set on it afterwards."""
+
     def __init__(
         self,
         catalog: Catalog,
         hosts: Hosts,
-        call_log: CallLog,
+        record: Record,
         settings: Callable[[], HubSettings],
-        health: Callable[[], dict[str, Any]],
+        builtins: Builtins,
         starting: Callable[[list[Child]], Awaitable[None]],
-        policy: Callable[[], Policy] = Policy,
+        admission: Admission,
+        redact: Callable[[Any], Any],
     ) -> None:
         self.catalog = catalog
-        self.policy = policy
-        self.metrics: Metrics | None = None  # with the HTTP front's /metrics: counted where the call log is written
-        self.recent: Recent | None = None  # with the HTTP front's status page: the last calls, the last hour's numbers
-        self.tracing: Tracing | None = None  # with OTEL_* set and the otel extra installed: a span per request
+        self.admission = admission
+        self.seals = admission.seals
         self.hosts = hosts
-        self.call_log = call_log
+        self.record = record
         self.settings = settings
-        self.health = health
+        self.builtins = builtins
         self._wait_for_start = starting  # bounded wait for children still starting with the hub
-        self.deadlines = Deadlines()
-        self.quotas = Quotas()
-        self.replica = ""  # this replica's name (hub.app.replica_id): in the call log and input-round states
-        # What replicas share (hub.state), and the sealing of confirmation rounds with it; the hub sets both
-        # from `state:` at start.
-        self.shared: SharedState = MemoryState()
-        self.seals = confirmation.Seals(self.shared)
-        # Seals bridged rounds while the shared state's key is unknown (Redis unreachable at start): this replica's.
-        self._own_key = secrets.token_bytes(32)
-        self.redact: Callable[[Any], Any] = lambda value: value  # what the user is shown of arguments to confirm
-        self._calls: dict[tuple[object, RequestId], Call] = {}
-        # Admitted requests in a step that waits before their call (the replicas' count, the user's confirmation).
-        self._pending: dict[tuple[object, RequestId], tuple[anyio.CancelScope, HostRequest]] = {}
-        self._parked: dict[str, Call] = {}
-        self._idle: anyio.Event | None = None  # set when the last call in flight ends (`wait_idle`)
-        self.last_request = 0.0  # when the last routed request arrived (monotonic): the drain waits for quiet
-        self._tg: TaskGroup | None = None
+        self.flight: InFlight[Call] = InFlight()
+        self.deadlines: Deadlines = self.flight.deadlines  # read by every call: a plain attribute, not a property
+        self.redact = redact  # `redact_output`: a result with the secrets the hub knows replaced
 
-    async def run(self) -> None:
-        """The deadline watcher and the tasks calls start (asking a host, opening a connection), until cancelled."""
-        async with anyio.create_task_group() as tg:
-            self._tg = tg
-            tg.start_soon(self.deadlines.run)
-            await anyio.sleep_forever()
+    async def run(self, *, task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
+        """The relay's tasks (hub.relay.inflight), until cancelled; started with `task_group.start`."""
+        await self.flight.run(task_status=task_status)
 
     def spawn(self, func: Callable[..., Coroutine[Any, Any, Any]], *args: Any) -> None:
-        """Run `func(*args)` in the router's task group. A fault of the hub's own in it is logged: one request must
-        not end the router's other tasks, and with them the hub."""
-        assert self._tg is not None, "the router is not running"
-        self._tg.start_soon(_guarded, func, args)
+        self.flight.spawn(func, *args)
 
-    def stage(self, request: HostRequest, func: Callable[..., Coroutine[Any, Any, Any]], *args: Any) -> None:
-        """Run `func(*args)`, a step of an admitted request that waits before its call (the replicas' count, the
-        user's confirmation), as in flight: the drain waits for it, another request with its id is refused, and
-        the host's cancel ends it unanswered, as it ends a call."""
-        key = (request.session, request.id)
-        entry = self._pending[key] = (anyio.CancelScope(), request)
-
-        async def staged() -> None:
-            try:
-                with entry[0]:
-                    await func(*args)
-            finally:
-                if self._pending.get(key) is entry:
-                    del self._pending[key]
-                    self._tell_idle()
-
-        self.spawn(staged)
+    async def wait_idle(self) -> None:
+        await self.flight.wait_idle()
 
     # ---- routing ------------------------------------------------------------------------------------------------
 
     def route(self, request: HostRequest, waited: bool = False) -> None:
         """Answer a routed request (now, or when its call ends). `waited`: its children still starting were waited
         for once already."""
-        self.last_request = time.monotonic()
+        self.flight.arrived()
         try:
             self._route(request, waited)
         except errors.HubError as error:
@@ -191,20 +140,28 @@ class Router:
         name = _string(params, "name")
         _object(params, "arguments")
         state = params.get("requestState")
-        if isinstance(state, str) and state.startswith(BRIDGE_PREFIX):
-            self._resume(request, name, state.removeprefix(BRIDGE_PREFIX))
-            return
+        if isinstance(state, str) and state.startswith(ROUND_PREFIX):
+            payload = self.seals.peek(state)
+            kind = None if payload is None else payload.get("k")
+            # A parked call's round is resumed here; a confirmation's round, or a state that does not open for a
+            # tool under `confirm:`, is admission's to judge (and to name what is wrong with it).
+            if kind == PARKED or (kind is None and not self.catalog.namespace.tool_rules.get(name, NO_RULES).confirm):
+                self._resume(request, name, payload)
+                return
         route = self.catalog.namespace.tool_routes.get(name)
         if route is None and name in (HEALTH_TOOL, SEARCH_TOOL, CALL_TOOL) and name in self.catalog.reserved():
             # The gateway tools answer only with what the caller's policy allows: their own names are not decided.
             own = name in GATEWAY_TOOLS
-            decision = ALLOWED if own else self.policy().decide(request.session.identity, name, writes=False)
+            decision = ALLOWED if own else self.admission.decide(request.session.identity, name, False)
             if not decision.allowed:
                 raise errors.Denied(errors.UnknownName(f"Unknown tool: {_named(name)}"), decision.rule)
             if name == HEALTH_TOOL:
-                self._health(request, decision.rule)
+                self.builtins.health(request, decision.rule)
             elif name == SEARCH_TOOL:
-                self._search(request, decision.rule)
+                try:
+                    self.builtins.search(request, decision.rule)
+                except errors.HubError as error:
+                    self.refuse(request, error, "hub", decision.rule)
             else:  # the named tool's own call, routed as if the host had sent it
                 self._tool_call(Forwarded(request), waited)
             return
@@ -215,7 +172,7 @@ class Router:
     ) -> None:
         namespace = self.catalog.namespace
         writes = kind == "tool" and namespace.writes(exposed)
-        decision = self.policy().decide(request.session.identity, exposed, writes=writes)
+        decision = self.admission.decide(request.session.identity, exposed, writes)
         if route is None or not decision.allowed:
             held = namespace.held_back.get(exposed) if kind in ("tool", "prompt") and decision.allowed else None
             if held is not None:
@@ -226,54 +183,55 @@ class Router:
             except errors.HubError as error:
                 raise error if decision.allowed else errors.Denied(error, decision.rule) from None
             return
-        if (request.session, request.id) in self._calls or (request.session, request.id) in self._pending:
+        if self.flight.taken(request):
             raise errors.InvalidRequest(
                 f"invalid request: request id {_named(request.id)} is already in flight on this connection"
             )
         rules = namespace.tool_rules.get(exposed, NO_RULES) if kind == "tool" else NO_RULES
-        if self._per_minute(request) is not None:
-            self.stage(request, self._take_then_go, request, route, exposed, params, decision.rule, rules)
+        if self.admission.per_minute(request) is not None:
+            self.flight.stage(request, self._take_then_go, request, route, exposed, params, decision.rule, rules)
             return
         self._go(request, route, exposed, params, decision.rule, rules)
 
     def _go(
-        self, request: HostRequest, route: Any, exposed: str, params: dict[str, Any], rule: str | None, rules: Any
+        self, request: HostRequest, route: Any, exposed: str, params: dict[str, Any], rule: str | None, rules: ToolRules
     ) -> None:
         """The admitted request's own checks (arguments, confirmation), then its call."""
         if rules is not NO_RULES:
             try:
-                if rules.checks_arguments:
-                    params = {**params, "arguments": check_arguments(rules, exposed, params.get("arguments"))}
+                params = self.admission.arguments(exposed, params, rules)
                 if rules.confirm:
-                    confirmation.begin(self, request, route, exposed, params, rule)
+                    self.admission.can_confirm(request, exposed, route.child)
+                    self.flight.stage(request, self._confirm_then_go, request, route, exposed, params, rule)
                     return
             except errors.HubError as error:
                 self.refuse(request, error, route.child, rule)
                 return
         self.start_call(request, route, exposed, params, rule)
 
-    def _per_minute(self, request: HostRequest) -> int | None:
-        """The identity's requests per minute (taken from the shared state's window, hub.state.rate), else None."""
-        policy = self.policy()
-        if not policy.limited or request.method in ("resources/subscribe", "resources/unsubscribe"):
-            return None
-        return policy.limits_for(request.session.identity).requests_per_minute
-
     async def _take_then_go(
-        self, request: HostRequest, route: Any, exposed: str, params: dict[str, Any], rule: str | None, rules: Any
+        self, request: HostRequest, route: Any, exposed: str, params: dict[str, Any], rule: str | None, rules: ToolRules
     ) -> None:
-        """Take the request from its identity's window (hub.state: this process's or the replicas') before
-        anything else of it."""
-        identity = request.session.identity
-        limits = self.policy().limits_for(identity)
+        """Take the request from its identity's rate window before anything else of it."""
         try:
-            if limits.requests_per_minute is not None:
-                taken = await self.shared.take(identity.name, limits.requests_per_minute)
-                if not taken.allowed:
-                    raise over_rate(identity.name, limits, taken.retry_after, self.shared.shared)
+            await self.admission.take_rate(request.session.identity)
             self._go(request, route, exposed, params, rule, rules)
         except errors.HubError as error:
             self.refuse(request, error, route.child, rule)
+
+    async def _confirm_then_go(
+        self, request: HostRequest, route: Any, exposed: str, params: dict[str, Any], rule: str | None
+    ) -> None:
+        """A call that needs its user's yes: forwarded only on an explicit yes (hub.relay.admission)."""
+        try:
+            confirmed = await self.admission.confirmed(request, route, exposed, rule)
+        except errors.HubError as error:
+            self.refuse(request, error, route.child, rule)
+            return
+        if not confirmed:
+            return  # a 2026-07-28 host was sent the question; its answer comes as a request of its own
+        forwarded = {k: v for k, v in params.items() if k not in ("requestState", "inputResponses")}
+        self.start_call(request, route, exposed, forwarded, rule, "accepted")
 
     def start_call(
         self,
@@ -291,28 +249,22 @@ class Router:
         call = self._call(request, child, exposed, route.original, params)
         call.rule = rule
         call.confirmation = confirmed
-        if request.method in ("resources/subscribe", "resources/unsubscribe"):
+        if request.method in SUBSCRIPTIONS:
             self._subscription(call)
             return
-        self._calls[(request.session, request.id)] = call
+        self.flight.add(request, call)
         self._connect(call)
 
     def _call(self, request: HostRequest, child: Child, exposed: str, original: str, params: dict[str, Any]) -> Call:
         """The call of a request: counted against its identity's limits (refused first, before anything starts),
         its params as the child gets them, its span."""
-        quota = None
-        policy = self.policy()
-        subscription = request.method in ("resources/subscribe", "resources/unsubscribe")
-        if policy.limited and not subscription:
-            identity = request.session.identity
-            self.quotas.admit(identity.name, policy.limits_for(identity))  # in flight; raises RateLimited
-            quota = identity.name
+        quota = self.admission.take_quota(request)  # raises RateLimited
         meta = revisions.child_meta(params.get("_meta"))
         child_params = {k: v for k, v in params.items() if k != "_meta"}
         call = Call(self, request, child, exposed, original, child_params)
         call.quota = quota
-        if self.tracing is not None:
-            call.span = span = self.tracing.start(request.method, exposed, request.session.label, params.get("_meta"))
+        call.span = span = self.record.span(request, exposed, params.get("_meta"))
+        if span is not None:
             span.set_child(child.name)
             meta = {**meta, **span.child_meta()}  # the child's work joins the host's trace
         if meta:
@@ -370,7 +322,7 @@ class Router:
             request.respond(b"{}")
             self.log_call(call, "ok", None, 0)
             return
-        self._calls[(request.session, request.id)] = call
+        self.flight.add(request, call)
         try:
             call.start(call.child.connection())  # on the shared connection: a subscription outlives a session's
         except errors.HubError as error:
@@ -383,94 +335,51 @@ class Router:
         started = time.perf_counter()
         size = answer_error(request, error)
         rule = error.rule if isinstance(error, errors.Denied) else rule
-        span = None
-        if self.tracing is not None:
-            span = self.tracing.start(
-                request.method, _name(request), request.session.label, request.params.get("_meta")
-            )
-        self.log_line(request, child, _name(request), None, started, error.outcome, error, size, None, rule, span)
+        span = self.record.span(request, _name(request), request.params.get("_meta"))
+        self.record.line(request, child, _name(request), None, started, error.outcome, error, size, None, rule, span)
 
     # ---- the host cancels, or comes back for a parked call --------------------------------------------------
 
     def cancel(self, session: object, request_id: Any, reason: str | None) -> bool:
-        """The host cancelled request `request_id` of `session`; False if no call of it is in flight."""
-        call = self._calls.get((session, request_id)) if isinstance(request_id, int | str) else None
-        if call is None:
-            staged = self._pending.get((session, request_id)) if isinstance(request_id, int | str) else None
-            if staged is None:
-                return False
-            scope, request = staged
-            scope.cancel()
-            request.drop()
-            self.log_line(
-                request, None, _name(request), None, time.perf_counter(), "cancelled", None, 0, None, None, None
-            )
-            return True
-        call.cancel(reason)
+        """The host cancelled request `request_id` of `session`; False if nothing of it is in flight."""
+        cancelled = self.flight.cancel(session, request_id, reason)
+        if cancelled is None or isinstance(cancelled, Call):
+            return cancelled is not None
+        self.record.line(
+            cancelled, None, _name(cancelled), None, time.perf_counter(), "cancelled", None, 0, None, None, None
+        )
         return True
 
     def ended(self, call: Call) -> None:
-        request = call.request
-        if request is not None:
-            self._calls.pop((request.session, request.id), None)
         if call.quota is not None:
-            self.quotas.release(call.quota)
+            self.admission.release(call.quota)
             call.quota = None
-        self._tell_idle()
+        self.flight.ended(call)
 
     @property
     def in_flight(self) -> int:
-        return len(self._calls) + len(self._pending)
+        return self.flight.count
 
-    async def wait_idle(self) -> None:
-        """Until no call is in flight (unbounded: the caller bounds it, as the drain on SIGTERM does)."""
-        while self._calls or self._pending:
-            self._idle = anyio.Event()
-            await self._idle.wait()
-
-    def _tell_idle(self) -> None:
-        if self._idle is not None and not self._calls and not self._pending:
-            self._idle.set()
-            self._idle = None
+    @property
+    def last_request(self) -> float:
+        return self.flight.last_request
 
     def park(self, call: Call) -> None:
         assert call.token is not None
-        request = call.request
-        if request is not None:
-            self._calls.pop((request.session, request.id), None)
-        self._parked[call.token] = call
-        self._tell_idle()
+        self.flight.park(call.token, call)
 
     def unpark(self, call: Call) -> None:
-        if call.token is not None:
-            self._parked.pop(call.token, None)
+        self.flight.unpark(call.token)
 
-    def bridge_state(self, call: Call) -> str:
-        """The sealed requestState of a bridged round: the replica holding the parked call, its token, the identity,
-        the tool and an expiry, readable only by hubs sharing the key (hub.access.sealed)."""
-        key = self.shared.known_key or self._own_key
-        payload = {"r": self.replica, "t": call.token, "i": call.session.identity.name, "n": call.exposed,
-                   "e": time.time() + call.window}  # fmt: skip
-        return sealed.seal(key, payload)
+    def round_state(self, call: Call) -> str:
+        """The sealed requestState of a parked call's round (hub.relay.rounds)."""
+        assert call.token is not None
+        return self.seals.seal_parked(call.session.identity.name, call.exposed, call.token, call.window)
 
-    def _resume(self, request: HostRequest, name: str, state: str) -> None:
-        payload = sealed.unseal(self.shared.known_key or self._own_key, state)
-        unknown = errors.BadRequest(
-            f"hub: this input-required round of {_named(name)} is unknown or expired; call the tool again"
-        )
-        if payload is None or payload.get("n") != name or payload.get("i") != request.session.identity.name:
-            raise unknown
-        owner = str(payload.get("r"))
-        if owner != self.replica:
-            raise errors.BadRequest(
-                f"hub: this input-required round of {_named(name)} belongs to replica {owner[:63]!r} and this is "
-                f"{self.replica!r}: the load balancer must send a session's requests to one replica "
-                "(docs/deploy.md); call the tool again"
-            )
-        expiry = payload.get("e")
-        if not isinstance(expiry, int | float) or expiry < time.time():
-            raise unknown
-        call = self._parked.get(str(payload.get("t")))
+    def _resume(self, request: HostRequest, name: str, payload: dict[str, Any] | None) -> None:
+        """The host is back with the answers of a parked call's round."""
+        token = self.seals.parked_token(payload, request.session.identity.name, name)
+        call = self.flight.parked(token)
         route = self.catalog.namespace.tool_routes.get(name)
         if (
             call is None
@@ -478,9 +387,11 @@ class Router:
             or route is None
             or (call.child.name, call.original) != (route.child, route.original)
         ):
-            raise unknown
+            raise errors.BadRequest(
+                f"hub: this input-required round of {_named(name)} is unknown or expired; call the tool again"
+            )
         responses = request.params.get("inputResponses")
-        self._calls[(request.session, request.id)] = call
+        self.flight.add(request, call)
         call.resume(request, responses if isinstance(responses, dict) else {})
 
     # ---- children still starting ----------------------------------------------------------------------------
@@ -497,64 +408,9 @@ class Router:
         return [c for c in self._possible_owners(name) if not c.settled.is_set()]
 
     async def _after_start(self, request: HostRequest, starting: list[Child]) -> None:
-        _log.info("call_waits_for_start", name=_cut(_name(request)), servers=[c.name for c in starting])
+        _log.info("call_waits_for_start", name=cut(_name(request)), servers=[c.name for c in starting])
         await self._wait_for_start(starting)
         self.route(request, waited=True)
-
-    # ---- the built-in tool -------------------------------------------------------------------------------------
-
-    def _health(self, request: HostRequest, rule: str | None) -> None:
-        started = time.perf_counter()
-        report = self._visible_health(request.session.identity)
-        self._answer_builtin(request, HEALTH_TOOL, json.dumps(report, indent=2), report, started, rule)
-
-    def _search(self, request: HostRequest, rule: str | None) -> None:
-        """hub_search_tools: the best matches among the tools the caller's policy shows, as full definitions."""
-        started = time.perf_counter()
-        try:
-            query, limit = search_arguments(request.params)
-        except errors.HubError as error:
-            self.refuse(request, error, "hub", rule)
-            return
-        view = self.policy().view(request.session.identity)
-        found = self.catalog.namespace.search(query, limit, view)
-        report = {"tools": found}
-        names = ", ".join(str(t.get("name")) for t in found) or "none"
-        text = f"{len(found)} tools found: {names}\n{json.dumps(report)}"
-        self._answer_builtin(request, SEARCH_TOOL, text, report, started, rule)
-
-    def _answer_builtin(
-        self, request: HostRequest, tool: str, text: str, report: dict[str, Any], started: float, rule: str | None
-    ) -> None:
-        """A built-in tool's result (`text`, and `report` as its structured content), answered and logged."""
-        result: dict[str, Any] = {"content": [{"type": "text", "text": text}], "structuredContent": report}
-        if revisions.is_modern(request.version):
-            result = revisions.stamp(result, "tools/call")
-        body = encode(result)
-        request.respond(body)
-        self.log_line(request, "hub", tool, None, started, "ok", None, len(body), None, rule, None)
-
-    def _visible_health(self, identity: Identity) -> dict[str, Any]:
-        """The health report as `identity` may see it: the servers (and collisions) of names its policy shows."""
-        report = self.health()
-        view = self.policy().view(identity)
-        if view.open:
-            return report
-        namespace = self.catalog.namespace
-        routes = (namespace.tool_routes, namespace.prompt_routes, namespace.resource_routes, namespace.template_routes)
-        seen = {
-            route.child
-            for table in routes
-            for name, route in table.items()
-            if view.allows(name, writes=table is namespace.tool_routes and namespace.writes(name))
-        }
-        return {
-            **report,
-            "servers": [s for s in report["servers"] if s["name"] in seen],
-            "collisions": [
-                c for c in report["collisions"] if view.allows(c["exposed"], writes=namespace.writes(c["exposed"]))
-            ],
-        }
 
     # ---- the call log ------------------------------------------------------------------------------------------
 
@@ -565,7 +421,7 @@ class Router:
         own = call.child.config.log_arguments
         logged = self.settings().log_arguments if own is None else own
         arguments = request.params.get("arguments") if logged and call.method == "tools/call" else None
-        self.log_line(
+        self.record.line(
             request,
             call.child.name,
             call.exposed,
@@ -580,94 +436,10 @@ class Router:
             call.confirmation,
         )
 
-    def log_line(
-        self,
-        request: HostRequest,
-        child: str | None,
-        name: str,
-        original: str | None,
-        began: float,
-        outcome: str,
-        error: errors.HubError | None,
-        size: int,
-        arguments: Any,
-        rule: str | None,
-        span: RequestSpan | None,
-        confirmed: str | None = None,
-    ) -> None:
-        identity = request.session.identity
-        fields: dict[str, Any] = {
-            "method": request.method,
-            "replica": self.replica,
-            "host_session": request.session.label,
-            "identity": identity.name,
-            "auth": identity.method,
-            "rule": rule,
-            "request_id": _cut(request.id),
-            "child": child,
-            "name": _cut(name),
-            "original": _cut(original),
-            "duration_ms": round((time.perf_counter() - began) * 1000, 2),
-            "outcome": outcome,
-            "bytes_in": _size(request.params.get("arguments")),
-            "bytes_out": size,
-        }
-        if error is not None:
-            fields["error_code"], fields["error_message"] = error.code, _cut(error.message)
-        if arguments is not None:
-            fields["arguments"] = arguments
-        if confirmed is not None:
-            fields["confirmation"] = confirmed
-        if span is not None:
-            fields["trace_id"] = span.trace_id
-            kind = "tool_error" if outcome == "tool_error" else None if error is None else str(error.code)
-            span.end(outcome, kind, message=None if error is None else error.message)
-        self.call_log(fields)
-        if self.recent is not None:  # after the call log: its fields redacted as the line was
-            self.recent.record(fields)
-        if self.metrics is not None:
-            self.metrics.request(child, request.method, outcome, fields["duration_ms"] / 1000)
-            if request.method == "tools/call":
-                self.metrics.tool_call(name, outcome)
-            if outcome in REJECTIONS:
-                self.metrics.rejection(outcome)
-
 
 def _owner(call: Call) -> object:
     """Whose own connection a call takes: its identity's (`sessions: per-identity`), else its session's."""
     return call.session.identity if call.child.per_identity else call.session
-
-
-async def _guarded(func: Callable[..., Coroutine[Any, Any, Any]], args: tuple[Any, ...]) -> None:
-    try:
-        await func(*args)
-    except Exception as exc:
-        _log.error("relay_task_failed", task=getattr(func, "__qualname__", "?"), error=repr(exc)[:200], exc_info=exc)
-
-
-# Fields copied from what a host sent are cut to this many characters in the log.
-LOG_FIELD_LIMIT = 1000
-
-
-def _named(value: Any) -> str:
-    """A name (or id) the host sent, as an error message quotes it: its repr, cut to QUOTE_LIMIT characters."""
-    text = repr(value[: QUOTE_LIMIT + 1] if isinstance(value, str) else value)
-    return text if len(text) <= QUOTE_LIMIT else text[: QUOTE_LIMIT - 3] + "..."
-
-
-def _cut(value: Any) -> Any:
-    if isinstance(value, str) and len(value) > LOG_FIELD_LIMIT:
-        return value[: LOG_FIELD_LIMIT - 3] + "..."
-    return value
-
-
-def _size(arguments: Any) -> int:
-    if arguments is None:
-        return 0
-    try:
-        return len(encode(arguments))
-    except ValueError:
-        return 0
 
 
 def _name(request: HostRequest) -> str:

@@ -85,6 +85,10 @@ class Child:
         observer: Observer,
         watchdog: Watchdog,
         launch: Launcher | None = None,
+        *,
+        idle_timeout: float = 1800.0,
+        shared_identity: Identity | None = None,
+        oauth: Credentials | None = None,
     ) -> None:
         self.name = name
         self.log = structlog.get_logger("hub.child").bind(child=name)
@@ -92,12 +96,12 @@ class Child:
         self.config = config
         self.launch: Launcher = launch or (lambda identity: config)
         # With sessions: per-identity, an identity's connection closes after this long without a request.
-        self.idle_timeout = 1800.0
+        self.idle_timeout = idle_timeout
         # With sessions: per-identity, who the shared (listing) connection runs as: the hub's own identity. What it
         # says outside a call reaches only that identity's sessions, like any identity's connection.
-        self.shared_identity: Identity | None = None
-        # Where an OAuth child's sign-ins are kept (hub.upstream.oauth); the hub sets it.
-        self.oauth: Credentials | None = None
+        self.shared_identity = shared_identity
+        # Where an OAuth child's sign-ins are kept (hub.upstream.oauth), given by the hub.
+        self.oauth = oauth
         self._needs_sign_in = False  # the last run of the shared connection ended for want of a sign-in
         self._told_sign_in = False  # ...and the log has said so
         self.observer = observer

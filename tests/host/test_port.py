@@ -11,7 +11,7 @@ from pathlib import Path
 from hub.app import Hub
 from hub.config import parse_config
 from hub.config.schema import LoadedConfig
-from hub.host.port import HubPort, Recorders
+from hub.host.port import HubPort
 from hub.logs import CallLog
 
 HOST = Path(__file__).resolve().parents[2] / "hub" / "host"
@@ -46,5 +46,3 @@ def test_a_hub_has_every_member_of_the_port() -> None:
     members = _members(HubPort)
     assert {"settings", "route", "cancel", "readiness", "reload_from_disk"} <= members
     assert sorted(name for name in members if not hasattr(hub, name)) == []
-    assert set(Recorders.__annotations__) == {"metrics", "recent"}
-    assert all(hasattr(hub.router, name) for name in Recorders.__annotations__)

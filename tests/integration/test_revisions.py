@@ -239,8 +239,8 @@ async def test_how_the_input_request_travels(cell: Cell) -> None:
     assert request["params"]["messages"][0]["content"]["text"] == "hi"
     if cell.modern_child:  # passed through as the child sent it
         assert key == "sample" and "requestState" not in first
-    else:  # a 2025 child's parked request, bridged into a round by the hub
-        assert first["requestState"].startswith("hub-bridge:")
+    else:  # a 2025 child's parked request, parked in a round by the hub
+        assert first["requestState"].startswith("hub-round:")
     answer = types.CreateMessageResult(role="assistant", content=types.TextContent(text="by hand"), model="m")
     params = types.CallToolRequestParams(
         name=cell.tool("sample"),
@@ -256,7 +256,7 @@ async def test_an_unknown_round_is_refused_clearly(cell: Cell) -> None:
     if not cell.modern_host:
         pytest.skip("only a 2026 host retries rounds")
     params = types.CallToolRequestParams(
-        name=cell.tool("sample"), arguments={"prompt": "hi"}, input_responses={}, request_state="hub-bridge:nope"
+        name=cell.tool("sample"), arguments={"prompt": "hi"}, input_responses={}, request_state="hub-round:nope"
     )
     if cell.modern_child:
         pytest.skip("a 2026 child's requestState is its own to judge")

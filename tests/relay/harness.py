@@ -25,11 +25,16 @@ from hub.platform.pipes import Broken
 from hub.platform.watchdog import Watchdog
 from hub.protocol import revisions
 from hub.protocol.jsonrpc import RequestId, encode
+from hub.relay.admission import Admission
 from hub.relay.attribution import Attribution
-from hub.relay.catalog import HEALTH_TOOL, Catalog
+from hub.relay.builtins import HEALTH_TOOL, Builtins
+from hub.relay.catalog import Catalog
 from hub.relay.hosts import Hosts
 from hub.relay.ports import AskFailed
+from hub.relay.record import Record
+from hub.relay.rounds import Seals
 from hub.relay.router import Router
+from hub.state import MemoryState
 from hub.upstream.child import Child, ChildState
 from hub.upstream.connection import Connection
 from hub.upstream.listing import Listing
@@ -265,20 +270,37 @@ class Relay:
     settings: HubSettings = field(default_factory=HubSettings)
     calls: list[Message] = field(default_factory=list)  # the call log's lines
     policy: Policy = field(default_factory=Policy)
+    shared: MemoryState = field(default_factory=MemoryState)  # a test may give one with its own clock
 
     def __post_init__(self) -> None:
         self.catalog = Catalog(lambda: frozenset({HEALTH_TOOL}) if self.settings.health_tool else frozenset())
         self.hosts = Hosts()
+        record = Record(self.calls.append, "")
+        builtins = Builtins(
+            lambda: self.settings,
+            tuple,
+            lambda: self.catalog.namespace,
+            lambda: self.catalog.children,
+            lambda: self.policy,
+            lambda: self.health(),
+            record,
+        )
+        self.health: Callable[[], Message] = self._health  # the hub's health report (a test may give its own)
+        shared = self.shared
+        admission = Admission(
+            lambda: self.policy, shared, Seals(shared), record, lambda value: value, lambda name: None
+        )
         self.router = Router(
             self.catalog,
             self.hosts,
-            self.calls.append,
+            record,
             lambda: self.settings,
-            self._health,
+            builtins,
             self._starting,
-            lambda: self.policy,
+            admission,
+            lambda value: value,
         )
-        self.attribution = Attribution(self.router, self.hosts)
+        self.attribution = Attribution(self.router.spawn, self.hosts)
         self.observer = Observer(self.attribution)
         self.watchdog = Watchdog()  # never started
         self.session = FakeSession("conn-default", capabilities={"sampling": {}, "elicitation": {}, "roots": {}})
@@ -360,14 +382,12 @@ class Relay:
 
 
 @asynccontextmanager
-async def running_relay(settings: HubSettings | None = None) -> AsyncIterator[Relay]:
+async def running_relay(settings: HubSettings | None = None, shared: MemoryState | None = None) -> AsyncIterator[Relay]:
     """A relay whose router runs (its deadline watcher, the tasks calls spawn) until the block ends."""
-    relay = Relay(settings or HubSettings())
+    relay = Relay(settings or HubSettings(), shared=shared or MemoryState())
     async with anyio.create_task_group() as tg:
-        tg.start_soon(relay.router.run)
         with anyio.fail_after(WAIT):
-            while relay.router._tg is None:  # run() has entered its task group: spawn works from here on
-                await anyio.lowlevel.checkpoint()
+            await tg.start(relay.router.run)  # ready: spawn works from here on
         yield relay
         tg.cancel_scope.cancel()
 

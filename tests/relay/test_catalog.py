@@ -12,7 +12,8 @@ from hub.config import ServerConfig, ToolFilter
 from hub.config.settings import HubSettings
 from hub.platform.watchdog import Watchdog
 from hub.protocol import revisions
-from hub.relay.catalog import HEALTH_TOOL_DEF, Catalog, Collision, Renamed, Route, build_namespace
+from hub.relay.builtins import HEALTH_TOOL_DEF
+from hub.relay.catalog import Catalog, Collision, Renamed, Route, build_namespace
 from hub.upstream.child import Child
 from hub.upstream.listing import Listing
 

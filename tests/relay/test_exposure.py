@@ -15,8 +15,8 @@ from hub.config.lock import Lock, pins_of
 from hub.platform.watchdog import Watchdog
 from hub.protocol import errors
 from hub.relay.catalog import build_namespace
-from hub.relay.confirmation import Seals, said_yes
 from hub.relay.exposure import REQUIRES_USER_INTERACTION, check_arguments, shape_tool
+from hub.relay.rounds import Seals, said_yes
 from hub.state import MemoryState
 from hub.upstream.child import Child
 from hub.upstream.listing import Listing

@@ -12,8 +12,9 @@ import pytest
 
 from hub.protocol import revisions
 from hub.protocol.jsonrpc import INVALID_PARAMS, INVALID_REQUEST
-from hub.relay.call import BRIDGE_PREFIX, MAX_INPUT_ROUNDS
+from hub.relay.call import MAX_INPUT_ROUNDS
 from hub.relay.ports import AskFailed
+from hub.relay.rounds import ROUND_PREFIX
 from tests.relay.harness import MODERN, WAIT, FakeRequest, FakeSession, Relay, Upstream, modern_meta, running_relay
 
 pytestmark = pytest.mark.anyio
@@ -182,7 +183,7 @@ async def test_a_handshake_childs_request_during_a_2026_call_is_answered_as_inpu
         child_asks(server)
         answer = first.result
         state = answer.pop("requestState")
-        assert state.startswith(BRIDGE_PREFIX) and len(state) > len(BRIDGE_PREFIX) + 16
+        assert state.startswith(ROUND_PREFIX) and len(state) > len(ROUND_PREFIX) + 16
         assert answer == {
             "resultType": "input_required",
             "inputRequests": {"sampling-1": {"method": "sampling/createMessage", "params": SAMPLING}},
@@ -201,7 +202,7 @@ async def test_a_handshake_childs_request_during_a_2026_call_is_answered_as_inpu
         assert again.failure["code"] == INVALID_PARAMS, "a round is collected once"
 
 
-async def test_each_round_of_a_bridged_call_frees_its_request_id() -> None:
+async def test_each_round_of_a_parked_call_frees_its_request_id() -> None:
     async with running_relay() as relay:
         server = relay.add_child("time", tools=("ask", "now"))
         host = ModernHost(relay)
@@ -213,7 +214,7 @@ async def test_each_round_of_a_bridged_call_frees_its_request_id() -> None:
         assert second.result["inputRequests"] == {
             "sampling-2": {"method": "sampling/createMessage", "params": SAMPLING}
         }
-        assert second.result["requestState"].startswith("hub-bridge:")  # sealed afresh each round (a new nonce)
+        assert second.result["requestState"].startswith("hub-round:")  # sealed afresh each round (a new nonce)
         third = host.call("time_ask", inputResponses={"sampling-2": SAMPLED}, requestState=state)
         server.answer(1, TEXT)
         assert third.result["content"] == TEXT["content"]
@@ -222,7 +223,7 @@ async def test_each_round_of_a_bridged_call_frees_its_request_id() -> None:
             assert again.outcomes == [], again.error
 
 
-async def test_a_bridged_call_that_ends_while_parked_is_collected_by_the_retry() -> None:
+async def test_a_parked_call_that_ends_while_parked_is_collected_by_the_retry() -> None:
     async with running_relay() as relay:
         server = relay.add_child("time", tools=("ask",))
         host = ModernHost(relay)
@@ -236,7 +237,7 @@ async def test_a_bridged_call_that_ends_while_parked_is_collected_by_the_retry()
         assert [line["outcome"] for line in relay.lines(second)] == ["tool_error"]
 
 
-async def test_a_bridged_round_the_host_never_collects_expires_and_the_childs_request_is_refused() -> None:
+async def test_a_parked_round_the_host_never_collects_expires_and_the_childs_request_is_refused() -> None:
     async with running_relay() as relay:
         server = relay.add_child("time", tools=("ask",), timeout=0.05)
         host = ModernHost(relay)
@@ -255,10 +256,10 @@ async def test_a_bridged_round_the_host_never_collects_expires_and_the_childs_re
         }
 
 
-async def test_an_unknown_bridge_state_is_refused() -> None:
+async def test_an_unknown_round_state_is_refused() -> None:
     async with running_relay() as relay:
         server = relay.add_child("time", tools=("ask",))
-        request = ModernHost(relay).call("time_ask", requestState=BRIDGE_PREFIX + "made-up")
+        request = ModernHost(relay).call("time_ask", requestState=ROUND_PREFIX + "made-up")
         assert request.failure["code"] == INVALID_PARAMS
         assert "unknown or expired" in request.failure["message"]
         assert server.wire.sent == []

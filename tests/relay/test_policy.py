@@ -140,9 +140,8 @@ async def test_the_per_minute_limit_is_a_sliding_window_per_identity() -> None:
     """hub.state.rate through the router with the memory state: a burst up to the limit, then a refusal naming when
     the oldest request leaves the window; another identity has its own window."""
     now = [1000.0]
-    async with running_relay() as relay:
+    async with running_relay(shared=MemoryState(clock=lambda: now[0])) as relay:
         upstream = relay.add_child("postgres", tools=("query",))
-        relay.router.shared = MemoryState(clock=lambda: now[0])
         relay.policy = Policy((), "allow", Limits(None, 2))
         alice = FakeSession("conn-a", identity=Identity("alice", frozenset(), "token"))
         bob = FakeSession("conn-b", identity=Identity("bob", frozenset(), "token"))
@@ -188,7 +187,7 @@ async def test_the_health_report_shows_only_the_servers_of_names_the_caller_may_
     async with running_relay() as relay:
         relay.add_child("icinga", tools=("status",))
         relay.add_child("postgres", tools=("query",))
-        relay.router.health = lambda: {
+        relay.health = lambda: {
             "servers": [{"name": "icinga"}, {"name": "postgres"}],
             "collisions": [{"kind": "tool", "exposed": "icinga_status", "kept": "icinga", "dropped": "x"}],
         }

@@ -42,8 +42,8 @@ def test_under_a_deny_by_default_policy_the_gateway_tools_stay_and_find_only_wha
     from hub.access.policy import Policy, Rule
     from hub.config import ServerConfig
     from hub.platform.watchdog import Watchdog
+    from hub.relay.builtins import CALL_TOOL_DEF, SEARCH_TOOL_DEF
     from hub.relay.catalog import build_namespace
-    from hub.relay.meta_tools import CALL_TOOL_DEF, SEARCH_TOOL_DEF
     from hub.upstream.child import Child
     from hub.upstream.listing import Listing
 

@@ -24,7 +24,7 @@ class Clock:
 
 
 def line(child: str | None = "time", outcome: str = "ok", duration_ms: float = 5.0, **extra: Any) -> dict[str, Any]:
-    """A call-log line's fields, as Router.log_line makes them."""
+    """A call-log line's fields, as hub.relay.record.Record.line makes them."""
     return {
         "method": "tools/call",
         "identity": "alice",

@@ -1,0 +1,306 @@
+"""The hub's own tools and its instructions: `hub_health`, `hub_search_tools`, `hub_call_tool`, and the text a host
+gets at initialize. One module, so that what the hub says of itself is written in one place.
+
+- `hub_health` reports the hub and the servers the caller's policy shows (unless `health_tool: false`);
+- `hub_search_tools` and `hub_call_tool` are listed whenever some server's tools are left out of listings
+  (`exposure: search` or `hybrid`, for a server or the whole hub). `hub_call_tool` is not a second way in: the
+  router turns it into the named tool's own `tools/call` (`Forwarded`) and routes that exactly as if the host had
+  sent it, so policy, read-only, fixed arguments, constraints, confirmation, quarantine and the call log apply
+  unchanged;
+- the instructions name each server the caller may use, its prefix and its tools, within INSTRUCTIONS_LIMIT.
+
+What they read of the namespace is the small `Shown` protocol (`hub.relay.catalog.Namespace` satisfies it), so the
+catalog may import the names here and nothing here imports the catalog.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any, Protocol
+
+from hub.access.identity import Identity
+from hub.access.policy import Policy, View
+from hub.config.schema import ServerConfig
+from hub.config.settings import HubSettings
+from hub.protocol import errors, revisions
+from hub.protocol.jsonrpc import RequestId, encode
+from hub.relay.ports import HostRequest, SessionPort
+from hub.relay.record import Record
+from hub.relay.search import DEFAULT_LIMIT, MAX_LIMIT
+from hub.upstream.child import Child
+
+HEALTH_TOOL = "hub_health"
+HEALTH_TOOL_DEF: dict[str, Any] = {
+    "name": HEALTH_TOOL,
+    "title": "Hub health",
+    "description": "State of the MCP hub and of each server behind it: ready, restarting or failed, with counts "
+    "and the last error. Call it when a tool of another server fails.",
+    "inputSchema": {"type": "object", "properties": {}},
+    "annotations": {"readOnlyHint": True, "openWorldHint": False},
+}
+# The most the hub's generated instructions take (characters): hosts put them in the model's context.
+INSTRUCTIONS_LIMIT = 1500
+SEARCH_TOOL = "hub_search_tools"
+CALL_TOOL = "hub_call_tool"
+# Listed and usable whatever the policy says of their own names: what a search returns is filtered by the caller's
+# policy, and the call hub_call_tool makes is decided as the named tool's own, so a policy that allows `icinga_*`
+# finds and calls exactly `icinga_*` through them, and nothing else.
+GATEWAY_TOOLS = frozenset({SEARCH_TOOL, CALL_TOOL})
+SEARCH_TOOL_DEF: dict[str, Any] = {
+    "name": SEARCH_TOOL,
+    "title": "Search tools",
+    "description": "Find the tools of the servers behind this hub by what they do: give a few words (a task, an "
+    "object, a verb); the best matches come back with their full definitions. Call one with hub_call_tool.",
+    "inputSchema": {
+        "type": "object",
+        "properties": {
+            "query": {"type": "string", "description": "What the tool should do, in a few words."},
+            "limit": {"type": "integer", "minimum": 1, "maximum": MAX_LIMIT, "default": DEFAULT_LIMIT},
+        },
+        "required": ["query"],
+    },
+    "annotations": {"readOnlyHint": True, "openWorldHint": False},
+}
+CALL_TOOL_DEF: dict[str, Any] = {
+    "name": CALL_TOOL,
+    "title": "Call a tool",
+    "description": "Call a tool found with hub_search_tools, by its name, with arguments matching its inputSchema.",
+    "inputSchema": {
+        "type": "object",
+        "properties": {
+            "name": {"type": "string", "description": "The tool's name, as hub_search_tools gave it."},
+            "arguments": {"type": "object", "description": "The tool's arguments."},
+        },
+        "required": ["name"],
+    },
+}
+
+
+def search_exposed(settings: HubSettings, servers: Iterable[ServerConfig]) -> bool:
+    """Whether some server's tools are found by search rather than listed: then the two tools are the hub's."""
+    return settings.exposure != "full" or any(s.exposure not in (None, "full") for s in servers if s.enabled)
+
+
+def search_arguments(params: dict[str, Any]) -> tuple[str, int]:
+    """The query and limit of a hub_search_tools call, checked."""
+    arguments = params.get("arguments") or {}
+    query = arguments.get("query") if isinstance(arguments, dict) else None
+    if not isinstance(query, str) or not query.strip():
+        raise errors.ArgumentRefused(f"tool {SEARCH_TOOL!r}: argument 'query' must be a non-empty string", "query")
+    limit = arguments.get("limit", DEFAULT_LIMIT)
+    if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= MAX_LIMIT:
+        raise errors.ArgumentRefused(
+            f"tool {SEARCH_TOOL!r}: argument 'limit' must be an integer from 1 to {MAX_LIMIT}", "limit"
+        )
+    return query, limit
+
+
+class Forwarded:
+    """A host's `hub_call_tool` request as the named tool's own `tools/call`: the same request (id, session,
+    stream, progress token, answer) with the inner name and arguments as its params."""
+
+    def __init__(self, request: HostRequest) -> None:
+        params = request.params
+        arguments = params.get("arguments") or {}
+        if not isinstance(arguments, dict):
+            raise errors.BadRequest("invalid params: 'arguments' must be an object")
+        name = arguments.get("name")
+        if not isinstance(name, str) or name == CALL_TOOL:
+            raise errors.ArgumentRefused(
+                f"tool {CALL_TOOL!r}: argument 'name' must name a tool (as hub_search_tools gives it)", "name"
+            )
+        inner = arguments.get("arguments")
+        if inner is not None and not isinstance(inner, dict):
+            raise errors.ArgumentRefused(f"tool {CALL_TOOL!r}: argument 'arguments' must be an object", "arguments")
+        # A 2026-07-28 host's next round of the call (requestState, inputResponses) travels as for any tool.
+        kept = {k: v for k, v in params.items() if k not in ("name", "arguments")}
+        self._request = request
+        self._params: dict[str, Any] = {**kept, "name": name, "arguments": inner or {}}
+        self.version = request.version
+
+    @property
+    def id(self) -> RequestId:
+        return self._request.id
+
+    @property
+    def method(self) -> str:
+        return self._request.method
+
+    @property
+    def params(self) -> dict[str, Any]:
+        return self._params
+
+    @property
+    def session(self) -> SessionPort:
+        return self._request.session
+
+    @property
+    def progress_token(self) -> RequestId | None:
+        return self._request.progress_token
+
+    @property
+    def log_level(self) -> str | None:
+        return self._request.log_level
+
+    def declared(self, capability: str) -> bool:
+        return self._request.declared(capability)
+
+    def respond(self, result: dict[str, Any] | bytes) -> None:
+        self._request.respond(result)
+
+    def fail(self, error: dict[str, Any]) -> None:
+        self._request.fail(error)
+
+    def drop(self) -> None:
+        self._request.drop()
+
+    def notify(self, method: str, params: dict[str, Any]) -> None:
+        self._request.notify(method, params)
+
+    def log(self, params: dict[str, Any]) -> None:
+        self._request.log(params)
+
+    async def ask(self, method: str, params: dict[str, Any], limit_s: float) -> dict[str, Any]:
+        return await self._request.ask(method, params, limit_s)
+
+
+class Shown(Protocol):
+    """What the built-in tools read of the namespace (hub.relay.catalog.Namespace)."""
+
+    @property
+    def tool_routes(self) -> Mapping[str, Any]: ...
+
+    @property
+    def prompt_routes(self) -> Mapping[str, Any]: ...
+
+    @property
+    def resource_routes(self) -> Mapping[str, Any]: ...
+
+    @property
+    def template_routes(self) -> Mapping[str, Any]: ...
+
+    def writes(self, tool: str) -> bool: ...
+
+    def search(self, query: str, limit: int, view: View) -> list[dict[str, Any]]: ...
+
+
+class Builtins:
+    """The hub's own tools as a host lists and calls them, and its instructions."""
+
+    def __init__(
+        self,
+        settings: Callable[[], HubSettings],
+        servers: Callable[[], Iterable[ServerConfig]],
+        namespace: Callable[[], Shown],
+        children: Callable[[], Mapping[str, Child]],
+        policy: Callable[[], Policy],
+        health: Callable[[], dict[str, Any]],
+        record: Record,
+    ) -> None:
+        self._settings = settings
+        self._servers = servers
+        self._namespace = namespace
+        self._children = children
+        self._policy = policy
+        self._health = health
+        self._record = record
+
+    def tools(self) -> tuple[dict[str, Any], ...]:
+        """The hub's own tools: hub_health unless turned off; the search tools when some tools are not listed."""
+        settings = self._settings()
+        health = (HEALTH_TOOL_DEF,) if settings.health_tool else ()
+        if search_exposed(settings, self._servers()):
+            return (*health, SEARCH_TOOL_DEF, CALL_TOOL_DEF)
+        return health
+
+    def reserved(self) -> frozenset[str]:
+        """The names no child may take: the hub's own tools' now."""
+        return frozenset(str(t["name"]) for t in self.tools())
+
+    def instructions(self, view: View) -> str:
+        """What the hub tells a host at initialize: one line per server the caller may use (`view`: its policy),
+        naming its prefix and the tools the caller may call, within INSTRUCTIONS_LIMIT, so that a host's tool search
+        and the model know what is behind the one entry. A child's own instructions are not passed on: they are
+        its text, unchecked, and would reach the model as the hub's."""
+        namespace = self._namespace()
+        searching = search_exposed(self._settings(), self._servers())
+        owned: dict[str, list[str]] = {}
+        for exposed, route in namespace.tool_routes.items():
+            if view.open or view.allows(exposed, writes=namespace.writes(exposed)):
+                owned.setdefault(route.child, []).append(exposed)
+        shown = [c for c in self._children().values() if view.open or c.name in owned or _may_see(view, c)]
+        lines = [f"This MCP hub serves the tools of {len(shown)} servers, each under its own prefix:"]
+        per_line = max(80, (INSTRUCTIONS_LIMIT - 200) // max(1, len(shown)))
+        for child in shown:
+            tools = owned.get(child.name, [])
+            head = f"- {child.prefix + '_' if child.prefix else '(no prefix)'} {child.name}"
+            own = f"{child.prefix}_" if child.prefix else ""  # said once, in `head`
+            listed = ", ".join(t.removeprefix(own) for t in tools) if tools else str(child.state)
+            line = f"{head} ({len(tools)} tools: {listed})"
+            lines.append(line if len(line) <= per_line else line[: per_line - 4] + "...)")
+        if searching:
+            lines.append("Some tools are not listed: find them with hub_search_tools and call them with hub_call_tool.")
+        text = "\n".join(lines)
+        return text if len(text) <= INSTRUCTIONS_LIMIT else text[: INSTRUCTIONS_LIMIT - 3] + "..."
+
+    def health(self, request: HostRequest, rule: str | None) -> None:
+        """hub_health: the report as the caller's policy shows it."""
+        started = time.perf_counter()
+        report = self.visible_health(request.session.identity)
+        self._answer(request, HEALTH_TOOL, json.dumps(report, indent=2), report, started, rule)
+
+    def search(self, request: HostRequest, rule: str | None) -> None:
+        """hub_search_tools: the best matches among the tools the caller's policy shows, as full definitions.
+
+        Raises:
+            errors.ArgumentRefused: its arguments are not a query and a limit.
+        """
+        started = time.perf_counter()
+        query, limit = search_arguments(request.params)
+        view = self._policy().view(request.session.identity)
+        found = self._namespace().search(query, limit, view)
+        report = {"tools": found}
+        names = ", ".join(str(t.get("name")) for t in found) or "none"
+        text = f"{len(found)} tools found: {names}\n{json.dumps(report)}"
+        self._answer(request, SEARCH_TOOL, text, report, started, rule)
+
+    def _answer(
+        self, request: HostRequest, tool: str, text: str, report: dict[str, Any], started: float, rule: str | None
+    ) -> None:
+        """A built-in tool's result (`text`, and `report` as its structured content), answered and recorded."""
+        result: dict[str, Any] = {"content": [{"type": "text", "text": text}], "structuredContent": report}
+        if revisions.is_modern(request.version):
+            result = revisions.stamp(result, "tools/call")
+        body = encode(result)
+        request.respond(body)
+        self._record.line(request, "hub", tool, None, started, "ok", None, len(body), None, rule, None)
+
+    def visible_health(self, identity: Identity) -> dict[str, Any]:
+        """The health report as `identity` may see it: the servers (and collisions) of names its policy shows."""
+        report = self._health()
+        view = self._policy().view(identity)
+        if view.open:
+            return report
+        namespace = self._namespace()
+        routes = (namespace.tool_routes, namespace.prompt_routes, namespace.resource_routes, namespace.template_routes)
+        seen = {
+            route.child
+            for table in routes
+            for name, route in table.items()
+            if view.allows(name, writes=table is namespace.tool_routes and namespace.writes(name))
+        }
+        return {
+            **report,
+            "servers": [s for s in report["servers"] if s["name"] in seen],
+            "collisions": [
+                c for c in report["collisions"] if view.allows(c["exposed"], writes=namespace.writes(c["exposed"]))
+            ],
+        }
+
+
+def _may_see(view: View, child: Child) -> bool:
+    """Whether a server without tools yet (starting) is named to a caller: when its policy allows names under the
+    server's prefix, as it will allow some of its tools."""
+    return not child.listing.tools and bool(child.prefix) and view.allows(f"{child.prefix}_", writes=False)

@@ -1,0 +1,76 @@
+"""The start-up wait: how long listings, and the one-shot commands, wait for the children started with the hub.
+
+A host that ignores tools/list_changed (Claude Desktop, historically) keeps its first listing until it restarts, so
+during start-up a listing waits to be complete. Children restarting later, or added by a reload once the wait is
+over, never hold a listing. The wait is counted from the process's start, so that a host's first listing comes at
+most `startup_listing_wait` after it spawned the hub. Every wait here is bounded.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterable, Mapping
+
+import anyio
+import structlog
+
+from hub.platform.processes import EXIT_GRACE, KILL_GRACE
+from hub.upstream.child import Child
+
+
+class StartupWait:
+    """Whether the children started with the hub have settled (each ready, or failed at least once)."""
+
+    def __init__(self, children: Callable[[], Mapping[str, Child]], started: float, limit: Callable[[], float]) -> None:
+        self._children = children  # the children as they are now
+        self._started = started  # the process's start (time.monotonic())
+        self._limit = limit  # `hub.startup_listing_wait`, as configured now
+        self._over = False  # every child started with the hub settled, or the wait ran out
+
+    def settled(self) -> bool:
+        return all(child.settled.is_set() for child in self._children().values())
+
+    def settle_limit(self, children: Iterable[Child] | None = None) -> float:
+        """How long children (all, by default) may take to be ready or to have failed once: the slowest
+        connect_timeout, the time a hung process is then given to exit, and a second to report it."""
+        pool = self._children().values() if children is None else children
+        return max((child.config.connect_timeout for child in pool), default=0.0) + EXIT_GRACE + KILL_GRACE + 1
+
+    async def settle(self, children: list[Child] | None = None, limit_s: float | None = None) -> None:
+        """Until `children` (all, by default) are ready or have failed once, at most `limit_s` (by default
+        `settle_limit`)."""
+        pool = list(self._children().values()) if children is None else children
+        with anyio.move_on_after(self.settle_limit(pool) if limit_s is None else limit_s):
+            for child in pool:
+                await child.settled.wait()
+
+    def left(self) -> float:
+        """Seconds a list request may still wait for the children started with the hub; 0 once that is over."""
+        if self._over:
+            return 0.0
+        left = self._started + self._limit() - time.monotonic()
+        if left <= 0 or self.settled():
+            self._over = True
+            return 0.0
+        return left
+
+    def end(self) -> None:
+        """List requests from now on answer at once, with the children that are up."""
+        self._over = True
+
+    async def wait(self) -> None:
+        """Hold a list request until every child started with the hub is ready or has failed once (bounded).
+
+        It ends exactly when `left` does, because list_changed is not sent until then: a listing answered sooner
+        could miss a change nobody is told of.
+        """
+        logged = False
+        while left := self.left():
+            starting = [child for child in self._children().values() if not child.settled.is_set()]
+            if not logged:
+                log = structlog.get_logger("hub")
+                log.info("listing_waits_for_start", servers=[c.name for c in starting], limit_s=round(left, 1))
+                logged = True
+            with anyio.move_on_after(left):
+                for child in starting:
+                    await child.settled.wait()
