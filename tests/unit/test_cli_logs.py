@@ -1,5 +1,5 @@
 """`hub logs` on files written here: filters, the summary's figures, --since, lines that are not calls, rotated
-files, and where the log is found by default. (Following a file: tests/unit/test_logfile.py.)"""
+files, and where the log is found by default. (Following a file: tests/test_logfile.py.)"""
 
 from __future__ import annotations
 

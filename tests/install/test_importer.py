@@ -23,7 +23,7 @@ from hub.install.edit import EditError, backups
 from hub.install.importer import ImportPlan, open_source, plan_import, write_import
 from hub.install.installer import apply, plan, restore, restore_plan
 from tests.conftest import REPO
-from tests.unit.hosts import CODEX, GEMINI, HOSTS, VSCODE, ZED
+from tests.install.hosts import CODEX, GEMINI, HOSTS, VSCODE, ZED
 
 GITHUB_PAT = "ghp_16C7e42F292c6912E7710c838347Ae178B4a"
 LINEAR_KEY = "lin_api_9fKq2Lm7Xw3Rt8Yb1Nc6Vd0Zp4Hs5Gj"
