@@ -8,7 +8,6 @@ import logging
 import os
 import re
 import threading
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -32,17 +31,6 @@ def all_lines(path: Path) -> list[str]:
         assert text == "" or text.endswith("\n"), f"{file.name} ends in the middle of a line"
         lines += text.splitlines()
     return lines
-
-
-@pytest.fixture
-def restore_logging() -> Iterator[None]:
-    """configure_logging changes the process's logging; put it back for the tests that follow."""
-    root = logging.getLogger()
-    handlers, level = root.handlers[:], root.level
-    yield
-    structlog.reset_defaults()
-    root.handlers[:] = handlers
-    root.setLevel(level)
 
 
 def test_rotation_keeps_every_line_once_in_order_and_no_file_over_the_limit(tmp_path: Path) -> None:

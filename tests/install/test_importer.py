@@ -22,8 +22,8 @@ from hub.install.convert import Unusable, convert, fit_prefix
 from hub.install.edit import EditError, backups
 from hub.install.importer import ImportPlan, open_source, plan_import, write_import
 from hub.install.installer import apply, plan, restore, restore_plan
-from tests.conftest import REPO
 from tests.install.hosts import CODEX, GEMINI, HOSTS, VSCODE, ZED
+from tests.support.paths import REPO
 
 GITHUB_PAT = "ghp_16C7e42F292c6912E7710c838347Ae178B4a"
 LINEAR_KEY = "lin_api_9fKq2Lm7Xw3Rt8Yb1Nc6Vd0Zp4Hs5Gj"

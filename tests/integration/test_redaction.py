@@ -11,7 +11,8 @@ from typing import Any
 import pytest
 from mcp.shared.exceptions import MCPError
 
-from tests.conftest import connect_hub, hub_params, python_child, write_config
+from tests.support.children import python_child, write_config
+from tests.support.mcp_client import connect_hub, hub_params
 
 pytestmark = pytest.mark.anyio
 

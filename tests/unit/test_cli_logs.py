@@ -22,7 +22,7 @@ from hub.cli_logs import (
     percentile,
     run_logs,
 )
-from tests.conftest import REPO
+from tests.support.paths import REPO
 
 UTC = datetime.UTC
 NOW = datetime.datetime(2026, 11, 30, 12, 0, 0, tzinfo=UTC)
