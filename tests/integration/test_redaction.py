@@ -127,6 +127,7 @@ async def test_a_url_childs_headers_are_in_no_log_line(tmp_path: Path) -> None:
                 await client.call_tool("web_leak_error", {})
     finally:
         server.shutdown()
+        server.server_close()
         thread.join(timeout=5)
     text = log.read_text()
     assert "no: [REDACTED] [REDACTED]" in text, "the child's error is logged, its credentials are not"
