@@ -28,7 +28,7 @@ FIELDS = {
 ISO_UTC = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}Z$")
 
 
-def test_the_direct_line_matches_structlogs_line_but_for_the_time(tmp_path: Path) -> None:
+def test_the_direct_line_matches_structlogs_line_but_for_the_time(tmp_path: Path, restore_logging: None) -> None:
     log_file = tmp_path / "hub.log"
     direct = configure_logging("json", "info", str(log_file))
     direct(dict(FIELDS))
@@ -44,7 +44,9 @@ def test_the_direct_line_matches_structlogs_line_but_for_the_time(tmp_path: Path
 
 
 @pytest.mark.parametrize(("fmt", "level"), [("console", "info"), ("json", "warning")])
-def test_console_format_and_higher_levels_go_through_structlog(tmp_path: Path, fmt: str, level: str) -> None:
+def test_console_format_and_higher_levels_go_through_structlog(
+    tmp_path: Path, fmt: str, level: str, restore_logging: None
+) -> None:
     log_file = tmp_path / "hub.log"
     call_log = configure_logging(fmt, level, str(log_file))  # type: ignore[arg-type]
     call_log(dict(FIELDS))

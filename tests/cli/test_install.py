@@ -1,6 +1,6 @@
 """`hub install` and `hub import` as commands (hub.cli.install): what they print, their exit status, dry runs that
 write nothing, a team hub's URL as an entry. What they plan and write (hub.install) is tested in
-tests/unit/test_install.py and tests/unit/test_import.py, on the host files of tests/unit/hosts.py.
+tests/install/test_installer.py and tests/install/test_importer.py, on the host files of tests/install/hosts.py.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from hub.cli.install import run_install_command
 from hub.install.clients import CLIENTS, Paths
 from hub.install.edit import backups
 from hub.install.installer import Change, apply, client_target, plan, status
-from tests.unit.hosts import HOSTS, SECRETS, Host, desktop
+from tests.install.hosts import HOSTS, SECRETS, Host, desktop
 
 COMMAND = ["/opt/hub/.venv/bin/hub", "serve", "--config", "/home/me/servers.yaml"]
 NOW = datetime(2026, 12, 1, 16, 30, 0)

@@ -1,5 +1,5 @@
 """`hub logs` on files written here: filters, the summary's figures, --since, lines that are not calls, rotated
-files, and where the log is found by default. (Following a file: tests/unit/test_logfile.py.)"""
+files, and where the log is found by default. (Following a file: tests/test_logfile.py.)"""
 
 from __future__ import annotations
 
@@ -21,7 +21,7 @@ from hub.cli.logs import (
     run_logs,
 )
 from hub.cli.parser import build_parser
-from tests.conftest import REPO
+from tests.support.paths import REPO
 
 UTC = datetime.UTC
 NOW = datetime.datetime(2026, 11, 30, 12, 0, 0, tzinfo=UTC)

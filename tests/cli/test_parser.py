@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from hub.cli.parser import build_parser
-from tests.conftest import REPO
+from tests.support.paths import REPO
 
 CLI = REPO / "hub" / "cli"
 

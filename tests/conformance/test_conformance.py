@@ -16,7 +16,10 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import REPO, free_port, serve_http_command, write_config
+from tests.support.children import write_config
+from tests.support.paths import REPO
+from tests.support.processes import serve_http_command
+from tests.support.system import free_port
 
 pytestmark = pytest.mark.integration
 

@@ -14,7 +14,8 @@ from typing import Any
 
 import yaml
 
-from tests.conftest import REPO, system_tool
+from tests.support.paths import REPO
+from tests.support.system import system_tool
 
 DEPLOY = REPO / "deploy"
 KUBE = DEPLOY / "kubernetes"

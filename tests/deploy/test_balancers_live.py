@@ -20,8 +20,11 @@ import pytest
 import yaml
 
 from hub.access.tokens import TokenFile
-from tests.conftest import WAIT, free_port, log_events, serve_hub_http, stop_process, wait_listening
 from tests.deploy.artifacts import DEPLOY, tool
+from tests.support.logs import log_events
+from tests.support.processes import serve_hub_http, stop_process, wait_listening
+from tests.support.system import free_port
+from tests.support.waits import WAIT
 
 pytestmark = [pytest.mark.integration, pytest.mark.anyio]
 

@@ -20,8 +20,12 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
 
 from hub.access.tokens import TokenFile
-from tests.conftest import WAIT, free_port, initialize_request, serve_hub_http, wait_for_log
 from tests.deploy.artifacts import SECRETS_MOUNT, container, dockerfile, kubelet_volume, servers_yaml
+from tests.support.logs import wait_for_log
+from tests.support.mcp_client import initialize_request
+from tests.support.processes import serve_hub_http
+from tests.support.system import free_port
+from tests.support.waits import WAIT
 
 pytestmark = [pytest.mark.integration, pytest.mark.anyio]
 

@@ -32,7 +32,6 @@ import yaml
 from hub.access.identity import Identity
 from hub.access.tokens import TokenFile
 from hub.config.loader import load_config
-from tests.conftest import REPO
 from tests.deploy.artifacts import (
     CHILD_STOP_S,
     DEPLOY,
@@ -51,6 +50,7 @@ from tests.deploy.artifacts import (
     servers_yaml,
     tool,
 )
+from tests.support.paths import REPO
 
 # The oldest Kubernetes release the manifests are for (the preStop `sleep` action is on by default from 1.30), and
 # the newest whose schemas the installed kubernetes-validate has.

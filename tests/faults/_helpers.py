@@ -1,9 +1,9 @@
 """Shared plumbing for the fault-injection tests: a hub whose wire is counted, its health, its log, the process table.
 
-`running_hub()` spawns `hub serve` (stdio) exactly like tests.conftest.connect_hub, but through a transport that
-counts every request the host sends and every response it receives, by JSON-RPC id: "every request gets exactly one
-response" is checked on the wire (`Hubbed.assert_each_request_answered_once()`), not inferred from the SDK, which
-would drop a duplicate response silently.
+`running_hub()` spawns `hub serve` (stdio) exactly like tests.support.mcp_client.connect_hub, but through a
+transport that counts every request the host sends and every response it receives, by JSON-RPC id: "every request
+gets exactly one response" is checked on the wire (`Hubbed.assert_each_request_answered_once()`), not inferred
+from the SDK, which would drop a duplicate response silently.
 """
 
 from __future__ import annotations
@@ -29,7 +29,10 @@ from mcp.shared.dispatcher import ProgressFnT
 from mcp.shared.message import SessionMessage
 from pydantic import TypeAdapter
 
-from tests.conftest import REPO, WAIT, Host, connect_hub, hub_params, python_child, write_config
+from tests.support.children import python_child, write_config
+from tests.support.mcp_client import Host, connect_hub, hub_params
+from tests.support.paths import REPO
+from tests.support.waits import WAIT
 
 RAW: Any = TypeAdapter(dict[str, Any])
 KITCHEN = python_child("tests.children.kitchen")

@@ -20,7 +20,6 @@ import anyio
 import pytest
 from mcp.shared.exceptions import MCPError
 
-from tests.conftest import REPO, WAIT, wait_for_file, write_config
 from tests.faults._helpers import (
     AT_ONCE,
     KITCHEN,
@@ -31,6 +30,9 @@ from tests.faults._helpers import (
     names_seconds,
     running_hub,
 )
+from tests.support.children import write_config
+from tests.support.paths import REPO
+from tests.support.waits import WAIT, wait_for_file
 
 pytestmark = [pytest.mark.anyio, pytest.mark.integration]
 

@@ -21,8 +21,12 @@ from typing import Any
 import anyio
 import pytest
 
-from tests.conftest import REPO, WAIT, initialize_request, log_events, wait_for_file, write_config
 from tests.faults._helpers import KITCHEN, SHUTDOWN_WAIT, fault_child, hub_command
+from tests.support.children import write_config
+from tests.support.logs import log_events
+from tests.support.mcp_client import initialize_request
+from tests.support.paths import REPO
+from tests.support.waits import WAIT, wait_for_file
 
 pytestmark = [pytest.mark.anyio, pytest.mark.integration]
 

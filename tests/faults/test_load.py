@@ -9,8 +9,8 @@ from typing import Any
 import anyio
 import pytest
 
-from tests.conftest import WAIT
 from tests.faults._helpers import AT_ONCE, KITCHEN, fault_child, first_text, running_hub
+from tests.support.waits import WAIT
 
 pytestmark = [pytest.mark.anyio, pytest.mark.integration]
 

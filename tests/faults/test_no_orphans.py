@@ -16,7 +16,6 @@ from pathlib import Path
 import anyio
 import pytest
 
-from tests.conftest import REPO, WAIT, wait_for_file, write_config
 from tests.faults._helpers import (
     GONE_WAIT,
     KITCHEN,
@@ -31,6 +30,9 @@ from tests.faults._helpers import (
     wait_all_gone,
     wait_log_event,
 )
+from tests.support.children import write_config
+from tests.support.paths import REPO
+from tests.support.waits import WAIT, wait_for_file
 
 pytestmark = [pytest.mark.anyio, pytest.mark.integration]
 

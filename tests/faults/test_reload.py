@@ -19,8 +19,9 @@ import pytest
 import yaml
 
 from hub.config import ConfigError, load_config
-from tests.conftest import REPO, WAIT, wait_for_file
 from tests.faults._helpers import KITCHEN, Hubbed, error_text, fault_child, first_text, hub_pid, running_hub
+from tests.support.paths import REPO
+from tests.support.waits import WAIT, wait_for_file
 
 pytestmark = [pytest.mark.anyio, pytest.mark.integration]
 

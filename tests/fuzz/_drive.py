@@ -25,8 +25,11 @@ import httpx2
 import psutil
 from anyio.abc import Process
 
-from tests.conftest import REPO, free_port, python_child, serve_http_command, wait_listening, write_config
 from tests.fuzz._cases import CHILD_MAX_RESULT, HOST_CAPABILITIES, PREFIX, norm
+from tests.support.children import python_child, write_config
+from tests.support.paths import REPO
+from tests.support.processes import serve_http_command, wait_listening
+from tests.support.system import free_port
 
 # Log events that mean the hub itself failed on a message: the fuzz suite fails on any of them.
 FAULT_EVENTS = ("host_message_failed", "child_message_failed", "relay_task_failed")

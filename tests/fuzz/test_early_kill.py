@@ -22,8 +22,9 @@ import anyio
 import psutil
 import pytest
 
-from tests.conftest import REPO, write_config
 from tests.fuzz._drive import hub_command
+from tests.support.children import write_config
+from tests.support.paths import REPO
 
 pytestmark = [pytest.mark.anyio, pytest.mark.integration]
 

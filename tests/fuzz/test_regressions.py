@@ -24,7 +24,6 @@ import psutil
 import pytest
 import yaml
 
-from tests.conftest import REPO
 from tests.fuzz._cases import PREFIX, call_bytes, nested, request_bytes
 from tests.fuzz._drive import (
     LOG_LINE_LIMIT,
@@ -37,6 +36,7 @@ from tests.fuzz._drive import (
     http_hub,
     stdio_hub,
 )
+from tests.support.paths import REPO
 
 pytestmark = [pytest.mark.anyio, pytest.mark.integration]
 

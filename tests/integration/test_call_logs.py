@@ -28,18 +28,12 @@ from mcp import StdioServerParameters
 from mcp.shared.exceptions import MCPError
 
 from hub.logfile import rotated_siblings
-from tests.conftest import (
-    REPO,
-    WAIT,
-    Host,
-    connect_hub,
-    hub_params,
-    python_child,
-    stop_process,
-    wait_for_log,
-    wait_for_tools,
-    write_config,
-)
+from tests.support.children import python_child, write_config
+from tests.support.logs import wait_for_log
+from tests.support.mcp_client import Host, connect_hub, hub_params, wait_for_tools
+from tests.support.paths import REPO
+from tests.support.processes import stop_process
+from tests.support.waits import WAIT
 
 pytestmark = pytest.mark.anyio
 

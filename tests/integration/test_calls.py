@@ -18,18 +18,11 @@ import anyio
 import pytest
 from mcp import Client
 
-from tests.conftest import (
-    WAIT,
-    Host,
-    connect_host,
-    connect_hub,
-    hub_params,
-    python_child,
-    serve_hub_http,
-    wait_for_log,
-    wait_for_tools,
-    write_config,
-)
+from tests.support.children import python_child, write_config
+from tests.support.logs import wait_for_log
+from tests.support.mcp_client import Host, connect_host, connect_hub, hub_params, wait_for_tools
+from tests.support.processes import serve_hub_http
+from tests.support.waits import WAIT
 
 pytestmark = pytest.mark.anyio
 

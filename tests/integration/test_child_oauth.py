@@ -28,20 +28,13 @@ import pytest
 import yaml
 from anyio.abc import Process
 
-from tests.conftest import (
-    REPO,
-    WAIT,
-    Host,
-    connect_hub,
-    hub_params,
-    log_events,
-    serve_hub_http,
-    stop_process,
-    wait_for_file,
-    wait_for_tools,
-)
 from tests.integration.test_docs import blocks, commands
 from tests.integration.test_team import as_person, create_token
+from tests.support.logs import log_events
+from tests.support.mcp_client import Host, connect_hub, hub_params, wait_for_tools
+from tests.support.paths import REPO
+from tests.support.processes import serve_hub_http, stop_process
+from tests.support.waits import WAIT, wait_for_file
 
 pytestmark = pytest.mark.anyio
 

@@ -14,7 +14,8 @@ import anyio
 import pytest
 
 from hub.platform.processes import resolve_command
-from tests.conftest import REPO, write_config
+from tests.support.children import write_config
+from tests.support.paths import REPO
 
 BIN = Path(sys.executable).parent
 TIME = BIN / "mcp-server-time"

@@ -29,23 +29,14 @@ from mcp.client import Client
 from mcp.client.streamable_http import create_mcp_http_client, streamable_http_client
 from mcp.shared.exceptions import MCPError
 
-from tests.conftest import (
-    REPO,
-    WAIT,
-    Host,
-    connect_host,
-    free_port,
-    log_events,
-    python_child,
-    serve_http_command,
-    serve_hub_http,
-    stop_process,
-    wait_for_file,
-    wait_for_log,
-    wait_for_tools,
-    wait_listening,
-)
 from tests.integration.test_team import create_token
+from tests.support.children import python_child
+from tests.support.logs import log_events, wait_for_log
+from tests.support.mcp_client import Host, connect_host, wait_for_tools
+from tests.support.paths import REPO
+from tests.support.processes import serve_http_command, serve_hub_http, stop_process, wait_listening
+from tests.support.system import free_port
+from tests.support.waits import WAIT, wait_for_file
 
 pytestmark = pytest.mark.anyio
 

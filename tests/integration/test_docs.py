@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import REPO
+from tests.support.paths import REPO
 
 EXAMPLES = REPO / "docs" / "examples" / "config"
 HUB = [sys.executable, "-m", "hub"]

@@ -9,7 +9,9 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import REPO, connect_hub, hub_params, python_child, write_config
+from tests.support.children import python_child, write_config
+from tests.support.mcp_client import connect_hub, hub_params
+from tests.support.paths import REPO
 
 pytestmark = pytest.mark.anyio
 

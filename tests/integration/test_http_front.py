@@ -17,8 +17,11 @@ import anyio
 import httpx2
 import pytest
 
-from tests.conftest import WAIT, Host, connect_host, python_child, serve_hub_http, wait_for_tools, write_config
 from tests.integration.test_calls import recorded, wait_recorded
+from tests.support.children import python_child, write_config
+from tests.support.mcp_client import Host, connect_host, wait_for_tools
+from tests.support.processes import serve_hub_http
+from tests.support.waits import WAIT
 
 pytestmark = pytest.mark.anyio
 

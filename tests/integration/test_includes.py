@@ -12,7 +12,9 @@ import pytest
 import yaml
 from mcp import types
 
-from tests.conftest import Host, connect_host, hub_params, python_child, run_bounded
+from tests.support.children import python_child
+from tests.support.mcp_client import Host, connect_host, hub_params
+from tests.support.processes import run_bounded
 
 pytestmark = [pytest.mark.anyio, pytest.mark.integration]
 

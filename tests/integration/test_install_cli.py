@@ -23,7 +23,9 @@ from pathlib import Path
 import pytest
 from mcp import StdioServerParameters
 
-from tests.conftest import REPO, WAIT, connect_hub
+from tests.support.mcp_client import connect_hub
+from tests.support.paths import REPO
+from tests.support.waits import WAIT
 
 pytestmark = pytest.mark.integration
 

@@ -51,7 +51,11 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.routing import Route
 
-from tests.conftest import WAIT, free_port, log_events, python_child, serve_hub_http
+from tests.support.children import python_child
+from tests.support.logs import log_events
+from tests.support.processes import serve_hub_http
+from tests.support.system import free_port
+from tests.support.waits import WAIT
 
 pytestmark = pytest.mark.anyio
 

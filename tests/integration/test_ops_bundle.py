@@ -30,9 +30,13 @@ import mcp_types as types
 import pytest
 from mcp.shared.exceptions import MCPError
 
-from tests.conftest import REPO, WAIT, Host, connect_hub, free_port, hub_params, serve_hub_http, wait_for_tools
 from tests.integration.test_docs import commands
 from tests.integration.test_team import as_person, create_token
+from tests.support.mcp_client import Host, connect_hub, hub_params, wait_for_tools
+from tests.support.paths import REPO
+from tests.support.processes import serve_hub_http
+from tests.support.system import free_port
+from tests.support.waits import WAIT
 
 BUNDLE = REPO / "examples" / "ops"
 README = BUNDLE / "README.md"

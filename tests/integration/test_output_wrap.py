@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import connect_hub, hub_params, python_child, write_config
+from tests.support.children import python_child, write_config
+from tests.support.mcp_client import connect_hub, hub_params
 
 pytestmark = pytest.mark.anyio
 

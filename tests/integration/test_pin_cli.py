@@ -13,7 +13,9 @@ import pytest
 
 from hub.config.lock import canonical_tool, digest
 from tests.children.rugpull import DEFAULT_DESCRIPTION, DEFAULT_INSTRUCTIONS
-from tests.conftest import REPO, WAIT, python_child, write_config
+from tests.support.children import python_child, write_config
+from tests.support.paths import REPO
+from tests.support.waits import WAIT
 
 pytestmark = pytest.mark.integration
 

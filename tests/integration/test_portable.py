@@ -25,7 +25,10 @@ import anyio
 import pytest
 
 from hub.platform.processes import resolve_command, which_windows
-from tests.conftest import REPO, WAIT, Host, connect_hub, hub_params, python_child, wait_for_tools, write_config
+from tests.support.children import python_child, write_config
+from tests.support.mcp_client import Host, connect_hub, hub_params, wait_for_tools
+from tests.support.paths import REPO
+from tests.support.waits import WAIT
 
 pytestmark = pytest.mark.integration
 

@@ -11,7 +11,8 @@ from typing import Any
 import pytest
 from mcp.shared.exceptions import MCPError
 
-from tests.conftest import connect_hub, hub_params, python_child, write_config
+from tests.support.children import python_child, write_config
+from tests.support.mcp_client import connect_hub, hub_params
 
 pytestmark = pytest.mark.anyio
 
@@ -126,6 +127,7 @@ async def test_a_url_childs_headers_are_in_no_log_line(tmp_path: Path) -> None:
                 await client.call_tool("web_leak_error", {})
     finally:
         server.shutdown()
+        server.server_close()
         thread.join(timeout=5)
     text = log.read_text()
     assert "no: [REDACTED] [REDACTED]" in text, "the child's error is logged, its credentials are not"

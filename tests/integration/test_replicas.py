@@ -24,18 +24,13 @@ from mcp.client import Client
 from mcp.shared.exceptions import MCPError
 from prometheus_client.parser import text_string_to_metric_families
 
-from tests.conftest import (
-    REPO,
-    WAIT,
-    connect_host,
-    free_port,
-    python_child,
-    serve_http_command,
-    stop_process,
-    system_tool,
-    wait_listening,
-)
-from tests.conftest import write_config as write_servers
+from tests.support.children import python_child
+from tests.support.children import write_config as write_servers
+from tests.support.mcp_client import connect_host
+from tests.support.paths import REPO
+from tests.support.processes import serve_http_command, stop_process, wait_listening
+from tests.support.system import free_port, system_tool
+from tests.support.waits import WAIT
 
 pytestmark = [pytest.mark.anyio, pytest.mark.integration]
 

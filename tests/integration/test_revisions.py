@@ -22,17 +22,10 @@ from mcp.shared.exceptions import MCPError
 from mcp.shared.subscriptions import ToolsListChanged
 from pydantic import TypeAdapter
 
-from tests.conftest import (
-    WAIT,
-    Host,
-    connect_host,
-    hub_params,
-    python_child,
-    serve_hub_http,
-    wait_for_file,
-    wait_for_tools,
-    write_config,
-)
+from tests.support.children import python_child, write_config
+from tests.support.mcp_client import Host, connect_host, hub_params, wait_for_tools
+from tests.support.processes import serve_hub_http
+from tests.support.waits import WAIT, wait_for_file
 
 pytestmark = [pytest.mark.anyio, pytest.mark.integration]
 

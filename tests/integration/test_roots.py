@@ -23,16 +23,12 @@ from mcp import Client, StdioServerParameters
 from mcp.client.context import ClientRequestContext
 from mcp.client.stdio import stdio_client
 
-from tests.conftest import (
-    REPO,
-    WAIT,
-    Host,
-    hub_params,
-    serve_hub_http,
-    wait_for_log,
-    wait_for_tools,
-    write_config,
-)
+from tests.support.children import write_config
+from tests.support.logs import wait_for_log
+from tests.support.mcp_client import Host, hub_params, wait_for_tools
+from tests.support.paths import REPO
+from tests.support.processes import serve_hub_http
+from tests.support.waits import WAIT
 
 pytestmark = [pytest.mark.anyio, pytest.mark.integration]
 

@@ -21,18 +21,13 @@ from mcp import types
 from mcp.shared.exceptions import MCPError
 from pydantic import TypeAdapter
 
-from tests.conftest import (
-    REPO,
-    WAIT,
-    Host,
-    connect_host,
-    hub_params,
-    python_child,
-    run_bounded,
-    wait_for_log,
-    write_config,
-)
 from tests.integration.test_docs import blocks, commands
+from tests.support.children import python_child, write_config
+from tests.support.logs import wait_for_log
+from tests.support.mcp_client import Host, connect_host, hub_params
+from tests.support.paths import REPO
+from tests.support.processes import run_bounded
+from tests.support.waits import WAIT
 
 pytestmark = [pytest.mark.anyio, pytest.mark.integration]
 

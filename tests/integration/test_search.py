@@ -12,7 +12,9 @@ import pytest
 import yaml
 from mcp.client import Client
 
-from tests.conftest import EVERYTHING, REPO, connect_host, hub_params, python_child
+from tests.support.children import python_child
+from tests.support.mcp_client import connect_host, hub_params
+from tests.support.paths import EVERYTHING, REPO
 
 pytestmark = [pytest.mark.anyio, pytest.mark.integration]
 

@@ -23,20 +23,12 @@ from mcp import Client
 from mcp.shared.exceptions import MCPError
 from pydantic import TypeAdapter
 
-from tests.conftest import (
-    REPO,
-    WAIT,
-    Host,
-    connect_host,
-    log_events,
-    python_child,
-    serve_hub_http,
-    stop_process,
-    wait_for_file,
-    wait_for_log,
-    wait_for_tools,
-    write_config,
-)
+from tests.support.children import python_child, write_config
+from tests.support.logs import log_events, wait_for_log
+from tests.support.mcp_client import Host, connect_host, wait_for_tools
+from tests.support.paths import REPO
+from tests.support.processes import serve_hub_http, stop_process
+from tests.support.waits import WAIT, wait_for_file
 
 pytestmark = [pytest.mark.anyio, pytest.mark.integration]
 

@@ -16,16 +16,10 @@ import yaml
 from mcp import types
 from pydantic import TypeAdapter
 
-from tests.conftest import (
-    connect_host,
-    free_port,
-    python_child,
-    run_bounded,
-    serve_hub_http,
-    stop_process,
-    system_tool,
-    wait_listening,
-)
+from tests.support.children import python_child
+from tests.support.mcp_client import connect_host
+from tests.support.processes import run_bounded, serve_hub_http, stop_process, wait_listening
+from tests.support.system import free_port, system_tool
 
 pytestmark = [pytest.mark.anyio, pytest.mark.integration]
 
@@ -124,7 +118,7 @@ async def test_a_pin_approval_on_one_replica_holds_on_all(tmp_path: Path) -> Non
     against replica a's copy reaches replica b through Redis alone, whose own lock file never changes."""
     import sys
 
-    from tests.conftest import Host
+    from tests.support.mcp_client import Host
 
     async with redis_server() as redis_url:
 

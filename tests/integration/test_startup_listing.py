@@ -18,18 +18,11 @@ import mcp_types as types
 import pytest
 from pydantic import TypeAdapter
 
-from tests.conftest import (
-    REPO,
-    Host,
-    connect_host,
-    connect_hub,
-    hub_params,
-    log_events,
-    python_child,
-    serve_hub_http,
-    wait_for_log,
-    write_config,
-)
+from tests.support.children import python_child, write_config
+from tests.support.logs import log_events, wait_for_log
+from tests.support.mcp_client import Host, connect_host, connect_hub, hub_params
+from tests.support.paths import REPO
+from tests.support.processes import serve_hub_http
 
 pytestmark = pytest.mark.anyio
 

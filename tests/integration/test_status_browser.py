@@ -26,18 +26,13 @@ from typing import Any
 import pytest
 import yaml
 
-from tests.conftest import (
-    REPO,
-    WAIT,
-    Host,
-    connect_host,
-    python_child,
-    serve_hub_http,
-    wait_for_tools,
-    write_config,
-)
 from tests.faults._helpers import descendants
 from tests.integration.test_team import create_token, hub_token
+from tests.support.children import python_child, write_config
+from tests.support.mcp_client import Host, connect_host, wait_for_tools
+from tests.support.paths import REPO
+from tests.support.processes import serve_hub_http
+from tests.support.waits import WAIT
 
 pytestmark = [pytest.mark.anyio, pytest.mark.skipif(not Path("/proc").is_dir(), reason="/proc, to find a child")]
 

@@ -22,18 +22,10 @@ from mcp import Client
 from mcp.shared.exceptions import MCPError
 from pydantic import TypeAdapter
 
-from tests.conftest import (
-    Host,
-    connect_direct,
-    connect_hub,
-    everything_server,
-    hub_params,
-    python_child,
-    wait_for_file,
-    wait_for_log,
-    wait_for_tools,
-    write_config,
-)
+from tests.support.children import everything_server, python_child, write_config
+from tests.support.logs import wait_for_log
+from tests.support.mcp_client import Host, connect_direct, connect_hub, hub_params, wait_for_tools
+from tests.support.waits import wait_for_file
 
 pytestmark = [pytest.mark.anyio, pytest.mark.integration]
 

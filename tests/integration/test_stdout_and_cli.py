@@ -12,17 +12,12 @@ import anyio
 import pytest
 from anyio.streams.text import TextReceiveStream
 
-from tests.conftest import (
-    REPO,
-    WAIT,
-    Host,
-    connect_host,
-    log_events,
-    python_child,
-    serve_hub_http,
-    wait_for_tools,
-    write_config,
-)
+from tests.support.children import python_child, write_config
+from tests.support.logs import log_events
+from tests.support.mcp_client import Host, connect_host, wait_for_tools
+from tests.support.paths import REPO
+from tests.support.processes import serve_hub_http
+from tests.support.waits import WAIT
 
 pytestmark = pytest.mark.integration
 

@@ -35,19 +35,13 @@ from mcp.client import Client
 from mcp.client.streamable_http import create_mcp_http_client, streamable_http_client
 from prometheus_client.parser import text_string_to_metric_families
 
-from tests.conftest import (
-    REPO,
-    WAIT,
-    Host,
-    connect_hub,
-    hub_params,
-    initialize_request,
-    log_events,
-    python_child,
-    serve_hub_http,
-    wait_for_log,
-)
 from tests.integration.test_docs import blocks, commands
+from tests.support.children import python_child
+from tests.support.logs import log_events, wait_for_log
+from tests.support.mcp_client import Host, connect_hub, hub_params, initialize_request
+from tests.support.paths import REPO
+from tests.support.processes import serve_hub_http
+from tests.support.waits import WAIT
 
 pytestmark = pytest.mark.anyio
 

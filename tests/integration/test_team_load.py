@@ -18,7 +18,11 @@ import pytest
 import yaml
 
 from hub.access.tokens import TokenFile
-from tests.conftest import WAIT, initialize_request, log_events, python_child, serve_hub_http
+from tests.support.children import python_child
+from tests.support.logs import log_events
+from tests.support.mcp_client import initialize_request
+from tests.support.processes import serve_hub_http
+from tests.support.waits import WAIT
 
 pytestmark = pytest.mark.anyio
 

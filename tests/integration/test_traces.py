@@ -15,8 +15,12 @@ import httpx2
 import pytest
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 
-from tests.conftest import WAIT, initialize_request, log_events, python_child, serve_hub_http, write_config
 from tests.integration.test_calls import wait_recorded
+from tests.support.children import python_child, write_config
+from tests.support.logs import log_events
+from tests.support.mcp_client import initialize_request
+from tests.support.processes import serve_hub_http
+from tests.support.waits import WAIT
 
 pytestmark = pytest.mark.anyio
 

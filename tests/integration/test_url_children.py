@@ -12,16 +12,11 @@ from typing import Any
 import anyio
 import pytest
 
-from tests.conftest import (
-    REPO,
-    Host,
-    connect_hub,
-    hub_params,
-    stop_process,
-    wait_for_file,
-    wait_for_tools,
-    write_config,
-)
+from tests.support.children import write_config
+from tests.support.mcp_client import Host, connect_hub, hub_params, wait_for_tools
+from tests.support.paths import REPO
+from tests.support.processes import stop_process
+from tests.support.waits import wait_for_file
 
 pytestmark = [pytest.mark.anyio, pytest.mark.integration]
 

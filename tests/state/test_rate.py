@@ -8,7 +8,7 @@ import pytest
 from hub.protocol import errors
 from hub.state import MemoryState, RateDecision, RedisState
 from hub.state.rate import WINDOW, decide, horizon
-from tests.conftest import free_port
+from tests.support.system import free_port
 
 pytestmark = pytest.mark.anyio
 

@@ -18,8 +18,8 @@ from hub.install.convert import Unusable, convert, fit_prefix
 from hub.install.edit import EditError
 from hub.install.importer import ImportPlan, open_source, plan_import, write_import
 from hub.install.installer import apply, plan, restore, restore_plan
-from tests.conftest import REPO
-from tests.unit.hosts import CODEX, GEMINI, GITHUB_PAT, HOSTS, OPENAI, QUERY_KEY, SECRETS, VSCODE, ZED, desktop
+from tests.install.hosts import CODEX, GEMINI, GITHUB_PAT, HOSTS, OPENAI, QUERY_KEY, SECRETS, VSCODE, ZED, desktop
+from tests.support.paths import REPO
 
 
 def do_import(spec: str, paths: Paths, into: Path, scope: Scope = "user") -> ImportPlan:

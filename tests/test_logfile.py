@@ -8,7 +8,7 @@ import logging
 import os
 import re
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -35,14 +35,18 @@ def all_lines(path: Path) -> list[str]:
 
 
 @pytest.fixture
-def restore_logging() -> Iterator[None]:
-    """configure_logging changes the process's logging; put it back for the tests that follow."""
-    root = logging.getLogger()
-    handlers, level = root.handlers[:], root.level
-    yield
-    structlog.reset_defaults()
-    root.handlers[:] = handlers
-    root.setLevel(level)
+def open_log() -> Iterator[Callable[..., LogFile]]:
+    """`LogFile(...)`, closed after the test whether it passed or not: a file left open is a ResourceWarning whenever
+    the collector gets to it, in whichever test runs then."""
+    opened: list[LogFile] = []
+
+    def open_(path: Path, max_bytes: int = 0, backups: int = 1) -> LogFile:
+        opened.append(LogFile(path, max_bytes, backups))
+        return opened[-1]
+
+    yield open_
+    for log in opened:
+        log.close()
 
 
 def test_rotation_keeps_every_line_once_in_order_and_no_file_over_the_limit(tmp_path: Path) -> None:
@@ -69,28 +73,32 @@ def test_the_oldest_files_beyond_backups_are_deleted(tmp_path: Path) -> None:
     assert all_lines(path)[-1] == f"line 099 {'.' * 40}"
 
 
-def test_a_line_longer_than_the_limit_is_written_whole_in_a_file_of_its_own(tmp_path: Path) -> None:
+def test_a_line_longer_than_the_limit_is_written_whole_in_a_file_of_its_own(
+    tmp_path: Path, open_log: Callable[..., LogFile]
+) -> None:
     path = tmp_path / "hub.log"
-    log = LogFile(path, max_bytes=50, backups=5)
+    log = open_log(path, max_bytes=50, backups=5)
     log.write("short\n")
     log.write("L" * 200 + "\n")
     log.write("after\n")
     assert [f.read_text() for f in every_file(path)] == ["short\n", "L" * 200 + "\n", "after\n"]
 
 
-def test_max_bytes_zero_never_rotates(tmp_path: Path) -> None:
+def test_max_bytes_zero_never_rotates(tmp_path: Path, open_log: Callable[..., LogFile]) -> None:
     path = tmp_path / "hub.log"
-    log = LogFile(path, max_bytes=0)
+    log = open_log(path, max_bytes=0)
     for i in range(1000):
         log.write(f"{i}\n")
     assert rotated_siblings(path) == [] and len(path.read_text().splitlines()) == 1000
 
 
-def test_threads_printing_lines_in_two_writes_never_split_or_mix_them(tmp_path: Path) -> None:
+def test_threads_printing_lines_in_two_writes_never_split_or_mix_them(
+    tmp_path: Path, open_log: Callable[..., LogFile]
+) -> None:
     """print() writes a message, then its newline (structlog's PrintLogger does so); with 8 threads at once and a
     rotation every few lines, each file still holds whole lines, and every line is there exactly once."""
     path = tmp_path / "hub.log"
-    log = LogFile(path, max_bytes=2000, backups=10_000)
+    log = open_log(path, max_bytes=2000, backups=10_000)
     start = threading.Barrier(8)
 
     def writer(t: int) -> None:
@@ -110,9 +118,11 @@ def test_threads_printing_lines_in_two_writes_never_split_or_mix_them(tmp_path: 
         assert [e["i"] for e in seen if e["thread"] == t] == list(range(300)), "each thread's lines in order"
 
 
-def test_reopen_begins_a_new_file_after_the_old_one_was_moved_away(tmp_path: Path) -> None:
+def test_reopen_begins_a_new_file_after_the_old_one_was_moved_away(
+    tmp_path: Path, open_log: Callable[..., LogFile]
+) -> None:
     path = tmp_path / "hub.log"
-    log = LogFile(path, max_bytes=0)
+    log = open_log(path, max_bytes=0)
     log.write("before\n")
     path.rename(tmp_path / "hub.log.moved")
     log.write("still the old file until reopened\n")
@@ -209,9 +219,11 @@ def test_follow_waits_for_a_file_not_there_yet_and_reads_it_from_its_start(tmp_p
     follower.close()
 
 
-def test_follow_reads_every_file_rotated_between_two_polls_each_line_once(tmp_path: Path) -> None:
+def test_follow_reads_every_file_rotated_between_two_polls_each_line_once(
+    tmp_path: Path, open_log: Callable[..., LogFile]
+) -> None:
     path = tmp_path / "hub.log"
-    log = LogFile(path, max_bytes=60, backups=1000)
+    log = open_log(path, max_bytes=60, backups=1000)
     log.write("start\n")
     follower = Follower(path, from_end=True)
     written: list[str] = []
@@ -227,9 +239,11 @@ def test_follow_reads_every_file_rotated_between_two_polls_each_line_once(tmp_pa
     follower.close()
 
 
-def test_follow_after_the_old_file_was_deleted_reads_the_files_written_since(tmp_path: Path) -> None:
+def test_follow_after_the_old_file_was_deleted_reads_the_files_written_since(
+    tmp_path: Path, open_log: Callable[..., LogFile]
+) -> None:
     path = tmp_path / "hub.log"
-    log = LogFile(path, max_bytes=40, backups=2)
+    log = open_log(path, max_bytes=40, backups=2)
     log.write("first line, followed from here ..\n")
     follower = Follower(path, from_end=False)
     assert follower.poll() == ["first line, followed from here .."]
@@ -256,10 +270,13 @@ def test_the_log_settings_have_defaults_bounds_and_a_path_relative_to_servers_ya
 
 
 def test_a_rotation_that_fails_loses_no_line_and_is_tried_again_later(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+    tmp_path: Path,
+    open_log: Callable[..., LogFile],
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
 ) -> None:
     path = tmp_path / "hub.log"
-    log = LogFile(path, max_bytes=100, backups=5)
+    log = open_log(path, max_bytes=100, backups=5)
     replace = os.replace
     failures = iter([OSError("the file is held open elsewhere")])
 
@@ -280,9 +297,11 @@ def test_a_rotation_that_fails_loses_no_line_and_is_tried_again_later(
     assert sizes == [160, 80, 80]
 
 
-def test_a_deleted_log_file_is_begun_again_at_the_next_rotation(tmp_path: Path) -> None:
+def test_a_deleted_log_file_is_begun_again_at_the_next_rotation(
+    tmp_path: Path, open_log: Callable[..., LogFile]
+) -> None:
     path = tmp_path / "hub.log"
-    log = LogFile(path, max_bytes=30, backups=5)
+    log = open_log(path, max_bytes=30, backups=5)
     log.write("x" * 20 + "\n")
     path.unlink()
     log.write("y" * 20 + "\n")

@@ -1,7 +1,7 @@
 """`hub install`: each host's file in its place on Linux, macOS and Windows, read back with that format's own
 parser; idempotence; uninstall and restore exact to the byte; dry runs; status and drift; Claude Code's CLI.
 
-Every home directory is a temporary one (hub.install.clients.Paths), holding the files of tests/unit/hosts.py.
+Every home directory is a temporary one (hub.install.clients.Paths), holding the files of tests/install/hosts.py.
 The command itself (hub.cli.install: its output, exit status, --url): tests/cli/test_install.py.
 """
 
@@ -19,7 +19,7 @@ from hub.install.clients import CLIENTS, Paths, hub_executable, runs_hub, serve_
 from hub.install.edit import EditError, backups
 from hub.install.installer import Change, apply, client_target, drift, plan, restore, restore_plan, status
 from hub.install.installer import uninstall_plan as uninstall
-from tests.unit.hosts import HOSTS, Host
+from tests.install.hosts import HOSTS, Host
 
 COMMAND = ["/opt/hub/.venv/bin/hub", "serve", "--config", "/home/me/servers.yaml"]
 NOW = datetime(2026, 12, 1, 16, 30, 0)

@@ -1,4 +1,4 @@
-"""The token file and policy decisions: pure logic, no processes."""
+"""The token file: hashes only, expiry and revocation, damage named; pure logic, no processes."""
 
 from __future__ import annotations
 
@@ -9,7 +9,6 @@ from pathlib import Path
 import pytest
 
 from hub.access.identity import Identity
-from hub.access.policy import Policy, Rule
 from hub.access.tokens import Rejected, TokenFile, TokenFileError, digest
 
 
@@ -53,28 +52,3 @@ def test_names_and_duplicates_are_checked(tmp_path: Path) -> None:
         tokens.create("alice")
     with pytest.raises(TokenFileError, match="invalid token name"):
         tokens.create("al ice")
-
-
-def test_deny_wins_over_allow_among_the_rules_that_match() -> None:
-    policy = Policy(
-        (
-            Rule("oncall", groups=frozenset({"oncall"}), allow=("icinga_*", "postgres_query")),
-            Rule("no-writes", subjects=frozenset({"*"}), deny=("*_write",)),
-            Rule("dba", groups=frozenset({"dba"}), allow=("postgres_*",)),
-        ),
-        "deny",
-    )
-    alice = Identity("alice", frozenset({"oncall"}))
-    dave = Identity("dave", frozenset({"dba"}))
-    assert policy.decide(alice, "icinga_ack", writes=False).allowed
-    assert policy.decide(alice, "postgres_query", writes=False).rule == "oncall"
-    assert not policy.decide(alice, "postgres_drop", writes=False).allowed
-    assert policy.decide(alice, "postgres_drop", writes=False).rule is None  # the default decided
-    assert policy.decide(dave, "postgres_write", writes=False).rule == "no-writes"
-    assert not policy.decide(dave, "postgres_write", writes=False).allowed
-    assert policy.view(alice) != policy.view(dave)
-    assert policy.view(alice) == policy.view(Identity("erin", frozenset({"oncall"})))
-
-
-def test_no_policy_allows_everything() -> None:
-    assert Policy().open and Policy().decide(Identity("x"), "anything", writes=False).allowed

@@ -14,7 +14,7 @@ import re
 from pathlib import Path
 
 from bench.report import render_table
-from tests.conftest import REPO
+from tests.support.paths import REPO
 
 RESULTS = REPO / "bench" / "results" / "latest.json"
 FRONTS = {"stdio, SDK child": "stdio/sdk", "stdio, raw child": "stdio/raw", "HTTP, SDK child": "http/sdk"}
