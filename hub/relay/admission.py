@@ -1,33 +1,28 @@
-"""Admission: whether a routed request may become a call, decided before anything of it starts.
-
-In order, for a request whose name resolves: the caller's policy (`hub.access.policy`: allowed, by which rule;
-what it may not use answers as what does not exist); what the config holds back (pins, quarantine:
-`Namespace.held_back`, refused as the name is routed); the identity's requests per minute, taken from its sliding
-window in the shared state (`hub.state.rate`: this process's, or the replicas' with `state: redis`) before anything
-else of it; the tool's argument rules (`hub.relay.exposure`: fixed arguments,
-constraints); the user's confirmation (`confirm:`, asked through elicitation, or as a 2026-07-28 input round sealed
-by `hub.relay.rounds`); and, as its call is made, the identity's limit in flight in this process
-(`hub.relay.quotas`).
+"""Admission: whether a routed request may become a call, decided before anything of it starts (the checks and
+their order: docs/architecture.md).
 
 Each check either passes (the policy's `Decision`: allowed, by which rule; the checked params) or raises the
-`HubError` the host is answered with; none sends anything to a child. The two that wait (the rate window, the
-user's answer) are awaited in the router's staged step (`hub.relay.inflight`).
+`HubError` the host is answered with; none sends anything to a child. The two that wait (the identity's rate window
+in the shared state, `hub.state.rate`; the user's answer to a confirmation) are awaited in the router's staged step
+(`hub.relay.inflight`). One identity's burst must not take a shared hub's capacity from everyone else: its limits
+(`Policy.limits_for`) count every routed request but subscriptions; listings are not counted.
 """
 
 from __future__ import annotations
 
 import json
+import math
 import time
 from collections.abc import Callable
-from typing import Any, Protocol
+from typing import Any
 
 from hub.access.identity import Identity
 from hub.access.policy import Decision, Policy
 from hub.protocol import errors, revisions
 from hub.protocol.jsonrpc import encode
+from hub.relay.catalog import Route
 from hub.relay.exposure import NO_RULES, ToolRules, check_arguments
 from hub.relay.ports import AskFailed, HostRequest
-from hub.relay.quotas import Quotas, over_rate
 from hub.relay.record import Record
 from hub.relay.rounds import INPUT_KEY, STATE_TTL, Seals, question, said_yes
 from hub.state import SharedState
@@ -35,19 +30,13 @@ from hub.state import SharedState
 SUBSCRIPTIONS = frozenset({"resources/subscribe", "resources/unsubscribe"})
 
 
-class Routed(Protocol):
-    """Where a request's name leads (hub.relay.catalog.Route)."""
-
-    @property
-    def child(self) -> str: ...
-
-    @property
-    def original(self) -> str: ...
+class RateLimited(errors.HubError):
+    outcome = "rate_limited"
 
 
 class Admission:
-    """The checks of a routed request, with what they read: the policy as it is now, the shared state, this
-    process's quotas, the round seals, the redaction of what the user is shown, each child's timeout."""
+    """The checks of a routed request, with what they read: the policy as it is now, the shared state, the round
+    seals, the redaction of what the user is shown, each child's timeout."""
 
     def __init__(
         self,
@@ -61,7 +50,7 @@ class Admission:
         self.policy = policy
         self.shared = shared
         self.seals = seals
-        self.quotas = Quotas()
+        self._in_flight: dict[str, int] = {}  # each identity's calls in flight in this process
         self._record = record
         self._redact = redact
         self._timeout_of = timeout_of  # a child's `timeout` by name (None: removed): how long a user is asked
@@ -88,7 +77,11 @@ class Admission:
         if limits.requests_per_minute is not None:
             taken = await self.shared.take(identity.name, limits.requests_per_minute)
             if not taken.allowed:
-                raise over_rate(identity.name, limits, taken.retry_after, self.shared.shared)
+                where = ", counted across the replicas" if self.shared.shared else ""
+                raise RateLimited(
+                    f"identity '{identity.name}' is over its limit of {limits.requests_per_minute} requests per minute "
+                    f"({limits.source}{where}); retry in {math.ceil(taken.retry_after * 10) / 10:.1f} s"
+                )
 
     def arguments(self, exposed: str, params: dict[str, Any], rules: ToolRules) -> dict[str, Any]:
         """The params with the tool's argument rules applied (fixed arguments set, constraints checked)."""
@@ -106,11 +99,26 @@ class Admission:
         if not policy.limited or request.method in SUBSCRIPTIONS:
             return None
         identity = request.session.identity
-        self.quotas.admit(identity.name, policy.limits_for(identity))
-        return identity.name
+        limits = policy.limits_for(identity)
+        name = identity.name
+        if limits.unlimited:
+            return name
+        in_flight = self._in_flight.get(name, 0)
+        if limits.max_concurrency is not None and in_flight >= limits.max_concurrency:
+            raise RateLimited(
+                f"identity '{name}' has {in_flight} requests in flight, its limit "
+                f"({limits.max_concurrency}, {limits.source}); retry when one has finished"
+            )
+        self._in_flight[name] = in_flight + 1
+        return name
 
     def release(self, quota: str) -> None:
-        self.quotas.release(quota)
+        """One call that `take_quota` counted has ended."""
+        in_flight = self._in_flight.get(quota, 0) - 1
+        if in_flight > 0:
+            self._in_flight[quota] = in_flight
+        else:
+            self._in_flight.pop(quota, None)  # nothing kept for an identity with nothing in flight
 
     # ---- the confirmation step ---------------------------------------------------------------------------------
 
@@ -128,7 +136,7 @@ class Admission:
                 "host that supports elicitation, or ask the hub's operator"
             )
 
-    async def confirmed(self, request: HostRequest, route: Routed, exposed: str, rule: str | None) -> bool:
+    async def confirmed(self, request: HostRequest, route: Route, exposed: str, rule: str | None) -> bool:
         """True on the user's explicit yes; False when a 2026-07-28 host was answered with the question (its
         answer comes as a request of its own, with the round's sealed state).
 

@@ -1,16 +1,9 @@
 """The hub's own tools and its instructions: `hub_health`, `hub_search_tools`, `hub_call_tool`, and the text a host
-gets at initialize. One module, so that what the hub says of itself is written in one place.
+gets at initialize, written in one place.
 
-- `hub_health` reports the hub and the servers the caller's policy shows (unless `health_tool: false`);
-- `hub_search_tools` and `hub_call_tool` are listed whenever some server's tools are left out of listings
-  (`exposure: search` or `hybrid`, for a server or the whole hub). `hub_call_tool` is not a second way in: the
-  router turns it into the named tool's own `tools/call` (`Forwarded`) and routes that exactly as if the host had
-  sent it, so policy, read-only, fixed arguments, constraints, confirmation, quarantine and the call log apply
-  unchanged;
-- the instructions name each server the caller may use, its prefix and its tools, within INSTRUCTIONS_LIMIT.
-
-What they read of the namespace is the small `Shown` protocol (`hub.relay.catalog.Namespace` satisfies it), so the
-catalog may import the names here and nothing here imports the catalog.
+`hub_call_tool` is not a second way in: the router turns it into the named tool's own `tools/call` (`Forwarded`)
+and routes that exactly as if the host had sent it, so every rule of a call applies unchanged. What the tools read
+of the namespace is `Shown` (`hub.relay.catalog.Namespace`), so that the catalog may import the names here.
 """
 
 from __future__ import annotations
@@ -83,29 +76,14 @@ def search_exposed(settings: HubSettings, servers: Iterable[ServerConfig]) -> bo
     return settings.exposure != "full" or any(s.exposure not in (None, "full") for s in servers if s.enabled)
 
 
-def search_arguments(params: dict[str, Any]) -> tuple[str, int]:
-    """The query and limit of a hub_search_tools call, checked."""
-    arguments = params.get("arguments") or {}
-    query = arguments.get("query") if isinstance(arguments, dict) else None
-    if not isinstance(query, str) or not query.strip():
-        raise errors.ArgumentRefused(f"tool {SEARCH_TOOL!r}: argument 'query' must be a non-empty string", "query")
-    limit = arguments.get("limit", DEFAULT_LIMIT)
-    if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= MAX_LIMIT:
-        raise errors.ArgumentRefused(
-            f"tool {SEARCH_TOOL!r}: argument 'limit' must be an integer from 1 to {MAX_LIMIT}", "limit"
-        )
-    return query, limit
-
-
 class Forwarded:
-    """A host's `hub_call_tool` request as the named tool's own `tools/call`: the same request (id, session,
-    stream, progress token, answer) with the inner name and arguments as its params."""
+    """A host's `hub_call_tool` request as the named tool's own `tools/call` (`hub.relay.ports.HostRequest`): the
+    same request (id, session, stream, progress token, answer) with the inner name and arguments as its params.
+    The router has checked that the outer `arguments` is an object (or absent)."""
 
     def __init__(self, request: HostRequest) -> None:
         params = request.params
         arguments = params.get("arguments") or {}
-        if not isinstance(arguments, dict):
-            raise errors.BadRequest("invalid params: 'arguments' must be an object")
         name = arguments.get("name")
         if not isinstance(name, str) or name == CALL_TOOL:
             raise errors.ArgumentRefused(
@@ -116,54 +94,20 @@ class Forwarded:
             raise errors.ArgumentRefused(f"tool {CALL_TOOL!r}: argument 'arguments' must be an object", "arguments")
         # A 2026-07-28 host's next round of the call (requestState, inputResponses) travels as for any tool.
         kept = {k: v for k, v in params.items() if k not in ("name", "arguments")}
-        self._request = request
-        self._params: dict[str, Any] = {**kept, "name": name, "arguments": inner or {}}
+        self.params: dict[str, Any] = {**kept, "name": name, "arguments": inner or {}}
         self.version = request.version
-
-    @property
-    def id(self) -> RequestId:
-        return self._request.id
-
-    @property
-    def method(self) -> str:
-        return self._request.method
-
-    @property
-    def params(self) -> dict[str, Any]:
-        return self._params
-
-    @property
-    def session(self) -> SessionPort:
-        return self._request.session
-
-    @property
-    def progress_token(self) -> RequestId | None:
-        return self._request.progress_token
-
-    @property
-    def log_level(self) -> str | None:
-        return self._request.log_level
-
-    def declared(self, capability: str) -> bool:
-        return self._request.declared(capability)
-
-    def respond(self, result: dict[str, Any] | bytes) -> None:
-        self._request.respond(result)
-
-    def fail(self, error: dict[str, Any]) -> None:
-        self._request.fail(error)
-
-    def drop(self) -> None:
-        self._request.drop()
-
-    def notify(self, method: str, params: dict[str, Any]) -> None:
-        self._request.notify(method, params)
-
-    def log(self, params: dict[str, Any]) -> None:
-        self._request.log(params)
-
-    async def ask(self, method: str, params: dict[str, Any], limit_s: float) -> dict[str, Any]:
-        return await self._request.ask(method, params, limit_s)
+        self.id: RequestId = request.id
+        self.method = request.method
+        self.session: SessionPort = request.session
+        self.progress_token: RequestId | None = request.progress_token
+        self.log_level: str | None = request.log_level
+        self.declared = request.declared
+        self.respond = request.respond
+        self.fail = request.fail
+        self.drop = request.drop
+        self.notify = request.notify
+        self.log = request.log
+        self.ask = request.ask
 
 
 class Shown(Protocol):
@@ -258,7 +202,15 @@ class Builtins:
             errors.ArgumentRefused: its arguments are not a query and a limit.
         """
         started = time.perf_counter()
-        query, limit = search_arguments(request.params)
+        arguments = request.params.get("arguments") or {}  # an object: checked as the request was routed
+        query = arguments.get("query")
+        if not isinstance(query, str) or not query.strip():
+            raise errors.ArgumentRefused(f"tool {SEARCH_TOOL!r}: argument 'query' must be a non-empty string", "query")
+        limit = arguments.get("limit", DEFAULT_LIMIT)
+        if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= MAX_LIMIT:
+            raise errors.ArgumentRefused(
+                f"tool {SEARCH_TOOL!r}: argument 'limit' must be an integer from 1 to {MAX_LIMIT}", "limit"
+            )
         view = self._policy().view(request.session.identity)
         found = self._namespace().search(query, limit, view)
         report = {"tools": found}
@@ -275,7 +227,7 @@ class Builtins:
             result = revisions.stamp(result, "tools/call")
         body = encode(result)
         request.respond(body)
-        self._record.line(request, "hub", tool, None, started, "ok", None, len(body), None, rule, None)
+        self._record.line(request, "hub", tool, None, started, "ok", size=len(body), rule=rule)
 
     def visible_health(self, identity: Identity) -> dict[str, Any]:
         """The health report as `identity` may see it: the servers (and collisions) of names its policy shows."""

@@ -84,11 +84,11 @@ class Record:
         original: str | None,
         began: float,
         outcome: str,
-        error: errors.HubError | None,
-        size: int,
-        arguments: Any,
-        rule: str | None,
-        span: RequestSpan | None,
+        error: errors.HubError | None = None,
+        size: int = 0,
+        arguments: Any = None,
+        rule: str | None = None,
+        span: RequestSpan | None = None,
         confirmed: str | None = None,
     ) -> None:
         """The one record of a routed request (docs/call-log.md names the fields)."""

@@ -65,7 +65,7 @@ class Seals:
     async def seal(self, identity: str, exposed: str, arguments: Any) -> str:
         """A confirmation round's state: this identity, tool and arguments, for STATE_TTL seconds."""
         payload = self._payload(CONFIRM, identity, exposed, time.time() + self._ttl)
-        payload["a"] = arguments_digest(arguments)
+        payload["a"] = digest(arguments)
         return ROUND_PREFIX + sealed.seal(await self.state.seal_key(), payload, ROUNDS_PURPOSE)
 
     async def open(self, state: str, identity: str, exposed: str, arguments: Any) -> None:
@@ -79,7 +79,7 @@ class Seals:
         payload = sealed.unseal(key, state.removeprefix(ROUND_PREFIX), ROUNDS_PURPOSE)
         if payload is None or payload.get("k") != CONFIRM:
             raise _refused(exposed, "its requestState is not one the hub issued (altered or forged)")
-        if (payload.get("i"), payload.get("n"), payload.get("a")) != (identity, exposed, arguments_digest(arguments)):
+        if (payload.get("i"), payload.get("n"), payload.get("a")) != (identity, exposed, digest(arguments)):
             raise _refused(exposed, "its requestState was issued for another caller, tool or arguments")
         expiry = payload.get("e")
         if not isinstance(expiry, float | int) or expiry < time.time():
@@ -106,11 +106,8 @@ class Seals:
         Raises:
             errors.BadRequest: the round is unknown, another's, expired, or held by another replica.
         """
-        unknown = errors.BadRequest(
-            f"hub: this input-required round of {named(exposed)} is unknown or expired; call the tool again"
-        )
         if payload is None or payload.get("k") != PARKED or (payload.get("n"), payload.get("i")) != (exposed, identity):
-            raise unknown
+            raise unknown_round(exposed)
         owner = str(payload.get("r"))
         if owner != self.replica:
             raise errors.BadRequest(
@@ -120,16 +117,11 @@ class Seals:
             )
         expiry = payload.get("e")
         if not isinstance(expiry, int | float) or expiry < time.time():
-            raise unknown
+            raise unknown_round(exposed)
         return str(payload.get("t"))
 
 
 # ---- the question a confirmation asks -------------------------------------------------------------------------
-
-
-def arguments_digest(arguments: Any) -> str:
-    """A digest of the host's arguments, independent of key order; any string JSON allows, lone surrogates too."""
-    return digest(arguments)
 
 
 def question(exposed: str, child: str, arguments: Any, shown: str) -> dict[str, Any]:
@@ -167,6 +159,12 @@ def named(value: Any) -> str:
     """A name (or id) the host sent, as an error message quotes it: its repr, cut to QUOTE_LIMIT characters."""
     text = repr(value[: QUOTE_LIMIT + 1] if isinstance(value, str) else value)
     return text if len(text) <= QUOTE_LIMIT else text[: QUOTE_LIMIT - 3] + "..."
+
+
+def unknown_round(exposed: str) -> errors.BadRequest:
+    return errors.BadRequest(
+        f"hub: this input-required round of {named(exposed)} is unknown or expired; call the tool again"
+    )
 
 
 def _refused(exposed: str, why: str) -> errors.NotConfirmed:

@@ -1,15 +1,9 @@
-"""Routing a host's request to the child that owns what it names: route -> admission -> call.
+"""Routing a host's request to the child that owns what it names: route -> admission -> call, the composition of
+the relay's stages (docs/architecture.md).
 
-The router is the composition of the relay's stages, each a module with one contract: `hub.relay.admission` (may it
-become a call: policy, pins, limits, argument rules, confirmation), `hub.relay.call` (slots, deadline, progress,
-cancellation, the answer), `hub.relay.rounds` (input rounds with a 2026-07-28 host, one sealed scheme),
-`hub.relay.inflight` (what is in flight, the drain) and `hub.relay.record` (the one record of each request).
-The hub's own tools are `hub.relay.builtins`.
-
-Routed methods: `tools/call`, `resources/read`, `prompts/get`, `completion/complete`, `resources/subscribe` and
-`resources/unsubscribe`. The name (or URI) is looked up in the current namespace and the child gets its own name;
-an unknown name is a -32602 naming it, and a name whose child is down an error naming the child and why. A call to a
-child that is still starting with the hub waits for it (bounded) instead of failing.
+The name (or URI) of a routed method (`ROUTED`) is looked up in the current namespace and the child gets its own
+name; an unknown name is a -32602 naming it, and a name whose child is down an error naming the child and why. A
+call to a child that is still starting with the hub waits for it (bounded) instead of failing.
 """
 
 from __future__ import annotations
@@ -28,14 +22,14 @@ from hub.protocol import errors, revisions
 from hub.relay.admission import SUBSCRIPTIONS, Admission
 from hub.relay.builtins import CALL_TOOL, GATEWAY_TOOLS, HEALTH_TOOL, SEARCH_TOOL, Builtins, Forwarded
 from hub.relay.call import Call, answer_error
-from hub.relay.catalog import Catalog
+from hub.relay.catalog import Catalog, Route
 from hub.relay.deadlines import Deadlines
 from hub.relay.exposure import NO_RULES, ToolRules
 from hub.relay.hosts import Hosts
 from hub.relay.inflight import InFlight
 from hub.relay.ports import HostRequest
 from hub.relay.record import Record, cut
-from hub.relay.rounds import PARKED, ROUND_PREFIX, named
+from hub.relay.rounds import PARKED, ROUND_PREFIX, named, unknown_round
 from hub.upstream.child import Child, ChildState
 
 ROUTED = frozenset(
@@ -49,7 +43,6 @@ ROUTED = frozenset(
     }
 )
 _log = structlog.get_logger("hub")
-_named = named
 
 
 class Router:
@@ -154,7 +147,7 @@ class Router:
             own = name in GATEWAY_TOOLS
             decision = ALLOWED if own else self.admission.decide(request.session.identity, name, False)
             if not decision.allowed:
-                raise errors.Denied(errors.UnknownName(f"Unknown tool: {_named(name)}"), decision.rule)
+                raise errors.Denied(errors.UnknownName(f"Unknown tool: {named(name)}"), decision.rule)
             if name == HEALTH_TOOL:
                 self.builtins.health(request, decision.rule)
             elif name == SEARCH_TOOL:
@@ -168,7 +161,7 @@ class Router:
         self._dispatch(request, waited, "tool", name, route, {**params, "name": route.original} if route else params)
 
     def _dispatch(
-        self, request: HostRequest, waited: bool, kind: str, exposed: str, route: Any, params: dict[str, Any]
+        self, request: HostRequest, waited: bool, kind: str, exposed: str, route: Route | None, params: dict[str, Any]
     ) -> None:
         namespace = self.catalog.namespace
         writes = kind == "tool" and namespace.writes(exposed)
@@ -185,7 +178,7 @@ class Router:
             return
         if self.flight.taken(request):
             raise errors.InvalidRequest(
-                f"invalid request: request id {_named(request.id)} is already in flight on this connection"
+                f"invalid request: request id {named(request.id)} is already in flight on this connection"
             )
         rules = namespace.tool_rules.get(exposed, NO_RULES) if kind == "tool" else NO_RULES
         if self.admission.per_minute(request) is not None:
@@ -194,7 +187,13 @@ class Router:
         self._go(request, route, exposed, params, decision.rule, rules)
 
     def _go(
-        self, request: HostRequest, route: Any, exposed: str, params: dict[str, Any], rule: str | None, rules: ToolRules
+        self,
+        request: HostRequest,
+        route: Route,
+        exposed: str,
+        params: dict[str, Any],
+        rule: str | None,
+        rules: ToolRules,
     ) -> None:
         """The admitted request's own checks (arguments, confirmation), then its call."""
         if rules is not NO_RULES:
@@ -210,7 +209,13 @@ class Router:
         self.start_call(request, route, exposed, params, rule)
 
     async def _take_then_go(
-        self, request: HostRequest, route: Any, exposed: str, params: dict[str, Any], rule: str | None, rules: ToolRules
+        self,
+        request: HostRequest,
+        route: Route,
+        exposed: str,
+        params: dict[str, Any],
+        rule: str | None,
+        rules: ToolRules,
     ) -> None:
         """Take the request from its identity's rate window before anything else of it."""
         try:
@@ -220,7 +225,7 @@ class Router:
             self.refuse(request, error, route.child, rule)
 
     async def _confirm_then_go(
-        self, request: HostRequest, route: Any, exposed: str, params: dict[str, Any], rule: str | None
+        self, request: HostRequest, route: Route, exposed: str, params: dict[str, Any], rule: str | None
     ) -> None:
         """A call that needs its user's yes: forwarded only on an explicit yes (hub.relay.admission)."""
         try:
@@ -236,40 +241,35 @@ class Router:
     def start_call(
         self,
         request: HostRequest,
-        route: Any,
+        route: Route,
         exposed: str,
         params: dict[str, Any],
         rule: str | None,
         confirmed: str | None = None,
     ) -> None:
+        """Make the admitted request a call: counted against its identity's limits (refused first, before anything
+        starts), its params as the child gets them, its span; then started (a subscription: only if the child must
+        be told)."""
         child = self.catalog.children.get(route.child)
         if child is None:  # removed by a reload while the request waited (its count, its confirmation)
             self.refuse(request, errors.Unavailable(f"server '{route.child}' was removed"), route.child, rule)
             return
-        call = self._call(request, child, exposed, route.original, params)
-        call.rule = rule
-        call.confirmation = confirmed
-        if request.method in SUBSCRIPTIONS:
-            self._subscription(call)
-            return
-        self.flight.add(request, call)
-        self._connect(call)
-
-    def _call(self, request: HostRequest, child: Child, exposed: str, original: str, params: dict[str, Any]) -> Call:
-        """The call of a request: counted against its identity's limits (refused first, before anything starts),
-        its params as the child gets them, its span."""
         quota = self.admission.take_quota(request)  # raises RateLimited
         meta = revisions.child_meta(params.get("_meta"))
         child_params = {k: v for k, v in params.items() if k != "_meta"}
-        call = Call(self, request, child, exposed, original, child_params)
-        call.quota = quota
+        call = Call(self, request, child, exposed, route.original, child_params)
+        call.quota, call.rule, call.confirmation = quota, rule, confirmed
         call.span = span = self.record.span(request, exposed, params.get("_meta"))
         if span is not None:
             span.set_child(child.name)
             meta = {**meta, **span.child_meta()}  # the child's work joins the host's trace
         if meta:
             child_params["_meta"] = meta
-        return call
+        if request.method in SUBSCRIPTIONS:
+            self._subscription(call)
+            return
+        self.flight.add(request, call)
+        self._connect(call)
 
     def _connect(self, call: Call) -> None:
         """Start the call on its connection: the session's own (`sessions: per-host`), else the shared one."""
@@ -291,14 +291,14 @@ class Router:
 
     def _unrouted(self, request: HostRequest, waited: bool, kind: str, exposed: str) -> None:
         """A name no child serves (yet): wait for the children still starting that could serve it, else fail."""
-        starting = self._starting_owners(exposed)
+        starting = [c for c in self._possible_owners(exposed) if not c.settled.is_set()]
         if starting and not waited:
             self.spawn(self._after_start, request, starting)
             return
         down = [c for c in self._possible_owners(exposed) if c.state is not ChildState.READY]
         if down and kind == "tool":  # the host may know the name from before: say why it is gone
-            raise errors.Unavailable(f"tool {_named(exposed)} is not available: {down[0].unavailable_reason()}")
-        raise errors.UnknownName(f"Unknown {kind}: {_named(exposed)}")
+            raise errors.Unavailable(f"tool {named(exposed)} is not available: {down[0].unavailable_reason()}")
+        raise errors.UnknownName(f"Unknown {kind}: {named(exposed)}")
 
     async def _start_on_own_connection(self, call: Call) -> None:
         try:
@@ -345,9 +345,7 @@ class Router:
         cancelled = self.flight.cancel(session, request_id, reason)
         if cancelled is None or isinstance(cancelled, Call):
             return cancelled is not None
-        self.record.line(
-            cancelled, None, _name(cancelled), None, time.perf_counter(), "cancelled", None, 0, None, None, None
-        )
+        self.record.line(cancelled, None, _name(cancelled), None, time.perf_counter(), "cancelled")
         return True
 
     def ended(self, call: Call) -> None:
@@ -387,9 +385,7 @@ class Router:
             or route is None
             or (call.child.name, call.original) != (route.child, route.original)
         ):
-            raise errors.BadRequest(
-                f"hub: this input-required round of {_named(name)} is unknown or expired; call the tool again"
-            )
+            raise unknown_round(name)
         responses = request.params.get("inputResponses")
         self.flight.add(request, call)
         call.resume(request, responses if isinstance(responses, dict) else {})
@@ -403,9 +399,6 @@ class Router:
             for c in self.catalog.children.values()
             if not c.prefix or name.startswith((c.prefix + "_", c.prefix + "+"))
         ]
-
-    def _starting_owners(self, name: str) -> list[Child]:
-        return [c for c in self._possible_owners(name) if not c.settled.is_set()]
 
     async def _after_start(self, request: HostRequest, starting: list[Child]) -> None:
         _log.info("call_waits_for_start", name=cut(_name(request)), servers=[c.name for c in starting])
