@@ -74,23 +74,18 @@ class Attribution:
     def child_request(self, child: Child, connection: Connection, request: Request) -> None:
         kind = ASKS.get(request.method)
         if kind is None:
-            connection.respond(
-                request.id,
-                error={"code": METHOD_NOT_FOUND, "message": f"hub: {request.method!r} is not relayed to hosts"},
-            )
+            why = f"hub: {request.method!r} is not relayed to hosts"
+            connection.respond(request.id, error={"code": METHOD_NOT_FOUND, "message": why})
             return
         owner = owner_of(connection.inflight)
         if isinstance(owner, Ambiguous):
             _log.warning("child_request_ambiguous", child=child.name, kind=kind, host_sessions=owner.sessions)
-            connection.respond(
-                request.id,
-                error={
-                    "code": INVALID_REQUEST,
-                    "message": f"hub: requests of {owner.sessions} host sessions are in flight to server "
-                    f"'{child.name}', so the hub cannot tell which one its {kind} request belongs to and refuses it "
-                    "rather than ask the wrong one; set 'sessions: per-host' for this server in servers.yaml",
-                },
+            why = (
+                f"hub: requests of {owner.sessions} host sessions are in flight to server '{child.name}', so the hub "
+                f"cannot tell which one its {kind} request belongs to and refuses it rather than ask the wrong one; "
+                "set 'sessions: per-host' for this server in servers.yaml"
             )
+            connection.respond(request.id, error={"code": INVALID_REQUEST, "message": why})
         elif owner is not None:
             self._during_call(owner, connection, request, kind)
         else:
@@ -99,15 +94,11 @@ class Attribution:
             )
             if session is None or session.modern:
                 shared = len(self.hosts.sessions)
-                connection.respond(
-                    request.id,
-                    error={
-                        "code": INVALID_REQUEST,
-                        "message": f"hub: no host request is in flight to server '{child.name}' and {shared} host "
-                        f"sessions are connected, so its {kind} request has no host to go to"
-                        + (PER_HOST_HINT if shared > 1 else ""),
-                    },
+                why = (
+                    f"hub: no host request is in flight to server '{child.name}' and {shared} host sessions are "
+                    f"connected, so its {kind} request has no host to go to" + (PER_HOST_HINT if shared > 1 else "")
                 )
+                connection.respond(request.id, error={"code": INVALID_REQUEST, "message": why})
             elif not session.declared(kind):
                 connection.respond(request.id, error=refusal(kind, child.name))
             else:
@@ -119,15 +110,12 @@ class Attribution:
             if call.method in ROUND_METHODS:
                 call.hold(request)
             else:
-                connection.respond(
-                    request.id,
-                    error={
-                        "code": INVALID_REQUEST,
-                        "message": f"hub: server '{call.child.name}' sent a {kind} request during a {call.method} "
-                        "request of a 2026-07-28 host, which has no server-to-client requests and no input-required "
-                        f"round for {call.method}",
-                    },
+                why = (
+                    f"hub: server '{call.child.name}' sent a {kind} request during a {call.method} request of a "
+                    "2026-07-28 host, which has no server-to-client requests and no input-required round for "
+                    f"{call.method}"
                 )
+                connection.respond(request.id, error={"code": INVALID_REQUEST, "message": why})
         elif not host.declared(kind):
             connection.respond(request.id, error=refusal(kind, call.child.name))
         else:

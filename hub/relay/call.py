@@ -1,23 +1,15 @@
-"""One host request routed to a child: admission, the child's request, its answer to the host, one call-log line.
+"""One host request routed to a child, from the child's slots to its one answer and call-log line (the call's
+contract: docs/architecture.md). Each rule is applied here once, for every transport and protocol era:
 
-Every routed request (`tools/call`, `resources/read`, `prompts/get`, `completion/complete`, subscriptions) takes
-this path, over every transport and in every protocol era, and each rule is applied here once:
+- at the deadline (the timeout, moved by each progress of the child, never past max_timeout) the child is told the
+  request is cancelled and the host gets an error naming the child; on the host's cancel the host gets no answer;
+- the answer is the child's bytes as they came wherever nothing needs changing;
+- a 2026-07-28 child's `input_required` answer becomes real requests to a handshake-era host; a handshake-era
+  child's request during a 2026-07-28 host's call becomes an `input_required` answer, and the call is parked until
+  the host comes back with the answers (`hub.relay.rounds`).
 
-- **admission**: the child's `Slots` (max_concurrency in flight over all its connections, max_queue waiting);
-- **deadline**: the request's timeout, moved by each progress notification of the child, never past max_timeout;
-  at the deadline the child is told the request is cancelled and the host gets an error naming the child;
-- **progress**: relayed under the host's own token;
-- **cancellation**: the host's cancel reaches the child under the child-side id; the host gets no answer;
-- **the answer**: the child's bytes as they came wherever nothing needs changing; URIs the child hands out are
-  renamed into the hub's namespace; a 2026-07-28 host gets the hub's stamp, a handshake-era host none;
-- **input rounds**: a 2026-07-28 child's `input_required` answer is turned into real requests to a handshake-era
-  host; a handshake-era child's request during a 2026-07-28 host's call becomes an `input_required` answer
-  (the call is parked until the host comes back with the answers; its state is sealed by `hub.relay.rounds`);
-- **failures**: mapped to the host's answer by `hub.protocol.errors.answer`, and to the call log's outcome.
-
-The child's frames for the call (progress, the answer, its failure) arrive through `Exchange` callbacks from the
-connection's reader; nothing here waits, except the tasks that ask the host something. What a call needs of the
-relay around it is `CallOwner` (the router), so that nothing here imports the router.
+The child's frames for the call arrive through `Exchange` callbacks from the connection's reader; nothing here
+waits, except the tasks that ask the host something. The relay around a call is `CallOwner` (the router).
 """
 
 from __future__ import annotations
@@ -314,7 +306,12 @@ class Call:
     def _end(self, outcome: str, error: errors.HubError | None = None, size: int = 0) -> None:
         self.done = True
         self._after_answer()
-        self._answer_asks_with_error("the call ended")
+        asks, self.asks = self.asks, {}
+        for asked in asks.values():
+            if self.connection is not None:
+                self.connection.respond(asked.id, error={"code": INVALID_PARAMS, "message": "hub: the call ended"})
+        if self.token is not None:
+            self.router.unpark(self)
         self.router.ended(self)
         self.router.log_call(self, outcome, error, size)
         # An ended call may wait in the deadline heap until its deadline: it keeps nothing large meanwhile (a
@@ -414,14 +411,6 @@ class Call:
             self.finish(error, body, outcome)
         elif self.asks:
             self._answer_round()
-
-    def _answer_asks_with_error(self, why: str) -> None:
-        asks, self.asks = self.asks, {}
-        for asked in asks.values():
-            if self.connection is not None:
-                self.connection.respond(asked.id, error={"code": INVALID_PARAMS, "message": f"hub: {why}"})
-        if self.token is not None:
-            self.router.unpark(self)
 
 
 def answer_error(request: HostRequest, error: errors.HubError) -> int:

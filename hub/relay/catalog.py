@@ -30,12 +30,13 @@ from hub.relay.search import ToolIndex
 from hub.upstream.child import Child, ChildState
 from hub.upstream.listing import Listing
 
-# The list methods: the result key of each and the namespace attribute it lists.
+# The list methods: the result key of each, the namespace attribute it lists, and the key of a listed item that
+# policy globs match (its exposed name, or its exposed URI or template).
 LISTS = {
-    "tools/list": "tools",
-    "prompts/list": "prompts",
-    "resources/list": "resources",
-    "resources/templates/list": "resourceTemplates",
+    "tools/list": ("tools", "tools", "name"),
+    "prompts/list": ("prompts", "prompts", "name"),
+    "resources/list": ("resources", "resources", "uri"),
+    "resources/templates/list": ("resourceTemplates", "templates", "uriTemplate"),
 }
 _log = structlog.get_logger("hub")
 
@@ -136,12 +137,11 @@ class Namespace(Listing):
         key = (method, version, len(builtin), view)
         encoded = self._encoded.get(key)
         if encoded is None:
-            result_key = LISTS[method]
-            items = (*builtin, *getattr(self, _ATTRIBUTES[method]))
+            result_key, attribute, key_name = LISTS[method]
+            items = (*builtin, *getattr(self, attribute))
             if method == "tools/list" and self.unlisted:
                 items = tuple(i for i in items if i.get("name") not in self.unlisted)
             if view is not None and not view.open:
-                key_name = _NAME_KEYS[method]
                 tools = method == "tools/list"
                 items = tuple(
                     i
@@ -317,11 +317,6 @@ def build_namespace(
 
 
 _BUILTIN_RULES = ToolRules(read_only=True)  # the hub's own tools only read
-_ATTRIBUTES = {"tools/list": "tools", "prompts/list": "prompts", "resources/list": "resources",
-               "resources/templates/list": "templates"}  # fmt: skip
-# The key of a listed item that policy globs match: its exposed name, or its exposed URI (template).
-_NAME_KEYS = {"tools/list": "name", "prompts/list": "name", "resources/list": "uri",
-              "resources/templates/list": "uriTemplate"}  # fmt: skip
 
 
 def _parse_template(text: str) -> Any:

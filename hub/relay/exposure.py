@@ -62,11 +62,6 @@ class ShapedTool:
     held_back: str | None = None
 
 
-def matching(overrides: Mapping[str, ToolOverride], name: str) -> list[ToolOverride]:
-    """The overrides whose key matches the child's tool `name`, in the order written."""
-    return [o for key, o in overrides.items() if key == name or fnmatch.fnmatchcase(name, key)]
-
-
 def effective_hints(annotations: Any, overrides: list[ToolOverride]) -> dict[str, Any]:
     """Defaults, then the child's annotations, then the operator's: the hints the hub decides on."""
     hints: dict[str, Any] = dict(DEFAULT_HINTS)
@@ -78,9 +73,10 @@ def effective_hints(annotations: Any, overrides: list[ToolOverride]) -> dict[str
 
 
 def shape_tool(config: ServerConfig, child: str, tool: dict[str, Any]) -> ShapedTool:
-    """The host's view of the child's `tool` under `config` (its overrides, read_only and confirm)."""
+    """The host's view of the child's `tool` under `config`: the overrides whose key matches its name (in the order
+    written), read_only and confirm."""
     name = str(tool.get("name", ""))
-    found = matching(config.overrides, name)
+    found = [o for key, o in config.overrides.items() if key == name or fnmatch.fnmatchcase(name, key)]
     hints = effective_hints(tool.get("annotations"), found)
     read_only = hints["readOnlyHint"] is True
     destructive = not read_only and hints["destructiveHint"] is True

@@ -8,7 +8,7 @@ child is subscribed once, on the first host subscription of a URI, and unsubscri
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Any, Protocol
 
 import anyio
@@ -104,7 +104,7 @@ class Hosts:
             self._wake = anyio.Event()
             kinds, self._pending = sorted(self._pending), set()
             for kind in kinds:
-                self._tell_all(LIST_CHANGED[kind], {}, None)
+                self._tell(self.sessions, LIST_CHANGED[kind], {}, None)
             self._log.debug("host_list_changed", kinds=kinds, hosts=len(self.sessions), listeners=len(self.listeners))
 
     def views_changed(self, changed: Callable[[Identity], bool]) -> None:
@@ -125,12 +125,7 @@ class Hosts:
         self._log.info("policy_changed", hosts_told=told)
 
     def resource_updated(self, uri: str) -> None:
-        params = {"uri": uri}
-        for session in list(self._subscriptions.get(uri, ())):
-            session.notify("notifications/resources/updated", params)
-        for listener in list(self.listeners):
-            if listener.wants("notifications/resources/updated", uri):
-                listener.send("notifications/resources/updated", params)
+        self._tell(self._subscriptions.get(uri, ()), "notifications/resources/updated", {"uri": uri}, uri)
 
     def log(self, params: dict[str, Any], identity: Identity | None = None) -> None:
         """A child's log message that belongs to no request: every handshake-era session gets it (of `identity`
@@ -139,8 +134,9 @@ class Hosts:
             if identity is None or session.identity == identity:
                 session.log(params)
 
-    def _tell_all(self, method: str, params: dict[str, Any], uri: str | None) -> None:
-        for session in list(self.sessions):
+    def _tell(self, sessions: Iterable[Session], method: str, params: dict[str, Any], uri: str | None) -> None:
+        """These sessions, and every listener that wants it."""
+        for session in list(sessions):
             session.notify(method, params)
         for listener in list(self.listeners):
             if listener.wants(method, uri):

@@ -15,41 +15,32 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Coroutine
-from typing import Any, Generic, Protocol, TypeVar
+from typing import Any
 
 import anyio
 import structlog
 from anyio.abc import TaskGroup, TaskStatus
 
 from hub.protocol.jsonrpc import RequestId
+from hub.relay.call import Call
 from hub.relay.deadlines import Deadlines
 from hub.relay.ports import HostRequest
 
 _log = structlog.get_logger("hub")
 
 
-class Flight(Protocol):
-    """A call as in flight sees it: the host request it answers (None while parked), and its cancellation."""
-
-    @property
-    def request(self) -> HostRequest | None: ...
-
-    def cancel(self, reason: str | None) -> None: ...
-
-
 Key = tuple[object, RequestId]
-F = TypeVar("F", bound=Flight)
 
 
-class InFlight(Generic[F]):
+class InFlight:
     """The calls, staged steps and parked calls of one relay, and its task group."""
 
     def __init__(self) -> None:
         self.deadlines = Deadlines()
-        self.calls: dict[Key, F] = {}
+        self.calls: dict[Key, Call] = {}
         # Admitted requests in a step that waits before their call (the replicas' count, the user's confirmation).
         self._staged: dict[Key, tuple[anyio.CancelScope, HostRequest]] = {}
-        self._parked: dict[str, F] = {}
+        self._parked: dict[str, Call] = {}
         self._idle: anyio.Event | None = None  # set when the last call in flight ends (`wait_idle`)
         self.last_request = 0.0  # when the last routed request arrived (monotonic): the drain waits for quiet
         self._tg: TaskGroup | None = None
@@ -94,10 +85,10 @@ class InFlight(Generic[F]):
 
         self.spawn(staged)
 
-    def add(self, request: HostRequest, call: F) -> None:
+    def add(self, request: HostRequest, call: Call) -> None:
         self.calls[(request.session, request.id)] = call
 
-    def cancel(self, session: object, request_id: Any, reason: str | None) -> HostRequest | F | None:
+    def cancel(self, session: object, request_id: Any, reason: str | None) -> HostRequest | Call | None:
         """The host cancelled `request_id` of `session`: its call is cancelled, or its staged step ended unanswered
         (returned as its request, for the caller's record); None if nothing of it is in flight."""
         if not isinstance(request_id, int | str):
@@ -114,13 +105,13 @@ class InFlight(Generic[F]):
         request.drop()
         return request
 
-    def ended(self, call: F) -> None:
+    def ended(self, call: Call) -> None:
         request = call.request
         if request is not None:
             self.calls.pop((request.session, request.id), None)
         self._tell_idle()
 
-    def park(self, token: str, call: F) -> None:
+    def park(self, token: str, call: Call) -> None:
         """The call answered its request with an input round: kept by its token until the host comes back."""
         request = call.request
         if request is not None:
@@ -132,7 +123,7 @@ class InFlight(Generic[F]):
         if token is not None:
             self._parked.pop(token, None)
 
-    def parked(self, token: str) -> F | None:
+    def parked(self, token: str) -> Call | None:
         return self._parked.get(token)
 
     @property

@@ -67,7 +67,7 @@ class Router:
         self.settings = settings
         self.builtins = builtins
         self._wait_for_start = starting  # bounded wait for children still starting with the hub
-        self.flight: InFlight[Call] = InFlight()
+        self.flight = InFlight()
         self.deadlines: Deadlines = self.flight.deadlines  # read by every call: a plain attribute, not a property
         self.redact = redact  # `redact_output`: a result with the secrets the hub knows replaced
 

@@ -48,7 +48,7 @@ def test_one_line_reaches_the_call_log_then_recent_then_metrics() -> None:
 
 
 async def test_in_flight_reports_ready_through_task_group_start_and_refuses_to_spawn_before() -> None:
-    flight: InFlight[Any] = InFlight()
+    flight = InFlight()
     with pytest.raises(RuntimeError, match="not running"):
         flight.spawn(anyio.sleep, 0)
     ran = anyio.Event()
