@@ -2,8 +2,8 @@
 gets at initialize, written in one place.
 
 `hub_call_tool` is not a second way in: the router turns it into the named tool's own `tools/call` (`Forwarded`)
-and routes that exactly as if the host had sent it, so every rule of a call applies unchanged. What the tools read
-of the namespace is `Shown` (`hub.relay.catalog.Namespace`), so that the catalog may import the names here.
+and routes that exactly as if the host had sent it, so every rule of a call applies unchanged. The names of the
+two search tools are the catalog's, whose listings show them whatever the policy says.
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Callable, Iterable, Mapping
-from typing import Any, Protocol
+from typing import Any
 
 from hub.access.identity import Identity
 from hub.access.policy import Policy, View
@@ -19,6 +19,7 @@ from hub.config.schema import ServerConfig
 from hub.config.settings import HubSettings
 from hub.protocol import errors, revisions
 from hub.protocol.jsonrpc import RequestId, encode
+from hub.relay.catalog import CALL_TOOL, SEARCH_TOOL, Namespace
 from hub.relay.ports import HostRequest, SessionPort
 from hub.relay.record import Record
 from hub.relay.search import DEFAULT_LIMIT, MAX_LIMIT
@@ -35,12 +36,6 @@ HEALTH_TOOL_DEF: dict[str, Any] = {
 }
 # The most the hub's generated instructions take (characters): hosts put them in the model's context.
 INSTRUCTIONS_LIMIT = 1500
-SEARCH_TOOL = "hub_search_tools"
-CALL_TOOL = "hub_call_tool"
-# Listed and usable whatever the policy says of their own names: what a search returns is filtered by the caller's
-# policy, and the call hub_call_tool makes is decided as the named tool's own, so a policy that allows `icinga_*`
-# finds and calls exactly `icinga_*` through them, and nothing else.
-GATEWAY_TOOLS = frozenset({SEARCH_TOOL, CALL_TOOL})
 SEARCH_TOOL_DEF: dict[str, Any] = {
     "name": SEARCH_TOOL,
     "title": "Search tools",
@@ -110,26 +105,6 @@ class Forwarded:
         self.ask = request.ask
 
 
-class Shown(Protocol):
-    """What the built-in tools read of the namespace (hub.relay.catalog.Namespace)."""
-
-    @property
-    def tool_routes(self) -> Mapping[str, Any]: ...
-
-    @property
-    def prompt_routes(self) -> Mapping[str, Any]: ...
-
-    @property
-    def resource_routes(self) -> Mapping[str, Any]: ...
-
-    @property
-    def template_routes(self) -> Mapping[str, Any]: ...
-
-    def writes(self, tool: str) -> bool: ...
-
-    def search(self, query: str, limit: int, view: View) -> list[dict[str, Any]]: ...
-
-
 class Builtins:
     """The hub's own tools as a host lists and calls them, and its instructions."""
 
@@ -137,7 +112,7 @@ class Builtins:
         self,
         settings: Callable[[], HubSettings],
         servers: Callable[[], Iterable[ServerConfig]],
-        namespace: Callable[[], Shown],
+        namespace: Callable[[], Namespace],
         children: Callable[[], Mapping[str, Child]],
         policy: Callable[[], Policy],
         health: Callable[[], dict[str, Any]],

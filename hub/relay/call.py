@@ -57,8 +57,9 @@ class CallOwner(Protocol):
     def spawn(self, func: Callable[..., Coroutine[Any, Any, Any]], *args: Any) -> None:
         """Run a task of the call's (asking the host) in the relay's task group."""
 
-    def park(self, call: Call) -> None:
-        """The call answered its request with an input round: kept by its token, out of flight."""
+    def park(self, call: Call) -> str:
+        """The call answered its request with an input round: kept by its token, out of flight; the sealed
+        requestState of the round (hub.relay.rounds)."""
 
     def unpark(self, call: Call) -> None: ...
 
@@ -71,9 +72,6 @@ class CallOwner(Protocol):
         """A result with the secrets the hub knows replaced (`redact_output`)."""
 
     def settings(self) -> HubSettings: ...
-
-    def round_state(self, call: Call) -> str:
-        """The sealed requestState of the call's input round (hub.relay.rounds)."""
 
 
 class Call:
@@ -387,9 +385,8 @@ class Call:
         assert request is not None
         if self.token is None:
             self.token = secrets.token_urlsafe(16)
-        self.router.park(self)  # every round: the router forgets the request this round answers
+        state = self.router.park(self)  # every round: the router forgets the request this round answers
         inputs = {key: {"method": r.method, "params": r.params} for key, r in self.asks.items()}
-        state = self.router.round_state(self)
         answer = {"resultType": "input_required", "inputRequests": inputs, "requestState": state}
         request.respond(encode(revisions.stamp(answer, self.method)))
         self.router.log_call(self, "input_required", None, 0)

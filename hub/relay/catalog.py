@@ -23,7 +23,6 @@ from hub.config.lock import FieldChange, Lock
 from hub.config.settings import HubSettings
 from hub.protocol import revisions
 from hub.protocol.jsonrpc import encode
-from hub.relay.builtins import GATEWAY_TOOLS
 from hub.relay.exposure import NO_RULES, ToolRules, shape_tool
 from hub.relay.naming import expose_name, expose_tool_name, expose_uri, split_uri
 from hub.relay.search import ToolIndex
@@ -38,6 +37,12 @@ LISTS = {
     "resources/list": ("resources", "resources", "uri"),
     "resources/templates/list": ("resourceTemplates", "templates", "uriTemplate"),
 }
+SEARCH_TOOL = "hub_search_tools"
+CALL_TOOL = "hub_call_tool"
+# Listed and usable whatever the policy says of their own names (hub.relay.builtins): what a search returns is
+# filtered by the caller's policy, and the call hub_call_tool makes is decided as the named tool's own, so a policy
+# that allows `icinga_*` finds and calls exactly `icinga_*` through them, and nothing else.
+GATEWAY_TOOLS = frozenset({SEARCH_TOOL, CALL_TOOL})
 _log = structlog.get_logger("hub")
 
 

@@ -20,9 +20,9 @@ from hub.access.policy import ALLOWED
 from hub.config.settings import HubSettings
 from hub.protocol import errors, revisions
 from hub.relay.admission import SUBSCRIPTIONS, Admission
-from hub.relay.builtins import CALL_TOOL, GATEWAY_TOOLS, HEALTH_TOOL, SEARCH_TOOL, Builtins, Forwarded
+from hub.relay.builtins import HEALTH_TOOL, Builtins, Forwarded
 from hub.relay.call import Call, answer_error
-from hub.relay.catalog import Catalog, Route
+from hub.relay.catalog import CALL_TOOL, GATEWAY_TOOLS, SEARCH_TOOL, Catalog, Route
 from hub.relay.deadlines import Deadlines
 from hub.relay.exposure import NO_RULES, ToolRules
 from hub.relay.hosts import Hosts
@@ -279,15 +279,13 @@ class Router:
             own = child.session_connection(_owner(call))
             if own is None:
                 self.spawn(self._start_on_own_connection, call)
-                return
-            call.start(own)
+            else:
+                call.start(own)
             return
         try:
-            connection = child.connection()
+            call.start(child.connection())
         except errors.HubError as error:
             call.finish(error)
-            return
-        call.start(connection)
 
     def _unrouted(self, request: HostRequest, waited: bool, kind: str, exposed: str) -> None:
         """A name no child serves (yet): wait for the children still starting that could serve it, else fail."""
@@ -362,29 +360,20 @@ class Router:
     def last_request(self) -> float:
         return self.flight.last_request
 
-    def park(self, call: Call) -> None:
+    def park(self, call: Call) -> str:
         assert call.token is not None
         self.flight.park(call.token, call)
+        return self.seals.seal_parked(call.session.identity.name, call.exposed, call.token, call.window)
 
     def unpark(self, call: Call) -> None:
         self.flight.unpark(call.token)
-
-    def round_state(self, call: Call) -> str:
-        """The sealed requestState of a parked call's round (hub.relay.rounds)."""
-        assert call.token is not None
-        return self.seals.seal_parked(call.session.identity.name, call.exposed, call.token, call.window)
 
     def _resume(self, request: HostRequest, name: str, payload: dict[str, Any] | None) -> None:
         """The host is back with the answers of a parked call's round."""
         token = self.seals.parked_token(payload, request.session.identity.name, name)
         call = self.flight.parked(token)
         route = self.catalog.namespace.tool_routes.get(name)
-        if (
-            call is None
-            or call.done
-            or route is None
-            or (call.child.name, call.original) != (route.child, route.original)
-        ):
+        if call is None or call.done or route != Route(call.child.name, call.original):
             raise unknown_round(name)
         responses = request.params.get("inputResponses")
         self.flight.add(request, call)
