@@ -1,17 +1,16 @@
 """Which host a child's own request (sampling, elicitation, roots) or log message belongs to.
 
 Nothing on the wire ties a child's `sampling/createMessage` to the `tools/call` that caused it. Each connection to
-a child keeps the host requests in flight on it (`Connection.inflight`, oldest first), and a child's request goes to
-the host session they belong to:
+a child keeps the host requests in flight on it (`Connection.inflight`, oldest first), and a child's request goes to:
 
-- all in flight belong to one session: that session is asked, on the stream of its newest request (a 2026-07-28
-  host's request belongs to no session and gets it as an input-required round instead);
-- none in flight: the session that owns the connection (`sessions: per-host`), or the one host session there is
-  (always so over stdio); with several and none in flight nobody can be asked, and the child gets an error naming
-  the fix, `sessions: per-host`; with none yet, an error too (a host that declares roots when it connects has the
-  children told `notifications/roots/list_changed`, so that they ask again: `hub.host.session`);
-- several sessions: the hub cannot tell which one caused it, so it refuses (the child gets an error naming the
-  fix, `sessions: per-host`) rather than ask the wrong person.
+- the one session all of them belong to, on the stream of its newest request (a 2026-07-28 host's request belongs
+  to no session and gets it as an input-required round instead);
+- with none in flight, the session that owns the connection (`sessions: per-host`), or the one host session there
+  is (always so over stdio); with several sessions, or none yet, the child gets an error (naming the fix,
+  `sessions: per-host`; a host that declares roots when it connects has the children told
+  `notifications/roots/list_changed`, so that they ask again: `hub.host.session`);
+- with several sessions in flight, nobody: the hub cannot tell which one caused it, so it refuses (naming the fix)
+  rather than ask the wrong person.
 
 A log message follows the same rule, except that with nothing in flight it goes to every handshake-era session (a
 shared child belongs to all), and with several sessions in flight to none (one user's data must not reach another's

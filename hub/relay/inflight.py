@@ -1,14 +1,10 @@
 """What the relay has in flight: calls, staged steps, parked calls, the tasks they spawn, and the drain's wait.
 
-- a **call** (`hub.relay.call.Call`) is in flight from its start to its one answer, under its host request's
-  (session, id): another request with that id on that connection is refused meanwhile, and the host's cancel finds it;
-- a **staged step** is an admitted request that waits before its call (the replicas' count of its minute, its user's
-  confirmation): in flight too, so that the drain waits for it and the host's cancel ends it unanswered;
-- a **parked call** answered its host with an input round (`hub.relay.rounds`) and waits, by its token, for the host
-  to come back; it is not in flight (nothing of the host's waits on it), and its deadline bounds it.
-
-`run` is the task the relay's own tasks run in (the deadline watcher, what calls spawn); it reports ready through
-`task_group.start`, so that nothing is spawned before it is.
+A **call** is in flight from its start to its one answer, under its host request's (session, id): another request
+with that id on that connection is refused meanwhile, and the host's cancel finds it. A **staged step** (an admitted
+request waiting for the replicas' count of its minute, or its user's confirmation) is in flight too, so that the
+drain waits for it and the host's cancel ends it unanswered. A **parked call** (`hub.relay.rounds`) is not: nothing
+of the host's waits on it, and its deadline bounds it.
 """
 
 from __future__ import annotations

@@ -1,9 +1,7 @@
-"""The merged namespace: how a child's names and URIs are exposed to the host, and back.
-
-Tools and prompts become `<prefix>_<name>`; resource URIs and URI templates become `<prefix>+<uri>`
-(a valid URI: `+` is allowed in a scheme, so `time+file:///x` is still a URI). A prefix cannot contain
-`_` or `+`, so the first separator splits unambiguously. Routing never parses names: the registry keeps a
-table from exposed name to (child, original name); the functions here only build the exposed forms.
+"""How a child's names and URIs are exposed to the host: tools and prompts become `<prefix>_<name>`; resource URIs
+and URI templates become `<prefix>+<uri>` (a valid URI: `+` is allowed in a scheme, so `time+file:///x` is still a
+URI). A prefix cannot contain `_` or `+`, so the first separator splits unambiguously. Routing never parses names
+(the catalog keeps a table from exposed name to child and original name): the functions here build the exposed forms.
 
 Exposed tool names must match `^[A-Za-z0-9_-]{1,64}$`, the strictest rule among real hosts and LLM APIs, and fit
 `hub.name_budget` (by default 54: hosts put their own prefix, such as Claude Code's `mcp__hub__`, before a tool's

@@ -1,8 +1,5 @@
-"""What the relay needs of the host side: a host session, and one request of it. `hub.host` implements both.
-
-Kept as protocols so that the relay depends on no transport: a request arrives over stdio or HTTP, and its
-notifications, requests and answer go back on the stream the transport gives it.
-"""
+"""What the relay needs of the host side, whatever the transport: a host session, and one request of it (its
+notifications, requests and answer go back on the stream the transport gives it). `hub.host` implements both."""
 
 from __future__ import annotations
 

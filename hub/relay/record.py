@@ -2,9 +2,8 @@
 the metrics (`hub.observe.metrics`) and the request spans (`hub.observe.tracing`).
 
 Every routed request ends in exactly one `line` (a call, a refusal, a built-in tool's answer, a cancelled step, an
-input round), and every listing in one `listing`, with its real duration. Which observers there are is chosen by
-the front when the hub is built (`Observers`): /metrics and the status page with HTTP, spans with OTEL_* set; the
-call log always. Nothing is attached later.
+input round), and every listing in one `listing`, with its real duration. The observers are chosen when the hub is
+built (`Observers`); nothing is attached later.
 """
 
 from __future__ import annotations

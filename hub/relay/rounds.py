@@ -1,13 +1,9 @@
 """Input rounds with a 2026-07-28 host: the one sealed `requestState` scheme, and the question a confirmation asks.
 
-A 2026-07-28 host has no stream the hub could send a request on, so whatever the hub must ask it comes back as an
-`input_required` answer, and the host sends the request again with the answers and the round's `requestState`.
-Two kinds of rounds take this way:
-
-- **parked** (`PARKED`): a handshake-era child asked something during the call (sampling, elicitation, roots); the
-  call is parked (`hub.relay.inflight`) under a token until the host comes back (`hub.relay.call.Call.hold`);
-- **confirm** (`CONFIRM`): a tool under `confirm:` needs its user's yes before it leaves the hub
-  (`hub.relay.admission`).
+Such a host has no stream the hub could send a request on, so what the hub must ask it is an `input_required`
+answer, and the host sends the request again with the answers and the round's state. A round is **parked**
+(`PARKED`: a handshake-era child asked something during the call, `hub.relay.call.Call.hold`) or **confirm**
+(`CONFIRM`: a tool under `confirm:` needs its user's yes, `hub.relay.admission`).
 
 Both are sealed here, one way: AES-GCM under the shared state's key (`hub.state`, `hub.access.sealed`) for
 one purpose (ROUNDS_PURPOSE), behind one prefix (ROUND_PREFIX), with one payload whose short keys mean one thing

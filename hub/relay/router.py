@@ -32,16 +32,7 @@ from hub.relay.record import Record, cut
 from hub.relay.rounds import PARKED, ROUND_PREFIX, named, unknown_round
 from hub.upstream.child import Child, ChildState
 
-ROUTED = frozenset(
-    {
-        "tools/call",
-        "resources/read",
-        "prompts/get",
-        "completion/complete",
-        "resources/subscribe",
-        "resources/unsubscribe",
-    }
-)
+ROUTED = frozenset({"tools/call", "resources/read", "prompts/get", "completion/complete", *SUBSCRIPTIONS})
 _log = structlog.get_logger("hub")
 
 
