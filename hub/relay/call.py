@@ -170,8 +170,7 @@ class Call:
             return
         self.deadline = min(time.monotonic() + self.window, self.ceiling)
         request = self.request
-        token = request.progress_token if request is not None else None
-        if token is not None and request is not None:
+        if request is not None and (token := request.progress_token) is not None:
             request.notify("notifications/progress", {**params, "progressToken": token})
 
     def answered(self, response: Response) -> None:

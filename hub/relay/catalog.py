@@ -344,9 +344,7 @@ class Catalog:
         self.reserved = reserved  # the hub's own tool names now (they depend on the config)
         self._pins = pins  # servers.lock as the config last loaded it
         self._settings = settings
-        self._reported_collisions: set[tuple[str, str, str]] = set()
-        self._reported_renames: set[tuple[str, str]] = set()
-        self._reported_quarantines: set[tuple[str, str, str, str]] = set()
+        self._reported: set[tuple[str, ...]] = set()  # what a rebuild logged already: each thing once
 
     def rebuild(self) -> list[str]:
         """Make the namespace anew from the children's listings; the kinds whose listing changed."""
@@ -366,10 +364,10 @@ class Catalog:
         ]
 
     def _report(self, namespace: Namespace) -> None:
+        key: tuple[str, ...]
         for c in namespace.collisions:
-            key = (c.kind, c.exposed, c.dropped)
-            if key not in self._reported_collisions:
-                self._reported_collisions.add(key)
+            if (key := ("collision", c.kind, c.exposed, c.dropped)) not in self._reported:
+                self._reported.add(key)
                 _log.warning(
                     "name_collision",
                     kind=c.kind,
@@ -379,8 +377,8 @@ class Catalog:
                     fix=f"give server '{c.dropped}' a different prefix in servers.yaml",
                 )
         for r in namespace.renamed:
-            if (r.child, r.original) not in self._reported_renames:
-                self._reported_renames.add((r.child, r.original))
+            if (key := ("renamed", r.child, r.original)) not in self._reported:
+                self._reported.add(key)
                 _log.warning(
                     "tool_renamed",
                     child=r.child,
@@ -389,9 +387,8 @@ class Catalog:
                     reason="exposed tool names must match ^[A-Za-z0-9_-]{1,64}$ and fit hub.name_budget",
                 )
         for q in namespace.quarantined:
-            seen = (q.child, q.kind, q.original, repr(q.changes))
-            if seen not in self._reported_quarantines:
-                self._reported_quarantines.add(seen)
+            if (key := ("quarantined", q.child, q.kind, q.original, repr(q.changes))) not in self._reported:
+                self._reported.add(key)
                 _log.warning(
                     "tool_quarantined" if q.held else f"{q.kind}_changed",
                     child=q.child,

@@ -109,11 +109,8 @@ class InFlight:
 
     def park(self, token: str, call: Call) -> None:
         """The call answered its request with an input round: kept by its token until the host comes back."""
-        request = call.request
-        if request is not None:
-            self.calls.pop((request.session, request.id), None)
         self._parked[token] = call
-        self._tell_idle()
+        self.ended(call)  # out of flight
 
     def unpark(self, token: str | None) -> None:
         if token is not None:
