@@ -151,7 +151,3 @@ def _token_in_url(query: bytes) -> bool:
     except ValueError:
         return False
     return any(k.lower() in ("access_token", "token", "api_key", "apikey") for k in keys)
-
-
-def in_group(identity: Identity, *groups: str) -> bool:
-    return identity.in_any(set(groups))

@@ -33,6 +33,8 @@ _log = structlog.get_logger("hub.http")
 class StandaloneStream:
     """A session's GET stream: notifications and requests that belong to no request of the host's."""
 
+    answer: bytes | None = None  # it ends without one
+
     def __init__(self) -> None:
         self.events: deque[bytes] = deque()
         self.wake = anyio.Event()
@@ -50,6 +52,10 @@ class StandaloneStream:
     def end(self, line: bytes | None) -> None:
         if line is not None:
             self.send(line)
+
+    @property
+    def ended(self) -> bool:
+        return self.closed
 
     def close(self) -> None:
         self.closed = True
