@@ -13,12 +13,12 @@ from __future__ import annotations
 import secrets
 import time
 from collections import deque
-from typing import Any
 
 import anyio
 import structlog
 
 from hub.access.identity import Identity
+from hub.config.settings import HttpSettings
 from hub.host.port import HubPort
 from hub.host.session import HostSession
 
@@ -93,13 +93,10 @@ class HttpSession:
 
 
 class Sessions:
-    def __init__(self, hub: HubPort, limits: Any) -> None:
+    def __init__(self, hub: HubPort, limits: HttpSettings) -> None:
         self.hub = hub
-        self.limits = limits  # hub.config.settings.HttpSettings
+        self.limits = limits
         self._by_id: dict[str, HttpSession] = {}
-
-    def __len__(self) -> int:
-        return len(self._by_id)
 
     def get(self, session_id: str) -> HttpSession | None:
         return self._by_id.get(session_id)

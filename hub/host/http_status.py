@@ -88,14 +88,7 @@ def _set_cookie(value: str, max_age: int) -> tuple[bytes, bytes]:
 class StatusPage:
     """The routes in `PATHS`; the contract is the module docstring."""
 
-    def __init__(
-        self,
-        hub: HubPort,
-        checks: Checks,
-        auth: Authenticator,
-        recent: Recent,
-        refuse: Refuse,
-    ) -> None:
+    def __init__(self, hub: HubPort, checks: Checks, auth: Authenticator, recent: Recent, refuse: Refuse) -> None:
         self.hub = hub
         self.checks = checks
         self.auth = auth
@@ -109,7 +102,9 @@ class StatusPage:
             await refused(scope, receive, send)
             return
         path, method = scope["path"], scope["method"]
-        if method == "POST" and path == "/login":
+        if path == "/login" and method in ("GET", "HEAD", "POST") and self.hub.auth_config is None:
+            await reply(send, 303, b"", [(b"location", b"./")])  # nobody signs in: the page is open
+        elif method == "POST" and path == "/login":
             await self._sign_in(receive, send)
         elif method == "POST" and path == "/logout":
             await reply(send, 303, b"", [(b"location", b"login"), _set_cookie("", 0)])
@@ -117,10 +112,7 @@ class StatusPage:
             allow = _ALLOW.get(path, b"GET, HEAD")
             await reply(send, 405, b'{"error":"method not allowed"}', [*_JSON, (b"allow", allow)])
         elif path == "/login":
-            if self.hub.auth_config is None:
-                await reply(send, 303, b"", [(b"location", b"./")])
-            else:
-                await self._login_page(send, 200)
+            await self._login_page(send, 200)
         else:
             await self._show(scope, send, as_json=path == DATA)
 
@@ -141,8 +133,7 @@ class StatusPage:
 
     async def _viewer(self, scope: Scope, send: Send, as_json: bool) -> tuple[Identity, bool] | None:
         """Who is looking, and whether through the cookie; None if refused (and answered)."""
-        config = self.hub.auth_config
-        if config is None:
+        if self.hub.auth_config is None:
             return ANONYMOUS, False
         headers = {k.decode("latin-1"): v.decode("latin-1") for k, v in scope["headers"]}
         cookie = None if "authorization" in headers else _cookie(headers.get("cookie", ""))
@@ -184,9 +175,6 @@ class StatusPage:
 
     async def _sign_in(self, receive: Receive, send: Send) -> None:
         """POST /login: the form's token checked as a bearer token; if its identity may see the page, the cookie."""
-        if self.hub.auth_config is None:
-            await reply(send, 303, b"", [(b"location", b"./")])
-            return
         body = (await read_body(receive, FORM_LIMIT, self.hub.settings.http.request_timeout)).data
         if body is None:
             await self._login_page(send, 400, "The form did not arrive whole; try again.")
