@@ -20,6 +20,8 @@ of `hub.host.http_admin`, `hub.host.http_status` and `hub.host.http_oauth`.
 
 from __future__ import annotations
 
+from typing import Any
+
 from starlette.types import Receive, Scope, Send
 
 from hub.access.identity import Identity
@@ -160,9 +162,8 @@ class HttpFront:
         elif method == "GET":
             await self._get(headers, identity, receive, send)
         elif method == "DELETE":
-            session = self._session(headers, identity)
+            session = await self._session(headers, identity, send)
             if session is None:
-                await error(send, 404, self._not_found(headers))
                 return
             self.sessions.close(session.id, "ended by the host (DELETE)")
             await reply(send, 200, b"")
@@ -182,24 +183,24 @@ class HttpFront:
             await error(send, 408, "the request body did not arrive in time")
         return body.data
 
-    def _not_found(self, headers: dict[str, str]) -> str:
-        """Why a session id is not known here: closed or expired, or opened on another replica (named)."""
+    async def _session(
+        self, headers: dict[str, str], identity: Identity, send: Send, about: Any = None
+    ) -> HttpSession | None:
+        """The request's session, if it is one of this caller's; else None, answered 404 (closed or expired, or
+        opened on another replica, named). Another identity's session id is not found: a session id that leaks does
+        not let anyone else act in that session."""
+        session = self.sessions.get(headers.get("mcp-session-id", ""))
+        if session is not None and session.host.identity == identity:
+            return session
+        why = "Session not found"
         owner, dot, _ = headers.get("mcp-session-id", "").partition(".")
         if dot and owner and owner != self.hub.replica:
-            return (
-                f"Session not found: it was opened on replica {owner[:63]!r} and this is {self.hub.replica!r}; the "
-                "load balancer must send a session's requests to the replica that opened it (docs/deploy.md). "
-                "Initialize a new session"
+            why += (
+                f": it was opened on replica {owner[:63]!r} and this is {self.hub.replica!r}; the load balancer must "
+                "send a session's requests to the replica that opened it (docs/deploy.md). Initialize a new session"
             )
-        return "Session not found"
-
-    def _session(self, headers: dict[str, str], identity: Identity) -> HttpSession | None:
-        """The request's session, if it is one of this caller's: another identity's session id is not found
-        (a session id that leaks does not let anyone else act in that session)."""
-        session = self.sessions.get(headers.get("mcp-session-id", ""))
-        if session is None or session.host.identity != identity:
-            return None
-        return session
+        await error(send, 404, why, about)
+        return None
 
     async def _post(
         self, scope: Scope, headers: dict[str, str], identity: Identity, receive: Receive, send: Send
@@ -233,9 +234,8 @@ class HttpFront:
         if session_id is None:
             await self._initialize(scope, parsed, identity, send)
             return
-        session = self._session(headers, identity)
+        session = await self._session(headers, identity, send, request_id(parsed))
         if session is None:
-            await error(send, 404, self._not_found(headers), request_id(parsed))
             return
         if not isinstance(parsed, Request):
             session.touch(used=False)
@@ -370,9 +370,8 @@ class HttpFront:
         if session_id is None:
             await error(send, 400, "Bad Request: Missing session ID")
             return
-        session = self._session(headers, identity)
+        session = await self._session(headers, identity, send)
         if session is None:
-            await error(send, 404, self._not_found(headers))
             return
         stream = session.open_standalone()
         if stream is None:

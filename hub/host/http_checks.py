@@ -40,11 +40,13 @@ def allowed(host: str, port: int, extra: list[str]) -> Allowed:
     names = [*LOOPBACK, *extra]
     if host not in ("127.0.0.1", "localhost", "::1", "0.0.0.0", "::"):
         names.append(host)
-    hosts = [
-        name if name.rpartition(":")[2].isdigit() and not name.endswith("]") else f"{name}:{port}" for name in names
-    ]
-    hosts += [name for name in extra if not (name.rpartition(":")[2].isdigit() and not name.endswith("]"))]
+    hosts = [name if _has_port(name) else f"{name}:{port}" for name in names]
+    hosts += [name for name in extra if not _has_port(name)]
     return Allowed(hosts, [f"{scheme}://{h}" for h in hosts for scheme in ("http", "https")])
+
+
+def _has_port(name: str) -> bool:
+    return name.rpartition(":")[2].isdigit() and not name.endswith("]")
 
 
 def _imports() -> tuple[Any, Any, Any]:

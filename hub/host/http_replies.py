@@ -1,8 +1,6 @@
 """How the HTTP front writes a response: JSON when the answer is all there is, else an SSE stream of every message
 about the request and then its answer, kept alive while quiet; a session's own GET stream; and JSON-RPC errors.
-
-A POST's messages wait in its `PostStream` (a `hub.host.asks.Stream`) while the client is slow to read, bounded by
-POST_BACKLOG. A client that disconnects ends the response; over 2026-07-28 it also cancels the request.
+A client that disconnects ends the response; over 2026-07-28 it also cancels the request.
 """
 
 from __future__ import annotations
@@ -33,7 +31,6 @@ from hub.protocol.jsonrpc import (
 KEEPALIVE = 15.0
 SSE = [(b"content-type", b"text/event-stream"), (b"cache-control", b"no-cache, no-transform")]
 JSON = [(b"content-type", b"application/json")]
-# Messages a POST's stream holds before its answer while the client is slow to read; more are dropped.
 POST_BACKLOG = 1000
 
 _log = structlog.get_logger("hub.http")
@@ -43,8 +40,7 @@ class PostStream:
     """One POST's response: the messages about its request, then the answer (`hub.host.asks.Stream`).
 
     What comes before the answer waits here while the client is slow to read; past POST_BACKLOG messages, more are
-    dropped (a child's progress and log messages, counted in the log), so that a child that floods a call cannot
-    grow the hub while its host does not read.
+    dropped (logged), so that a child that floods a call cannot grow the hub while its host does not read.
     """
 
     def __init__(self, request_id: Any = None) -> None:

@@ -369,12 +369,7 @@ class HostSession:
         return await self.ask_on(stream, method, params, max(0.0, limit_s - (anyio.current_time() - began)))
 
     async def ask_on(self, stream: Stream, method: str, params: dict[str, Any], limit_s: float) -> dict[str, Any]:
-        """Send the host a request on `stream` and wait (bounded) for its answer (`HostAsks.send`).
-
-        Raises:
-            AskFailed: the host answered with an error, did not answer in time, the session ended first, or this
-                host cannot be sent requests (2026-07-28, closed).
-        """
+        """`HostAsks.send`; also AskFailed when this host cannot be sent requests (2026-07-28, closed)."""
         if self.modern or self.closed or getattr(stream, "closed", False):
             raise AskFailed({"code": INVALID_REQUEST, "message": "hub: this host cannot be sent requests now"})
         return await self._asks.send(stream, method, params, limit_s)
