@@ -58,8 +58,6 @@ class AdminRoutes:
         return False
 
     async def metrics(self, scope: Scope, send: Send) -> None:
-        """Prometheus text: to anyone without `auth:` (the hub is then on loopback, or told it is safe); with it,
-        to members of the metrics or admin group only."""
         auth = self.hub.auth_config
         if auth is not None and not await self._admitted(scope, send, auth.metrics_group, auth.admin_group):
             return

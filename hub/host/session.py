@@ -4,15 +4,9 @@ A message is decoded and classified (`hub.protocol.jsonrpc`); what cannot be han
 fault calls for when it has a usable id, and is logged (at most once a second) when it has none. One meant as an
 answer (no method; a result or an error) is never answered back: the hub's request it answers fails instead. A
 fault of the hub's own in handling a message is logged (`host_message_failed`) and a request answered -32603:
-nothing a host sends ends the connection. Then:
-
-- a request the hub answers itself: `initialize` (handshake era), `server/discover` (2026-07-28), `ping`, the
-  four listings (from the current namespace, encoded once per revision), `logging/setLevel`,
-  `subscriptions/listen`;
-- a routed request (`hub.relay.router.ROUTED`): handed to the router as a `Received`, which carries it to its one
-  answer on the stream the transport gave it;
-- notifications: `initialized`, `cancelled` (of a call or a listen stream), `roots/list_changed`;
-- a response: the host's answer to a request the hub sent it (a child's sampling, elicitation or roots request).
+nothing a host sends ends the connection. A routed request (`hub.relay.router.ROUTED`) is handed to the router as
+a `Received`, which carries it to its one answer on the stream the transport gave it; the hub answers the others
+itself (listings from the current namespace). A response is the host's answer to a request the hub sent it.
 
 The era of a request: an HTTP transport knows it (a session is handshake-era; a request without one carries the
 2026-07-28 envelope); over stdio the first request decides for the connection, as the SDK's server does.
