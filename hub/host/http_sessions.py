@@ -129,13 +129,11 @@ class Sessions:
         self.close(oldest.id, f"unused, closed for a new session ({why})")
         return True
 
-    def close(self, session_id: str, why: str) -> bool:
+    def close(self, session_id: str, why: str) -> None:
         session = self._by_id.pop(session_id, None)
-        if session is None:
-            return False
-        session.close()
-        _log.info("http_session_closed", host_session=session_id, reason=why, sessions=len(self._by_id))
-        return True
+        if session is not None:
+            session.close()
+            _log.info("http_session_closed", host_session=session_id, reason=why, sessions=len(self._by_id))
 
     def close_all(self) -> None:
         for session_id in list(self._by_id):
