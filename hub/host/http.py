@@ -3,7 +3,7 @@
 - Handshake era: `initialize` opens a session (its id in `Mcp-Session-Id`); the session's requests are POSTs, each
   answered as JSON, or as an SSE stream when something comes before the answer (progress, a log message, a request
   to the host); notifications and the host's answers are POSTs answered 202; a GET opens the session's stream for
-  what belongs to no request; a DELETE ends the session. Sessions are bounded (`hub.http_sessions`).
+  what belongs to no request; a DELETE ends the session. Sessions are bounded (`hub.host.http_sessions`).
 - 2026-07-28: each POST is one request with its own envelope and no session; closing its response cancels it;
   `subscriptions/listen` is a POST whose response is the stream of change notifications.
 
@@ -14,16 +14,13 @@ request's head and then its body take to arrive (`hub.http.request_timeout`: a c
 half a request, is closed), and for 2026-07-28 the routing headers against the body. Then the message takes the
 same path as over stdio: `HostSession.handle`. An error about a request carries its id; an answer of the host's
 is never answered back (`hub.protocol.jsonrpc.Invalid`). Answers are written as JSON or SSE by
-`hub.host.http_replies`. `/healthz` says the hub is up; `/readyz` whether the required children are ready (503
-while they are not, or while draining); `POST /reload` re-reads servers.yaml and `/metrics` serves Prometheus text
-(with `auth:`, for the admin and metrics groups; without, reload from loopback only: `hub.host.http_admin`);
-`/.well-known/oauth-protected-resource` is the RFC 9728 metadata; `/` (or `/status`) is the status page and
-`/status.json` its data, with `/login` and `/logout` for browsers (`hub.host.http_status`).
+`hub.host.http_replies`. The other routes: `/.well-known/oauth-protected-resource` (RFC 9728 metadata), and those
+of `hub.host.http_admin`, `hub.host.http_status` and `hub.host.http_oauth`.
 """
 
 from __future__ import annotations
 
-import json
+from typing import Any
 
 from starlette.types import Receive, Scope, Send
 
@@ -140,7 +137,7 @@ class HttpFront:
         extra = [(b"www-authenticate", self.auth.challenge(self._resource(scope), refusal))]
         if refusal.status != 401:
             extra = []
-        await error(send, refusal.status, INVALID_REQUEST, f"Unauthorized: {refusal.description}", extra=extra)
+        await error(send, refusal.status, f"Unauthorized: {refusal.description}", extra=extra)
 
     async def _mcp(self, scope: Scope, receive: Receive, send: Send) -> None:
         method = scope["method"]
@@ -156,7 +153,6 @@ class HttpFront:
             await error(
                 send,
                 405,
-                INVALID_REQUEST,
                 "Method Not Allowed: this hub serves statelessly (--stateless): there are no sessions, so no stream "
                 "of the hub's own messages (list_changed, log messages outside a request) and nothing to end",
                 extra=[(b"allow", b"POST")],
@@ -166,14 +162,13 @@ class HttpFront:
         elif method == "GET":
             await self._get(headers, identity, receive, send)
         elif method == "DELETE":
-            session = self._session(headers, identity)
+            session = await self._session(headers, identity, send)
             if session is None:
-                await error(send, 404, INVALID_REQUEST, self._not_found(headers))
                 return
             self.sessions.close(session.id, "ended by the host (DELETE)")
             await reply(send, 200, b"")
         else:
-            await error(send, 405, INVALID_REQUEST, "Method Not Allowed", extra=[(b"allow", b"GET, POST, DELETE")])
+            await error(send, 405, "Method Not Allowed", extra=[(b"allow", b"GET, POST, DELETE")])
 
     # ---- POST -------------------------------------------------------------------------------------------------
 
@@ -183,29 +178,29 @@ class HttpFront:
         body = await read_body(receive, limit, self.hub.settings.http.request_timeout)
         if body.problem == "too_large":
             message = f"the request body is over the hub's limit of {limit} bytes (max_request_bytes)"
-            await error(send, 413, INVALID_REQUEST, message, leading_id(body.head))
+            await error(send, 413, message, leading_id(body.head))
         elif body.problem == "late":
-            await error(send, 408, INVALID_REQUEST, "the request body did not arrive in time")
+            await error(send, 408, "the request body did not arrive in time")
         return body.data
 
-    def _not_found(self, headers: dict[str, str]) -> str:
-        """Why a session id is not known here: closed or expired, or opened on another replica (named)."""
+    async def _session(
+        self, headers: dict[str, str], identity: Identity, send: Send, about: Any = None
+    ) -> HttpSession | None:
+        """The request's session, if it is one of this caller's; else None, answered 404 (closed or expired, or
+        opened on another replica, named). Another identity's session id is not found: a session id that leaks does
+        not let anyone else act in that session."""
+        session = self.sessions.get(headers.get("mcp-session-id", ""))
+        if session is not None and session.host.identity == identity:
+            return session
+        why = "Session not found"
         owner, dot, _ = headers.get("mcp-session-id", "").partition(".")
         if dot and owner and owner != self.hub.replica:
-            return (
-                f"Session not found: it was opened on replica {owner[:63]!r} and this is {self.hub.replica!r}; the "
-                "load balancer must send a session's requests to the replica that opened it (docs/deploy.md). "
-                "Initialize a new session"
+            why += (
+                f": it was opened on replica {owner[:63]!r} and this is {self.hub.replica!r}; the load balancer must "
+                "send a session's requests to the replica that opened it (docs/deploy.md). Initialize a new session"
             )
-        return "Session not found"
-
-    def _session(self, headers: dict[str, str], identity: Identity) -> HttpSession | None:
-        """The request's session, if it is one of this caller's: another identity's session id is not found
-        (a session id that leaks does not let anyone else act in that session)."""
-        session = self.sessions.get(headers.get("mcp-session-id", ""))
-        if session is None or session.host.identity != identity:
-            return None
-        return session
+        await error(send, 404, why, about)
+        return None
 
     async def _post(
         self, scope: Scope, headers: dict[str, str], identity: Identity, receive: Receive, send: Send
@@ -230,13 +225,8 @@ class HttpFront:
             await self._modern(scope, parsed, headers, identity, has_json, has_sse, receive, send)
             return
         if not (has_json and has_sse):
-            await error(
-                send,
-                406,
-                INVALID_REQUEST,
-                "Not Acceptable: Client must accept both application/json and text/event-stream",
-                request_id(parsed),
-            )
+            needed = "Not Acceptable: Client must accept both application/json and text/event-stream"
+            await error(send, 406, needed, request_id(parsed))
             return
         if self.hub.stateless:
             await self._stateless(parsed, headers, identity, receive, send)
@@ -244,9 +234,8 @@ class HttpFront:
         if session_id is None:
             await self._initialize(scope, parsed, identity, send)
             return
-        session = self._session(headers, identity)
+        session = await self._session(headers, identity, send, request_id(parsed))
         if session is None:
-            await error(send, 404, INVALID_REQUEST, self._not_found(headers), request_id(parsed))
             return
         if not isinstance(parsed, Request):
             session.touch(used=False)
@@ -280,7 +269,7 @@ class HttpFront:
             answered = self.sessions.get(headers.get("mcp-session-id", ""))
             if answered is not None and answered.host.identity == identity:
                 answered.host.handle(parsed, NOWHERE)
-        await error(send, 400, parsed.code, parsed.reason, request_id(parsed))
+        await error(send, 400, parsed.reason, request_id(parsed), code=parsed.code)
 
     async def _stateless(
         self, message: Message, headers: dict[str, str], identity: Identity, receive: Receive, send: Send
@@ -309,29 +298,16 @@ class HttpFront:
 
     async def _initialize(self, scope: Scope, message: Message, identity: Identity, send: Send) -> None:
         if not isinstance(message, Request) or message.method != "initialize":
-            await error(
-                send,
-                400,
-                INVALID_REQUEST,
-                "Bad Request: Missing session ID (send initialize first)",
-                request_id(message),
-            )
+            await error(send, 400, "Bad Request: Missing session ID (send initialize first)", request_id(message))
             return
         if self.hub.draining:
-            await error(
-                send, 503, INVALID_REQUEST, "The hub is shutting down; connect again (to another replica)", message.id
-            )
+            await error(send, 503, "The hub is shutting down; connect again (to another replica)", message.id)
             return
         client = (scope.get("client") or ("", 0))[0]
         session = self.sessions.open(client, identity)
         if session is None:
-            await error(
-                send,
-                503,
-                INVALID_REQUEST,
-                "Too many open sessions: the hub's session limit is reached (hub.http in servers.yaml)",
-                message.id,
-            )
+            full = "Too many open sessions: the hub's session limit is reached (hub.http in servers.yaml)"
+            await error(send, 503, full, message.id)
             return
         stream = PostStream()
         session.host.handle(message, stream)
@@ -355,28 +331,25 @@ class HttpFront:
     ) -> None:
         if isinstance(message, Notification):  # the 2026-07-28 wire has none from the client: acknowledged, dropped
             if headers.get("mcp-protocol-version") not in revisions.MODERN_VERSIONS:
-                await error(send, 400, UNSUPPORTED_PROTOCOL_VERSION, "Unsupported protocol version")
+                await error(send, 400, "Unsupported protocol version", code=UNSUPPORTED_PROTOCOL_VERSION)
             else:
                 await reply(send, 202, b"")
             return
         if not isinstance(message, Request):
-            await error(send, 400, INVALID_REQUEST, "Body must be a single JSON-RPC request or notification object")
+            await error(send, 400, "Body must be a single JSON-RPC request or notification object")
             return
         listen = message.method == "subscriptions/listen"
         if not has_json or (listen and not has_sse):
-            await error(
-                send,
-                406,
-                INVALID_REQUEST,
-                "Not Acceptable: Client must accept application/json" + (" and text/event-stream" if listen else ""),
-                message.id,
+            needed = "Not Acceptable: Client must accept application/json" + (
+                " and text/event-stream" if listen else ""
             )
+            await error(send, 406, needed, message.id)
             return
         mismatch = self.checks.header_mismatch(
             [k for k, _ in scope["headers"]], message, headers, self.hub.namespace.tools
         )
         if mismatch is not None:
-            await error(send, 400, HEADER_MISMATCH, mismatch, message.id)
+            await error(send, 400, mismatch, message.id, code=HEADER_MISMATCH)
             return
         host = HostSession(self.hub, f"http-{id(message):x}", None, era="modern", identity=identity)
         stream = PostStream()
@@ -384,33 +357,24 @@ class HttpFront:
         await respond(stream, receive, send, None, lambda: self._cancelled(host, message), self.checks.status)
 
     def _cancelled(self, host: HostSession, message: Request) -> None:
-        host.receive(
-            json.dumps(
-                {
-                    "jsonrpc": "2.0",
-                    "method": "notifications/cancelled",
-                    "params": {"requestId": message.id, "reason": "the host closed the request"},
-                }
-            ).encode(),
-            NOWHERE,
-        )
+        params = {"requestId": message.id, "reason": "the host closed the request"}
+        host.handle(Notification("notifications/cancelled", params), NOWHERE)
 
     # ---- GET: a session's own stream ------------------------------------------------------------------------
 
     async def _get(self, headers: dict[str, str], identity: Identity, receive: Receive, send: Send) -> None:
         if not accepts(headers.get("accept", ""))[1]:
-            await error(send, 406, INVALID_REQUEST, "Not Acceptable: Client must accept text/event-stream")
+            await error(send, 406, "Not Acceptable: Client must accept text/event-stream")
             return
         session_id = headers.get("mcp-session-id")
         if session_id is None:
-            await error(send, 400, INVALID_REQUEST, "Bad Request: Missing session ID")
+            await error(send, 400, "Bad Request: Missing session ID")
             return
-        session = self._session(headers, identity)
+        session = await self._session(headers, identity, send)
         if session is None:
-            await error(send, 404, INVALID_REQUEST, self._not_found(headers))
             return
         stream = session.open_standalone()
         if stream is None:
-            await error(send, 409, INVALID_REQUEST, "Conflict: Only one SSE stream is allowed per session")
+            await error(send, 409, "Conflict: Only one SSE stream is allowed per session")
             return
         await stream_standalone(stream, session.id, receive, send)

@@ -15,7 +15,7 @@ from collections.abc import Awaitable, Callable
 from starlette.types import Scope, Send
 
 from hub.access.identity import Identity
-from hub.host.http_replies import JSON, reply
+from hub.host.http_replies import JSON, insufficient_scope, reply
 from hub.host.port import HubPort
 
 # Who sent a request (None: refused, and answered): `HttpFront`'s, with the bearer token checked.
@@ -54,15 +54,10 @@ class AdminRoutes:
             return False
         if identity.in_any(set(groups)):
             return True
-        needed = " or ".join(repr(g) for g in groups)
-        body = json.dumps({"error": "insufficient_scope", "error_description": f"needs a member of {needed}"})
-        challenge = f'Bearer error="insufficient_scope", error_description="needs a member of {needed}"'
-        await reply(send, 403, body.encode(), [*JSON, (b"www-authenticate", challenge.encode())])
+        await insufficient_scope(send, groups)
         return False
 
     async def metrics(self, scope: Scope, send: Send) -> None:
-        """Prometheus text: to anyone without `auth:` (the hub is then on loopback, or told it is safe); with it,
-        to members of the metrics or admin group only."""
         auth = self.hub.auth_config
         if auth is not None and not await self._admitted(scope, send, auth.metrics_group, auth.admin_group):
             return

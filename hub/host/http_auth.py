@@ -18,7 +18,7 @@ import structlog
 from hub.access.identity import ANONYMOUS, Identity
 from hub.access.jwt import JwtRejected, JwtVerifier
 from hub.access.tokens import PREFIX, Rejected, TokenFile, TokenFileError
-from hub.config.access import AuthConfig, JwtConfig
+from hub.config.access import JwtConfig
 from hub.host.port import HubPort
 from hub.logs import Throttle
 
@@ -44,13 +44,9 @@ class Authenticator:
         self._jwt: tuple[JwtConfig, JwtVerifier] | None = None
         self._refused = Throttle()
 
-    @property
-    def config(self) -> AuthConfig | None:
-        return self.hub.auth_config
-
     async def identify(self, headers: dict[str, str], query: bytes) -> Identity | Refusal:
         """The caller of a request, or why it is refused. Without `auth:` every caller is `anonymous`."""
-        config = self.config
+        config = self.hub.auth_config
         if config is None:
             return ANONYMOUS
         if query and _token_in_url(query):
@@ -116,13 +112,13 @@ class Authenticator:
     def resource(self, scheme: str, host: str, path: str) -> str:
         """The hub's URL as clients know it: the JWT audience when there is one (it must be the hub's own URL),
         else what the request was addressed to."""
-        config = self.config
+        config = self.hub.auth_config
         if config is not None and config.jwt is not None:
             return config.jwt.audience
         return f"{scheme}://{host}{path}"
 
     def metadata(self, resource: str) -> bytes:
-        config = self.config
+        config = self.hub.auth_config
         document: dict[str, object] = {
             "resource": resource,
             "bearer_methods_supported": ["header"],
@@ -151,7 +147,3 @@ def _token_in_url(query: bytes) -> bool:
     except ValueError:
         return False
     return any(k.lower() in ("access_token", "token", "api_key", "apikey") for k in keys)
-
-
-def in_group(identity: Identity, *groups: str) -> bool:
-    return identity.in_any(set(groups))

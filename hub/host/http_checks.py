@@ -40,11 +40,13 @@ def allowed(host: str, port: int, extra: list[str]) -> Allowed:
     names = [*LOOPBACK, *extra]
     if host not in ("127.0.0.1", "localhost", "::1", "0.0.0.0", "::"):
         names.append(host)
-    hosts = [
-        name if name.rpartition(":")[2].isdigit() and not name.endswith("]") else f"{name}:{port}" for name in names
-    ]
-    hosts += [name for name in extra if not (name.rpartition(":")[2].isdigit() and not name.endswith("]"))]
+    hosts = [name if _has_port(name) else f"{name}:{port}" for name in names]
+    hosts += [name for name in extra if not _has_port(name)]
     return Allowed(hosts, [f"{scheme}://{h}" for h in hosts for scheme in ("http", "https")])
+
+
+def _has_port(name: str) -> bool:
+    return name.rpartition(":")[2].isdigit() and not name.endswith("]")
 
 
 def _imports() -> tuple[Any, Any, Any]:
@@ -90,15 +92,6 @@ class Checks:
         status: int = self._inbound.ERROR_CODE_HTTP_STATUS.get(code, 200)
         return status
 
-    def name_matches(self, header: str | None, value: Any) -> bool:
-        """Whether an `Mcp-Name` header (maybe base64-wrapped) names `value`."""
-        return bool(self._inbound.decode_header_value(header) == value)
-
-    def param_mismatch(self, schema: Any, arguments: Mapping[str, Any], headers: Mapping[str, str]) -> str | None:
-        """What is wrong with a tools/call's `Mcp-Param-*` headers against its arguments, if anything."""
-        rejection = self._inbound.validate_mcp_param_headers(schema, arguments, headers)
-        return None if rejection is None else str(rejection.message)
-
     def header_mismatch(
         self, raw: list[bytes], message: Request, headers: Mapping[str, str], tools: Sequence[Mapping[str, Any]]
     ) -> str | None:
@@ -115,10 +108,9 @@ class Checks:
         if headers.get("mcp-method") != message.method:
             return "mcp-method header does not match the request body's method"
         key = _NAMED.get(message.method)
-        if key is not None:
-            value = message.params.get(key)
-            if value is not None and not self.name_matches(headers.get("mcp-name"), value):
-                return f"mcp-name header does not match the request body's {key!r} parameter"
+        value = message.params.get(key) if key is not None else None
+        if value is not None and self._inbound.decode_header_value(headers.get("mcp-name")) != value:  # maybe base64
+            return f"mcp-name header does not match the request body's {key!r} parameter"
         if message.method != "tools/call":
             return None
         arguments = message.params.get("arguments") or {}
@@ -126,6 +118,5 @@ class Checks:
             return None
         name = message.params.get("name")
         schema = next((t.get("inputSchema") for t in tools if t.get("name") == name), None)
-        if schema is None:
-            return None
-        return self.param_mismatch(schema, arguments, headers)
+        rejection = None if schema is None else self._inbound.validate_mcp_param_headers(schema, arguments, headers)
+        return None if rejection is None else str(rejection.message)

@@ -25,6 +25,7 @@ from anyio.abc import TaskGroup
 from hub.access.identity import Identity
 from hub.config.schema import ServerConfig
 from hub.host.http_body import read_body
+from hub.host.http_replies import reply
 from hub.host.port import HubPort
 from hub.protocol import errors
 from hub.upstream.credentials import MissingCredential
@@ -154,14 +155,7 @@ class SignIns:
         if flow.url is None:
             await _page(send, 502, "Sign-in failed", flow.error or "The authorization server did not answer in time.")
             return
-        await send(
-            {
-                "type": "http.response.start",
-                "status": 303,
-                "headers": [(b"location", flow.url.encode()), (b"cache-control", b"no-store")],
-            }
-        )
-        await send({"type": "http.response.body", "body": b""})
+        await reply(send, 303, b"", [(b"location", flow.url.encode()), (b"cache-control", b"no-store")])
 
     async def _run(self, flow: _Flow, config: ServerConfig) -> None:
         state: str | None = None
@@ -238,5 +232,4 @@ async def _page(send: Send, status: int, title: str, text: str, form: str = "") 
         (b"content-security-policy", b"default-src 'none'; style-src 'unsafe-inline'; form-action 'self'"),
         (b"referrer-policy", b"no-referrer"),
     ]
-    await send({"type": "http.response.start", "status": status, "headers": headers})
-    await send({"type": "http.response.body", "body": body})
+    await reply(send, status, body, headers)

@@ -1,12 +1,11 @@
 """How the HTTP front writes a response: JSON when the answer is all there is, else an SSE stream of every message
 about the request and then its answer, kept alive while quiet; a session's own GET stream; and JSON-RPC errors.
-
-A POST's messages wait in its `PostStream` (a `hub.host.asks.Stream`) while the client is slow to read, bounded by
-POST_BACKLOG. A client that disconnects ends the response; over 2026-07-28 it also cancels the request.
+A client that disconnects ends the response; over 2026-07-28 it also cancels the request.
 """
 
 from __future__ import annotations
 
+import json
 from collections import deque
 from collections.abc import Callable
 from typing import Any
@@ -16,14 +15,22 @@ import structlog
 from starlette.types import Receive, Send
 
 from hub.host.http_sessions import StandaloneStream
-from hub.protocol.jsonrpc import REQUEST_CANCELLED, Invalid, Message, Request, Response, error_line, parse
+from hub.protocol.jsonrpc import (
+    INVALID_REQUEST,
+    REQUEST_CANCELLED,
+    Invalid,
+    Message,
+    Request,
+    Response,
+    error_line,
+    parse,
+)
 
 # Once an SSE response has started, a comment line this often keeps proxies from closing a quiet stream; a request
 # still silent after this long commits to SSE for the same reason.
 KEEPALIVE = 15.0
 SSE = [(b"content-type", b"text/event-stream"), (b"cache-control", b"no-cache, no-transform")]
 JSON = [(b"content-type", b"application/json")]
-# Messages a POST's stream holds before its answer while the client is slow to read; more are dropped.
 POST_BACKLOG = 1000
 
 _log = structlog.get_logger("hub.http")
@@ -33,8 +40,7 @@ class PostStream:
     """One POST's response: the messages about its request, then the answer (`hub.host.asks.Stream`).
 
     What comes before the answer waits here while the client is slow to read; past POST_BACKLOG messages, more are
-    dropped (a child's progress and log messages, counted in the log), so that a child that floods a call cannot
-    grow the hub while its host does not read.
+    dropped (logged), so that a child that floods a call cannot grow the hub while its host does not read.
     """
 
     def __init__(self, request_id: Any = None) -> None:
@@ -108,13 +114,21 @@ async def reply(send: Send, status: int, body: bytes, headers: list[tuple[bytes,
 async def error(
     send: Send,
     status: int,
-    code: int,
     message: str,
     about: Any = None,
     extra: list[tuple[bytes, bytes]] | None = None,
+    code: int = INVALID_REQUEST,
 ) -> None:
     """A JSON-RPC error as the whole response; `about` is the id of the request it answers, if any."""
     await reply(send, status, error_line(about, code, message).rstrip(b"\n"), [*JSON, *(extra or [])])
+
+
+async def insufficient_scope(send: Send, groups: tuple[str, ...], headers: list[tuple[bytes, bytes]] = JSON) -> None:
+    """403 (RFC 6750) for an identity that is a member of none of `groups`."""
+    needed = " or ".join(repr(g) for g in groups)
+    body = json.dumps({"error": "insufficient_scope", "error_description": f"needs a member of {needed}"})
+    challenge = f'Bearer error="insufficient_scope", error_description="needs a member of {needed}"'
+    await reply(send, 403, body.encode(), [*headers, (b"www-authenticate", challenge.encode())])
 
 
 async def respond(
@@ -134,23 +148,28 @@ async def respond(
     """
     handshake = handshake or session_id is not None
     extra = [(b"mcp-session-id", session_id.encode())] if session_id is not None else []
+    cancelled = error_line(stream.request_id, REQUEST_CANCELLED, "Request cancelled") if handshake else None
     await _wait(stream)
     if not (stream.ended and not stream.events):
-        await send({"type": "http.response.start", "status": 200, "headers": [*SSE, *extra]})
-        async with anyio.create_task_group() as tg:
-            tg.start_soon(watch_disconnect, receive, tg.cancel_scope, cancel)
-            await _events(stream, send, handshake)
-            tg.cancel_scope.cancel()
+        await _sse_response(stream, receive, send, extra, cancel, cancelled)
     elif stream.answer is not None:
         status = 200 if handshake else _status(stream.answer, status_of)
         await reply(send, status, stream.answer.rstrip(b"\n"), [*JSON, *extra])
-    elif handshake:  # cancelled: the handshake era's stream ends with an answer, "cancelled" (the SDK's)
-        await error(send, 200, REQUEST_CANCELLED, "Request cancelled", stream.request_id, extra)
+    elif cancelled is not None:  # the handshake era's stream ends with an answer, "cancelled" (the SDK's)
+        await reply(send, 200, cancelled.rstrip(b"\n"), [*JSON, *extra])
     else:  # 2026-07-28: the host closed the request; nothing is read any more
         await reply(send, 204, b"", extra)
 
 
-async def _wait(stream: PostStream) -> None:
+async def stream_standalone(stream: StandaloneStream, session_id: str, receive: Receive, send: Send) -> None:
+    """A session's own GET stream, until it closes or the client leaves: what belongs to no request."""
+    try:
+        await _sse_response(stream, receive, send, [(b"mcp-session-id", session_id.encode())], None, None)
+    finally:
+        stream.close()
+
+
+async def _wait(stream: PostStream | StandaloneStream) -> None:
     """Until the stream has something to send, or KEEPALIVE has passed."""
     with anyio.move_on_after(KEEPALIVE):
         while not stream.ended and not stream.events:
@@ -158,23 +177,34 @@ async def _wait(stream: PostStream) -> None:
             await stream.wake.wait()
 
 
-async def _events(stream: PostStream, send: Send, cancelled_answer: bool) -> None:
-    """A committed SSE response: each message as it comes, a keep-alive comment when there is none for long."""
-    while True:
-        events = [_sse(line) for line in stream.events]
-        stream.events.clear()
-        if stream.ended and stream.answer is not None:
-            events.append(_sse(stream.answer))
-        elif stream.ended and cancelled_answer:
-            events.append(_sse(error_line(stream.request_id, REQUEST_CANCELLED, "Request cancelled")))
-        body = b"".join(events) or b": keepalive\r\n\r\n"
-        try:
-            await send({"type": "http.response.body", "body": body, "more_body": not stream.ended})
-        except OSError:
-            return
-        if stream.ended:
-            return
-        await _wait(stream)
+async def _sse_response(
+    stream: PostStream | StandaloneStream,
+    receive: Receive,
+    send: Send,
+    extra: list[tuple[bytes, bytes]],
+    cancel: Callable[[], None] | None,
+    cancelled: bytes | None,
+) -> None:
+    """An SSE response: each message as it comes, a keep-alive comment when there is none for long, until the
+    stream ends (with its answer, else `cancelled` if given) or the client leaves (then `cancel`, if given)."""
+    await send({"type": "http.response.start", "status": 200, "headers": [*SSE, *extra]})
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(watch_disconnect, receive, tg.cancel_scope, cancel)
+        while True:
+            events = [_sse(line) for line in stream.events]
+            stream.events.clear()
+            answer = stream.answer or cancelled
+            if stream.ended and answer is not None:
+                events.append(_sse(answer))
+            body = b"".join(events) or b": keepalive\r\n\r\n"
+            try:
+                await send({"type": "http.response.body", "body": body, "more_body": not stream.ended})
+            except OSError:
+                break
+            if stream.ended:
+                break
+            await _wait(stream)
+        tg.cancel_scope.cancel()
 
 
 async def watch_disconnect(receive: Receive, scope: anyio.CancelScope, cancel: Callable[[], None] | None) -> None:
@@ -194,37 +224,3 @@ def _status(answer: bytes, status_of: Callable[[Any], int]) -> int:
     if isinstance(message, Response) and message.error is not None:
         return status_of(message.error.get("code"))
     return 200
-
-
-async def stream_standalone(stream: StandaloneStream, session_id: str, receive: Receive, send: Send) -> None:
-    """A session's own GET stream, until it closes or the client leaves: what belongs to no request."""
-    await send(
-        {"type": "http.response.start", "status": 200, "headers": [*SSE, (b"mcp-session-id", session_id.encode())]}
-    )
-    try:
-        async with anyio.create_task_group() as tg:
-            tg.start_soon(watch_disconnect, receive, tg.cancel_scope, None)
-            await _pump(stream, send)
-            tg.cancel_scope.cancel()
-    finally:
-        stream.close()
-
-
-async def _pump(stream: StandaloneStream, send: Send) -> None:
-    while not stream.closed:
-        with anyio.move_on_after(KEEPALIVE):
-            while not stream.events and not stream.closed:
-                stream.wake = anyio.Event()
-                await stream.wake.wait()
-        events = [_sse(line) for line in stream.events]
-        stream.events.clear()
-        try:
-            await send(
-                {
-                    "type": "http.response.body",
-                    "body": b"".join(events) or b": keepalive\r\n\r\n",
-                    "more_body": not stream.closed,
-                }
-            )
-        except OSError:
-            return

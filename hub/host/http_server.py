@@ -90,10 +90,6 @@ class _HeadDeadline(HttpToolsProtocol):
             self.transport.close()
 
 
-def _protocol(limit: float) -> type[_HeadDeadline]:
-    return type("HeadDeadline", (_HeadDeadline,), {"limit": limit})
-
-
 async def serve_http(hub: HubPort, bind: str, allowed_hosts: list[str]) -> None:
     """Serve until cancelled; the SDK's checks load meanwhile (`hub.host.http_checks`)."""
     host, port = parse_bind(bind)
@@ -108,7 +104,7 @@ async def serve_http(hub: HubPort, bind: str, allowed_hosts: list[str]) -> None:
         front,
         host=host,
         port=port,
-        http=_protocol(hub.settings.http.request_timeout),
+        http=type("HeadDeadline", (_HeadDeadline,), {"limit": hub.settings.http.request_timeout}),
         log_level="warning",
         lifespan="off",
         access_log=False,

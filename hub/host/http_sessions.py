@@ -13,12 +13,12 @@ from __future__ import annotations
 import secrets
 import time
 from collections import deque
-from typing import Any
 
 import anyio
 import structlog
 
 from hub.access.identity import Identity
+from hub.config.settings import HttpSettings
 from hub.host.port import HubPort
 from hub.host.session import HostSession
 
@@ -32,6 +32,8 @@ _log = structlog.get_logger("hub.http")
 
 class StandaloneStream:
     """A session's GET stream: notifications and requests that belong to no request of the host's."""
+
+    answer: bytes | None = None  # it ends without one
 
     def __init__(self) -> None:
         self.events: deque[bytes] = deque()
@@ -50,6 +52,10 @@ class StandaloneStream:
     def end(self, line: bytes | None) -> None:
         if line is not None:
             self.send(line)
+
+    @property
+    def ended(self) -> bool:
+        return self.closed
 
     def close(self) -> None:
         self.closed = True
@@ -87,13 +93,10 @@ class HttpSession:
 
 
 class Sessions:
-    def __init__(self, hub: HubPort, limits: Any) -> None:
+    def __init__(self, hub: HubPort, limits: HttpSettings) -> None:
         self.hub = hub
-        self.limits = limits  # hub.config.settings.HttpSettings
+        self.limits = limits
         self._by_id: dict[str, HttpSession] = {}
-
-    def __len__(self) -> int:
-        return len(self._by_id)
 
     def get(self, session_id: str) -> HttpSession | None:
         return self._by_id.get(session_id)
@@ -126,13 +129,11 @@ class Sessions:
         self.close(oldest.id, f"unused, closed for a new session ({why})")
         return True
 
-    def close(self, session_id: str, why: str) -> bool:
+    def close(self, session_id: str, why: str) -> None:
         session = self._by_id.pop(session_id, None)
-        if session is None:
-            return False
-        session.close()
-        _log.info("http_session_closed", host_session=session_id, reason=why, sessions=len(self._by_id))
-        return True
+        if session is not None:
+            session.close()
+            _log.info("http_session_closed", host_session=session_id, reason=why, sessions=len(self._by_id))
 
     def close_all(self) -> None:
         for session_id in list(self._by_id):

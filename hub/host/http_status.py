@@ -32,6 +32,7 @@ from hub.access.identity import ANONYMOUS, Identity
 from hub.host.http_auth import MAX_TOKEN_CHARS, Authenticator, Refusal
 from hub.host.http_body import read_body
 from hub.host.http_checks import Checks
+from hub.host.http_replies import insufficient_scope, reply
 from hub.host.port import HubPort
 from hub.host.status_page import render_live, render_login, render_refused, render_status
 from hub.observe.recent import Recent
@@ -70,11 +71,6 @@ def _html_headers(nonce: str) -> list[tuple[bytes, bytes]]:
     ]
 
 
-async def _send(send: Send, status: int, body: bytes, headers: list[tuple[bytes, bytes]]) -> None:
-    await send({"type": "http.response.start", "status": status, "headers": headers})
-    await send({"type": "http.response.body", "body": body})
-
-
 def _cookie(header: str) -> str | None:
     """The `hub_token` cookie's value, if it has the shape of a token."""
     for part in header.split(";"):
@@ -92,14 +88,7 @@ def _set_cookie(value: str, max_age: int) -> tuple[bytes, bytes]:
 class StatusPage:
     """The routes in `PATHS`; the contract is the module docstring."""
 
-    def __init__(
-        self,
-        hub: HubPort,
-        checks: Checks,
-        auth: Authenticator,
-        recent: Recent,
-        refuse: Refuse,
-    ) -> None:
+    def __init__(self, hub: HubPort, checks: Checks, auth: Authenticator, recent: Recent, refuse: Refuse) -> None:
         self.hub = hub
         self.checks = checks
         self.auth = auth
@@ -113,18 +102,17 @@ class StatusPage:
             await refused(scope, receive, send)
             return
         path, method = scope["path"], scope["method"]
-        if method == "POST" and path == "/login":
+        if path == "/login" and method in ("GET", "HEAD", "POST") and self.hub.auth_config is None:
+            await reply(send, 303, b"", [(b"location", b"./")])  # nobody signs in: the page is open
+        elif method == "POST" and path == "/login":
             await self._sign_in(receive, send)
         elif method == "POST" and path == "/logout":
-            await _send(send, 303, b"", [(b"location", b"login"), _set_cookie("", 0)])
+            await reply(send, 303, b"", [(b"location", b"login"), _set_cookie("", 0)])
         elif method not in ("GET", "HEAD") or path == "/logout":
             allow = _ALLOW.get(path, b"GET, HEAD")
-            await _send(send, 405, b'{"error":"method not allowed"}', [*_JSON, (b"allow", allow)])
+            await reply(send, 405, b'{"error":"method not allowed"}', [*_JSON, (b"allow", allow)])
         elif path == "/login":
-            if self.hub.auth_config is None:
-                await _send(send, 303, b"", [(b"location", b"./")])
-            else:
-                await self._login_page(send, 200)
+            await self._login_page(send, 200)
         else:
             await self._show(scope, send, as_json=path == DATA)
 
@@ -134,19 +122,18 @@ class StatusPage:
             return
         data = snapshot(self.hub, self.recent, self.tokens, self.hub.redact)
         if as_json:
-            await _send(send, 200, json.dumps(data).encode(), _JSON)
+            await reply(send, 200, json.dumps(data).encode(), _JSON)
             return
         nonce = secrets.token_urlsafe(16)
         if b"part=live" in scope.get("query_string", b""):
             page = render_live(data, signed_in=viewer[1])
         else:
             page = render_status(data, nonce, signed_in=viewer[1])
-        await _send(send, 200, page.encode(), _html_headers(nonce))
+        await reply(send, 200, page.encode(), _html_headers(nonce))
 
     async def _viewer(self, scope: Scope, send: Send, as_json: bool) -> tuple[Identity, bool] | None:
         """Who is looking, and whether through the cookie; None if refused (and answered)."""
-        config = self.hub.auth_config
-        if config is None:
+        if self.hub.auth_config is None:
             return ANONYMOUS, False
         headers = {k.decode("latin-1"): v.decode("latin-1") for k, v in scope["headers"]}
         cookie = None if "authorization" in headers else _cookie(headers.get("cookie", ""))
@@ -171,29 +158,24 @@ class StatusPage:
         groups = (config.status_group, config.admin_group)
         if identity.in_any(set(groups)):
             return True
-        needed = " or ".join(repr(g) for g in groups)
         if as_json:
-            body = json.dumps({"error": "insufficient_scope", "error_description": f"needs a member of {needed}"})
-            challenge = f'Bearer error="insufficient_scope", error_description="needs a member of {needed}"'
-            await _send(send, 403, body.encode(), [*_JSON, (b"www-authenticate", challenge.encode())])
+            await insufficient_scope(send, groups, _JSON)
         else:
             nonce = secrets.token_urlsafe(16)
+            needed = " or ".join(repr(g) for g in groups)
             message = f"{identity.name} may not see the status page: it is for members of {needed}."
-            await _send(send, 403, render_refused(nonce, message).encode(), _html_headers(nonce))
+            await reply(send, 403, render_refused(nonce, message).encode(), _html_headers(nonce))
         return False
 
     async def _login_page(self, send: Send, status: int, message: str = "") -> None:
         nonce = secrets.token_urlsafe(16)
         extra = [(b"www-authenticate", b'Bearer realm="hub"')] if status == 401 else []
         page = render_login(nonce, COOKIE_HOURS, message)
-        await _send(send, status, page.encode(), [*_html_headers(nonce), *extra])
+        await reply(send, status, page.encode(), [*_html_headers(nonce), *extra])
 
     async def _sign_in(self, receive: Receive, send: Send) -> None:
         """POST /login: the form's token checked as a bearer token; if its identity may see the page, the cookie."""
-        if self.hub.auth_config is None:
-            await _send(send, 303, b"", [(b"location", b"./")])
-            return
-        body = await self._form(receive)
+        body = (await read_body(receive, FORM_LIMIT, self.hub.settings.http.request_timeout)).data
         if body is None:
             await self._login_page(send, 400, "The form did not arrive whole; try again.")
             return
@@ -205,8 +187,4 @@ class StatusPage:
         if isinstance(found, Refusal):
             await self._login_page(send, 401, f"Not signed in: {found.description}.")
         elif await self._allowed(found, send, as_json=False):
-            await _send(send, 303, b"", [(b"location", b"./"), _set_cookie(token, COOKIE_HOURS * 3600)])
-
-    async def _form(self, receive: Receive) -> bytes | None:
-        """The request's body, at most FORM_LIMIT bytes and within the front's request timeout; else None."""
-        return (await read_body(receive, FORM_LIMIT, self.hub.settings.http.request_timeout)).data
+            await reply(send, 303, b"", [(b"location", b"./"), _set_cookie(token, COOKIE_HOURS * 3600)])

@@ -55,10 +55,10 @@ class InProcessHost:
             text = request.params.get("message")
             yes = await self._confirm(text if isinstance(text, str) else "Confirm?")
             answer = {"action": "accept", "content": {"confirm": True}} if yes else {"action": "decline"}
-            self.session.receive(result_line(request.id, answer).rstrip(b"\n"), self)
-            return
-        refusal = error_line(request.id, METHOD_NOT_FOUND, f"hub call cannot answer {request.method}")
-        self.session.receive(refusal.rstrip(b"\n"), self)
+            line = result_line(request.id, answer)
+        else:
+            line = error_line(request.id, METHOD_NOT_FOUND, f"hub call cannot answer {request.method}")
+        self.session.receive(line.rstrip(b"\n"), self)
 
     def end(self, line: bytes | None) -> None:
         if line is not None:

@@ -17,6 +17,12 @@ from hub.relay import ports
 from hub.relay.ports import AskFailed
 
 LOG_RANK = {level: rank for rank, level in enumerate(revisions.LOG_LEVELS)}
+# The list_changed notifications a listen stream may ask for, by the key that asks for each.
+LIST_CHANGED = {
+    "toolsListChanged": "notifications/tools/list_changed",
+    "promptsListChanged": "notifications/prompts/list_changed",
+    "resourcesListChanged": "notifications/resources/list_changed",
+}
 
 
 class RequestOrigin(ports.SessionPort, Protocol):
@@ -123,9 +129,7 @@ class Listen:
         self.received = received
         notifications = received.params.get("notifications")
         wanted = notifications if isinstance(notifications, dict) else {}
-        self.honored = {
-            k: True for k in ("toolsListChanged", "promptsListChanged", "resourcesListChanged") if wanted.get(k) is True
-        }
+        self.honored = {key: True for key in LIST_CHANGED if wanted.get(key) is True}
         uris = wanted.get("resourceSubscriptions")
         self.uris = frozenset(u for u in uris if isinstance(u, str)) if isinstance(uris, list) else frozenset()
         if self.uris:
@@ -139,14 +143,9 @@ class Listen:
         self.session.hub.hosts.listeners.add(self)
 
     def wants(self, method: str, uri: str | None) -> bool:
-        key = {
-            "notifications/tools/list_changed": "toolsListChanged",
-            "notifications/prompts/list_changed": "promptsListChanged",
-            "notifications/resources/list_changed": "resourcesListChanged",
-        }.get(method)
-        if key is not None:
-            return key in self.honored
-        return method == "notifications/resources/updated" and uri in self.uris
+        if method == "notifications/resources/updated":
+            return uri in self.uris
+        return any(LIST_CHANGED[key] == method for key in self.honored if key in LIST_CHANGED)
 
     def send(self, method: str, params: dict[str, Any]) -> None:
         if self.received.answered:

@@ -4,15 +4,9 @@ A message is decoded and classified (`hub.protocol.jsonrpc`); what cannot be han
 fault calls for when it has a usable id, and is logged (at most once a second) when it has none. One meant as an
 answer (no method; a result or an error) is never answered back: the hub's request it answers fails instead. A
 fault of the hub's own in handling a message is logged (`host_message_failed`) and a request answered -32603:
-nothing a host sends ends the connection. Then:
-
-- a request the hub answers itself: `initialize` (handshake era), `server/discover` (2026-07-28), `ping`, the
-  four listings (from the current namespace, encoded once per revision), `logging/setLevel`,
-  `subscriptions/listen`;
-- a routed request (`hub.relay.router.ROUTED`): handed to the router as a `Received`, which carries it to its one
-  answer on the stream the transport gave it;
-- notifications: `initialized`, `cancelled` (of a call or a listen stream), `roots/list_changed`;
-- a response: the host's answer to a request the hub sent it (a child's sampling, elicitation or roots request).
+nothing a host sends ends the connection. A routed request (`hub.relay.router.ROUTED`) is handed to the router as
+a `Received`, which carries it to its one answer on the stream the transport gave it; the hub answers the others
+itself (listings from the current namespace). A response is the host's answer to a request the hub sent it.
 
 The era of a request: an HTTP transport knows it (a session is handshake-era; a request without one carries the
 2026-07-28 envelope); over stdio the first request decides for the connection, as the SDK's server does.
@@ -64,6 +58,10 @@ MODERN_METHODS = frozenset({"server/discover", "subscriptions/listen", *LISTS, *
     "resources/unsubscribe",
 }
 HANDSHAKE_METHODS = frozenset({"initialize", "ping", "logging/setLevel", *LISTS, *ROUTED})
+NOT_THIS_ERA = (
+    "this connection serves the handshake protocol era; "
+    "requests carrying the 2026-07-28 envelope are not accepted on it"
+)
 # A request to the host outside any of its own (a child's roots/list, say) waits this long at most for a channel to
 # go on: an HTTP host opens its GET stream just after it initializes, when a child told of its roots asks at once.
 CHANNEL_WAIT = 5.0
@@ -189,24 +187,15 @@ class HostSession:
     # ---- requests ----------------------------------------------------------------------------------------------
 
     def _request(self, request: Request, stream: Stream) -> None:
-        method, params = request.method, request.params
-        modern = revisions.has_envelope(params) and method != "initialize"
+        method = request.method
+        modern = revisions.has_envelope(request.params) and method != "initialize"
         if self.era is None:
             self.era = "modern" if modern else "handshake"
         if self.era == "modern":
             self._modern_request(request, stream)
-            return
-        if modern:
-            stream.end(
-                error_line(
-                    request.id,
-                    INVALID_REQUEST,
-                    "this connection serves the handshake protocol era; "
-                    "requests carrying the 2026-07-28 envelope are not accepted on it",
-                )
-            )
-            return
-        if method == "initialize":
+        elif modern:
+            stream.end(error_line(request.id, INVALID_REQUEST, NOT_THIS_ERA))
+        elif method == "initialize":
             self._initialize(request, stream)
         elif method == "ping":
             stream.end(result_line(request.id, b"{}"))
@@ -215,7 +204,7 @@ class HostSession:
         elif self.version is None:
             stream.end(error_line(request.id, INVALID_REQUEST, "the session is not initialized: send initialize first"))
         else:
-            self._serve(Received(self, request, self.version, stream, None), stream)
+            self._serve(Received(self, request, self.version, stream, None))
 
     def _initialize(self, request: Request, stream: Stream) -> None:
         params = request.params
@@ -260,13 +249,13 @@ class HostSession:
                 result_line(request.id, revisions.stamp(revisions.discover_result(self._instructions()), method))
             )
         else:
-            self._serve(Received(self, request, envelope.version, stream, envelope), stream)
+            self._serve(Received(self, request, envelope.version, stream, envelope))
 
     def _instructions(self) -> str:
         """The hub's instructions as this session's identity may see them (its policy, as it is now)."""
         return self.hub.instructions(self.hub.view(self.identity))
 
-    def _serve(self, received: Received, stream: Stream) -> None:
+    def _serve(self, received: Received) -> None:
         method = received.method
         if method in LISTS:
             self._listing(received)
@@ -275,12 +264,8 @@ class HostSession:
         elif method == "logging/setLevel":
             level = received.params.get("level")
             if type(level) is not str or level not in LOG_RANK:
-                received.fail(
-                    {
-                        "code": INVALID_PARAMS,
-                        "message": f"invalid params: 'level' must be one of {', '.join(revisions.LOG_LEVELS)}",
-                    }
-                )
+                levels = ", ".join(revisions.LOG_LEVELS)
+                received.fail({"code": INVALID_PARAMS, "message": f"invalid params: 'level' must be one of {levels}"})
                 return
             self.hub.spawn(self._set_level, received, level)
         elif method == "subscriptions/listen":
@@ -292,15 +277,9 @@ class HostSession:
         """A list request, answered from the namespace; recorded (`hub.relay.record`) with its duration from
         `began` (its arrival, when it waited for the children starting with the hub)."""
         began = time.perf_counter() if began is None else began
-        cursor = received.params.get("cursor")
-        if cursor is not None:
-            received.fail(
-                {
-                    "code": INVALID_PARAMS,
-                    "message": "invalid params: the hub lists everything in one page; "
-                    "this cursor is not one of its own",
-                }
-            )
+        if received.params.get("cursor") is not None:
+            why = "invalid params: the hub lists everything in one page; this cursor is not one of its own"
+            received.fail({"code": INVALID_PARAMS, "message": why})
             return
         if self.hub.startup.left():
             self.hub.spawn(self._listing_after_start, received, began)
@@ -316,10 +295,9 @@ class HostSession:
         self._listing(received, began)
 
     async def _set_level(self, received: Received, level: str) -> None:
-        owner = self if self.hub.children and any(c.per_host for c in self.hub.children.values()) else None
         await self.hub.set_log_level(level)
-        if owner is not None:
-            await self.hub.set_log_level(level, owner)  # this session's own connections
+        if any(c.per_host for c in self.hub.children.values()):
+            await self.hub.set_log_level(level, self)  # this session's own connections
         received.respond(b"{}")
 
     # ---- notifications --------------------------------------------------------------------------------------
@@ -385,24 +363,16 @@ class HostSession:
         return await self.ask_on(stream, method, params, max(0.0, limit_s - (anyio.current_time() - began)))
 
     async def ask_on(self, stream: Stream, method: str, params: dict[str, Any], limit_s: float) -> dict[str, Any]:
-        """Send the host a request on `stream` and wait (bounded) for its answer (`HostAsks.send`).
-
-        Raises:
-            AskFailed: the host answered with an error, did not answer in time, the session ended first, or this
-                host cannot be sent requests (2026-07-28, closed).
-        """
+        """`HostAsks.send`; also AskFailed when this host cannot be sent requests (2026-07-28, closed)."""
         if self.modern or self.closed or getattr(stream, "closed", False):
             raise AskFailed({"code": INVALID_REQUEST, "message": "hub: this host cannot be sent requests now"})
         return await self._asks.send(stream, method, params, limit_s)
-
-    def fail_asks(self, why: str) -> None:
-        self._asks.fail(why)
 
     def close(self) -> None:
         """The connection ended: requests to the host fail, listen streams end, the hub forgets the session."""
         self.closed = True
         self._wake_channel_waiters()
-        self.fail_asks("the host's connection ended")
+        self._asks.fail("the host's connection ended")
         for listen in list(self._listens.values()):
             listen.stop()
         self._listens.clear()
