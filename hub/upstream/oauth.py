@@ -10,14 +10,11 @@ What the hub adds is where tokens live and who they belong to:
   (refresh needs it). One per (child, redirect URI): the hub's registration, reused by every identity signing in
   through that URI. Each is sealed (AES-GCM, `hub.access.sealed`) under the hub's key, in a `Vault`: files
   (`FileVault`, one per record) or Redis (`hub.state`, shared by replicas).
-- **The expiry after a restart.** The SDK does not restore a stored token's expiry when it loads it (python-sdk#3250):
-  an expired token would be sent, refused with 401, and the SDK would start a browser flow instead of refreshing.
-  The provider is given the stored absolute expiry before its first use, so an expired token is refreshed (through
-  `hub.upstream.oauth_sdk`, the one module that touches the provider's state).
-- **No browser in a connection.** A connection never waits for a person: an identity with no record gets
-  `SignInRequired` at once, naming how to sign in (a one-time link to the hub's HTTP front, or `hub auth login`);
-  a refresh the authorization server refuses ends the connection with the same error, never a hang (a connection's
-  auth: `hub.upstream.oauth_refresh.connection_auth`). The interactive flow is `hub.upstream.signin`.
+- **The expiry after a restart.** The provider is given the stored absolute expiry before its first use, so an
+  expired token is refreshed (python-sdk#3250; `hub.upstream.oauth_sdk`, the one module that touches its state).
+- **No browser in a connection.** An identity with no record gets `SignInRequired` at once, naming how to sign in;
+  a refused refresh ends the connection with the same error (`hub.upstream.oauth_refresh`). The interactive flow is
+  `hub.upstream.signin`.
 """
 
 from __future__ import annotations
@@ -89,11 +86,8 @@ class FileVault:
         return self.directory / (hashlib.sha256(name.encode()).hexdigest()[:32] + ".json")
 
     async def read(self, name: str) -> str | None:
-        try:
-            document = json.loads(self._path(name).read_text())
-        except (OSError, ValueError):
-            return None
-        value = document.get("sealed") if isinstance(document, dict) and document.get("name") == name else None
+        document = _document(self._path(name))
+        value = document.get("sealed") if document is not None and document.get("name") == name else None
         return value if isinstance(value, str) else None
 
     async def write(self, name: str, value: str | None) -> None:
@@ -102,22 +96,11 @@ class FileVault:
             path.unlink(missing_ok=True)
             return
         self._ensure_directory()
-        temporary = path.with_suffix(f".{secrets.token_hex(4)}.tmp")
-        descriptor = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-        with os.fdopen(descriptor, "w") as file:
-            json.dump({"name": name, "sealed": value}, file)
-        os.replace(temporary, path)
+        os.replace(_written(path, json.dumps({"name": name, "sealed": value}).encode()), path)
 
     async def names(self) -> list[str]:
-        found = []
-        for path in sorted(self.directory.glob("*.json")) if self.directory.is_dir() else ():
-            try:
-                document = json.loads(path.read_text())
-            except (OSError, ValueError):
-                continue
-            if isinstance(document, dict) and isinstance(document.get("name"), str):
-                found.append(document["name"])
-        return found
+        paths = sorted(self.directory.glob("*.json")) if self.directory.is_dir() else []
+        return [d["name"] for d in map(_document, paths) if d is not None and isinstance(d.get("name"), str)]
 
     @asynccontextmanager
     async def lock(self, name: str) -> AsyncIterator[None]:
@@ -139,10 +122,7 @@ class FileVault:
         if not path.exists():
             # Written whole under another name, then linked into place (which fails if another process was first):
             # nobody ever reads a key half written.
-            temporary = path.with_suffix(f".{secrets.token_hex(4)}.tmp")
-            descriptor = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-            with os.fdopen(descriptor, "wb") as file:
-                file.write(secrets.token_bytes(KEY_BYTES))
+            temporary = _written(path, secrets.token_bytes(KEY_BYTES))
             try:
                 os.link(temporary, path)
             except FileExistsError:
@@ -156,6 +136,22 @@ class FileVault:
 
     def _ensure_directory(self) -> None:
         self.directory.mkdir(parents=True, exist_ok=True, mode=0o700)
+
+
+def _written(path: Path, data: bytes) -> Path:
+    """A new file (0600) beside `path` holding `data`, to be moved or linked into place."""
+    temporary = path.with_suffix(f".{secrets.token_hex(4)}.tmp")
+    with os.fdopen(os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600), "wb") as file:
+        file.write(data)
+    return temporary
+
+
+def _document(path: Path) -> dict[str, Any] | None:
+    try:
+        document = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return None
+    return document if isinstance(document, dict) else None
 
 
 @dataclass(frozen=True)
@@ -311,12 +307,7 @@ class Credentials:
         storage = _Storage(self, child, config, identity, redirect_uri)
         storage.fresh = fresh
         provider = OAuthClientProvider(config.url, metadata, storage, redirect_handler, callback_handler)
-        signed = None if fresh else await self.signed(child, identity)
-        if signed is not None:
-            # python-sdk#3250: the SDK loads stored tokens without their expiry; given here, an expired token is
-            # refreshed before it is sent instead of being refused and sending the flow to a browser.
-            oauth_sdk.restore_expiry(provider, signed.expires_at)
-        return provider
+        return provider if fresh else await self._restored(provider, child, identity)
 
     async def client_provider(self, child: str, config: ServerConfig) -> OAuthClientProvider:
         """The SDK's client-credentials provider: the hub's own token, kept like an identity's under CLIENT."""
@@ -335,9 +326,15 @@ class Credentials:
             settings.scope,
             settings.issuer,
         )
-        signed = await self.signed(child, CLIENT)
+        return await self._restored(provider, child, CLIENT)
+
+    async def _restored(self, provider: OAuthClientProvider, child: str, identity: str) -> OAuthClientProvider:
+        """`provider` told the stored tokens' expiry. python-sdk#3250: the SDK loads stored tokens without it; given
+        here, an expired token is refreshed before it is sent instead of being refused and sending the flow to a
+        browser."""
+        signed = await self.signed(child, identity)
         if signed is not None:
-            oauth_sdk.restore_expiry(provider, signed.expires_at)  # python-sdk#3250, as in `provider`
+            oauth_sdk.restore_expiry(provider, signed.expires_at)
         return provider
 
     # ---- how to sign in ----------------------------------------------------------------------------------------
