@@ -10,8 +10,6 @@ What the hub adds is where tokens live and who they belong to:
   (refresh needs it). One per (child, redirect URI): the hub's registration, reused by every identity signing in
   through that URI. Each is sealed (AES-GCM, `hub.access.sealed`) under the hub's key, in a `Vault`: files
   (`FileVault`, one per record) or Redis (`hub.state`, shared by replicas).
-- **The expiry after a restart.** The provider is given the stored absolute expiry before its first use, so an
-  expired token is refreshed (python-sdk#3250; `hub.upstream.oauth_sdk`, the one module that touches its state).
 - **No browser in a connection.** An identity with no record gets `SignInRequired` at once, naming how to sign in;
   a refused refresh ends the connection with the same error (`hub.upstream.oauth_refresh`). The interactive flow is
   `hub.upstream.signin`.
@@ -67,7 +65,7 @@ class Vault(Protocol):
     async def read(self, name: str) -> str | None: ...
 
     async def write(self, name: str, value: str | None) -> None:
-        """Store `value` under `name`; None removes it."""
+        """None removes the record."""
 
     async def names(self) -> list[str]: ...
 
@@ -184,8 +182,7 @@ class Credentials:
     """The OAuth records of every (child, identity), sealed under `key` in `vault`.
 
     `link_base` is the hub's origin as browsers reach it (set by the HTTP front): with it, an identity that must
-    sign in is given a one-time link; without it (stdio), the `hub auth login` command to run. A link is good
-    for one sign-in into that identity's record: the log redacts every one by its shape (hub.redaction).
+    sign in is given a one-time link; without it (stdio), the `hub auth login` command to run.
     """
 
     def __init__(self, vault: Vault, key: Callable[[], Awaitable[bytes]]) -> None:
@@ -268,7 +265,6 @@ class Credentials:
         ]
 
     async def everyone(self) -> list[Signed]:
-        """Every identity's sign-in to every child (for `hub auth status`)."""
         found = []
         for kind, child, identity in map(_parts, await self.vault.names()):
             if kind == "tokens" and (signed := await self.signed(child, identity)) is not None:
