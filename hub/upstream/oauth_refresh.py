@@ -63,19 +63,15 @@ async def connection_auth(
         ended(f"{await credentials.sign_in_hint(child, identity, groups, shared=shared)} ({why})")
         raise SignInRequired(f"identity '{identity}' must sign in to server '{child}' again")
 
-    async def refused(_: str) -> None:
-        # The stored sign-in no longer works (refresh refused, token revoked): end the connection with the hint
-        # now, rather than let its requests wait for a browser that never opens.
-        await end("the stored sign-in was refused by the authorization server")
-
-    async def signed_out() -> None:
-        await end("its sign-in was removed")
-
     async def never() -> AuthorizationCodeResult:
         raise SignInRequired(f"identity '{identity}' must sign in to server '{child}' again")
 
-    provider = await credentials.provider(child, config, identity, "http://127.0.0.1/oauth/callback", refused, never)
-    return OneRefresh(provider, credentials, child, identity, signed_out)
+    # The SDK would send the person to a browser: the connection ends with the hint now, rather than let its
+    # requests wait for a browser that never opens.
+    refused = "the stored sign-in was refused by the authorization server"
+    callback = "http://127.0.0.1/oauth/callback"
+    provider = await credentials.provider(child, config, identity, callback, lambda _: end(refused), never)
+    return OneRefresh(provider, credentials, child, identity, lambda: end("its sign-in was removed"))
 
 
 class OneRefresh(httpx2.Auth):
