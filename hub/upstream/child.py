@@ -115,7 +115,7 @@ class Child:
         self.slots = Slots(name, config.max_concurrency, config.max_queue)
         self.shared: Connection | None = None
         self.own_connections = SessionConnections(
-            name, config, self.open_connection, self.describe_failure, idle_timeout, self.log
+            name, config, self.open_connection, self.describe_failure, idle_timeout
         )
         self._changes = ListChanges()
         self._timeouts: dict[str, float] = {}
@@ -184,24 +184,18 @@ class Child:
         """
         if owner is None:
             self.log_level = level
-            targets = [self.shared] if self.shared is not None else []
-        else:
-            own = self.session_connection(owner)
-            targets = [own] if own is not None else []
-        for connection in targets:
-            if connection.capabilities.get("logging") is not None and not connection.modern:
-                try:
-                    await connection.request("logging/setLevel", {"level": level}, LIST_TIMEOUT)
-                except (errors.HubError, TimeoutError) as exc:
-                    self.log.info("child_set_level_failed", error=str(exc))
+        connection = self.shared if owner is None else self.session_connection(owner)
+        if connection is not None and connection.capabilities.get("logging") is not None and not connection.modern:
+            try:
+                await connection.request("logging/setLevel", {"level": level}, LIST_TIMEOUT)
+            except (errors.HubError, TimeoutError) as exc:
+                self.log.info("child_set_level_failed", error=str(exc))
 
     def roots_changed(self, owner: object | None = None) -> None:
         """A host's roots changed: the shared connection is told, and that host session's own connection (a 2026-07-28
         child has no roots). Other sessions' own connections belong to other hosts, whose roots did not change."""
-        own = self.session_connection(owner) if owner is not None else None
-        targets = [c for c in (self.shared, own) if c is not None]
-        for connection in targets:
-            if not connection.modern:
+        for connection in (self.shared, self.session_connection(owner) if owner is not None else None):
+            if connection is not None and not connection.modern:
                 connection.notify("notifications/roots/list_changed")
 
     # ---- supervision --------------------------------------------------------------------------------------------
@@ -257,10 +251,8 @@ class Child:
         began = time.monotonic()
         self.started_at = None
         self.last_error = None
-        opened: Connection | None = None
         try:
             async with anyio.create_task_group() as tg, self.open_connection(tg) as connection:
-                opened = connection
                 if self.per_identity:  # before the handshake: what the child asks at once goes to the right host
                     connection.identity = self.shared_identity
                 with anyio.fail_after(self.config.connect_timeout):
@@ -304,10 +296,7 @@ class Child:
             self.shared = None
             self.settled.set()
             self.own_connections.close_all()
-        if self.last_error is None:
-            self.last_error = (
-                opened.closed if opened is not None else None
-            ) or f"server '{self.name}' closed the connection"
+        self.last_error = self.last_error or f"server '{self.name}' closed the connection"
         if not self._needs_sign_in:
             self.log.warning("child_exited", error=self.last_error)
 

@@ -11,9 +11,9 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from contextlib import AbstractAsyncContextManager
-from typing import Any
 
 import anyio
+import structlog
 from anyio.abc import TaskGroup
 
 from hub.access.identity import Identity
@@ -36,14 +36,13 @@ class SessionConnections:
         open_connection: OpenConnection,
         describe_failure: Callable[[BaseException], str],
         idle_timeout: float,
-        log: Any,
     ) -> None:
         self.name = name
         self.config = config
         self.open_connection = open_connection
         self.describe_failure = describe_failure
         self.idle_timeout = idle_timeout
-        self.log = log
+        self.log = structlog.get_logger("hub.child").bind(child=name)
         self._by_owner: dict[object, SessionConnection] = {}
 
     def __len__(self) -> int:
