@@ -203,8 +203,8 @@ class Credentials:
         text = await self.vault.read(name)
         return None if text is None else sealed.unseal(await self.key(), text, TOKENS)
 
-    async def _write(self, name: str, value: dict[str, Any] | None) -> None:
-        await self.vault.write(name, None if value is None else sealed.seal(await self.key(), value, TOKENS))
+    async def _write(self, name: str, value: dict[str, Any]) -> None:
+        await self.vault.write(name, sealed.seal(await self.key(), value, TOKENS))
 
     async def signed(self, child: str, identity: str) -> Signed | None:
         record = await self._read(_tokens_name(child, identity))
