@@ -1,17 +1,11 @@
 """State that replicas of one hub must share: the key that seals input rounds, the rounds' used nonces, each
-identity's requests per minute (one sliding window, hub.state.rate), pin approvals (`hub pin --approve` on one
-replica's configuration holds on all: each listens for approvals and rebuilds its namespace), and a `Vault` for OAuth
-children's sign-ins (RedisState's read/write/lock; hub.upstream.oauth_vaults chooses where they are kept).
+identity's requests per minute (hub.state.rate), pin approvals, and a `Vault` for OAuth children's sign-ins
+(RedisState's; hub.upstream.oauth_vaults chooses where they are kept).
 
-`state: {backend: memory}` (the default, hub.state.memory) keeps it in the process: one hub, or replicas each on
-their own (a round is then honoured only by the replica that sealed it, and each counts its own requests per
-minute). `state: {backend: redis, url: redis://...}` (hub.state.redis) keeps it in Redis, so that a round sealed on
-one replica is answered on any other and accepted once across all of them, and an identity's requests per minute
-are taken from one window by every replica. The sealing key is `state.key` when given (a secret shared by the
-replicas, e.g. `${secret:hub-state-key}`), else one random key that the first replica stores in Redis and the
-others read.
-
-The relay and upstream import this package; it imports neither.
+`state: {backend: memory}` (the default) keeps it in the process: replicas are each on their own. With `backend:
+redis`, a round sealed on one replica is answered on any and accepted once across all, every replica takes from one
+rate window, and an approval on one holds on all. The sealing key is `state.key` when given (a secret the replicas
+share), else a random key that the first replica stores in Redis and the others read.
 """
 
 from __future__ import annotations

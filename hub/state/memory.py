@@ -12,8 +12,7 @@ from hub.state.rate import WINDOW, RateDecision, decide, horizon
 
 
 class MemoryState:
-    """A random key, the nonces it accepted (forgotten once expired) and each identity's window of requests
-    (hub.state.rate), on `clock` (monotonic: nothing outside this process reads it)."""
+    """Rate windows are on `clock` (monotonic: nothing outside this process reads it)."""
 
     shared = False
 

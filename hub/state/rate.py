@@ -1,15 +1,13 @@
-"""Each identity's requests per minute: ONE algorithm, a sliding window, spelled twice only where it must run (in
-this process for `state: {backend: memory}`, inside Redis for `backend: redis`) and kept side by side here.
+"""Each identity's requests per minute: ONE algorithm, a sliding window (decision 013), spelled twice only where it
+must run and kept side by side here: `decide`, the rule as a pure function (`MemoryState.take` applies it to a
+deque), and TAKE_SCRIPT, the same steps as one Redis script (atomic across replicas).
+tests/integration/test_rate_parity.py feeds one sequence of calls to both and asserts identical answers.
 
 The rule: an identity may have at most N requests taken in any WINDOW (60 s): a burst of up to N at once, then the
 next one when the oldest leaves the window. A request is taken at `now` if fewer than N of the identity's taken
 requests are later than `now - WINDOW`; a refused request is not recorded (asking again does not push the wait
 back), and the refusal says when to retry: when the request that must leave the window leaves it, rounded up to
 the millisecond (so both spellings compute it with the same integer arithmetic and answer the same).
-
-`decide` is the rule as a pure function; `MemoryState.take` applies it to a deque (hub.state.memory) and TAKE_SCRIPT
-is the same steps as one Redis script (atomic across replicas; hub.state.redis). tests/state/test_rate_parity.py
-feeds one sequence of calls, on one controlled clock, to both and asserts identical answers.
 """
 
 from __future__ import annotations
@@ -45,12 +43,7 @@ def decide(stamps: Sequence[float], now: float, per_minute: int) -> RateDecision
     if excess < 0:
         return TAKEN
     leaves = stamps[excess] if per_minute >= 1 else now  # a limit below 1 (never valid in the config) takes none
-    return RateDecision(False, retry_milliseconds(leaves, now) / 1000)
-
-
-def retry_milliseconds(leaves: float, now: float) -> int:
-    """Whole milliseconds (rounded up) until a request taken at `leaves` leaves the window; TAKE_SCRIPT's last line."""
-    return max(1, math.ceil((leaves + WINDOW - now) * 1000))
+    return RateDecision(False, max(1, math.ceil((leaves + WINDOW - now) * 1000)) / 1000)  # TAKE_SCRIPT's last line
 
 
 # KEYS[1]: the identity's window, a sorted set (score: when a request was taken; member: unique per request).

@@ -36,9 +36,7 @@ RESUBSCRIBE_BACKOFF = (0.5, 10.0)  # seconds between attempts to listen again af
 
 
 class RedisState:
-    """The state in Redis at `url`: the key under KEY_NAME (set once, by whichever replica comes first), each used
-    nonce as its own key that expires with its round (SET NX EX: one atomic check-and-mark across replicas), each
-    identity's window of requests as a sorted set that expires with its newest request (TAKE_SCRIPT)."""
+    """Each used nonce is a key of its own that expires with its round (SET NX EX: one atomic check-and-mark)."""
 
     shared = True
 
@@ -71,8 +69,7 @@ class RedisState:
         return bool(done)
 
     async def take(self, identity: str, per_minute: int) -> RateDecision:
-        """hub.state.rate's window in Redis, one atomic script per request: every replica takes from the same
-        window. The time is this replica's wall clock: replicas' clocks must agree (NTP) to the precision wanted."""
+        """The time is this replica's wall clock: replicas' clocks must agree (NTP) to the precision wanted."""
         now = self._clock()
         member = f"{now!r}:{self._member_prefix}{next(self._sequence)}"
         args = (repr(now), per_minute, member, repr(WINDOW))
@@ -108,8 +105,7 @@ class RedisState:
                         if message.get("type") == "message":
                             await changed()
             except Exception as exc:  # Redis went away, or a read failed: listen again
-                # Redis's own errors, timeouts and refusals are expected here; anything else is the hub's fault,
-                # logged with its traceback (and still retried: the approvals must not stop for good).
+                # Anything but Redis's own errors is the hub's fault: logged with its traceback, and still retried.
                 expected = isinstance(exc, OSError | TimeoutError | errors.HubError) or "redis" in type(exc).__module__
                 _log.warning("shared_pins_unavailable", error=type(exc).__name__, retry_s=delay, exc_info=not expected)
             await anyio.sleep(delay)

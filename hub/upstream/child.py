@@ -3,11 +3,8 @@ with jitter -> reconnect, up to `max_restarts` failures in a row, then `failed`.
 
 While a child restarts, its last listing stays in the merged namespace and requests to it fail at once
 (`Unavailable`): the host's tool list does not flap on every restart. Once it is `failed` or stopped, its entries
-leave the namespace and the host is told.
-
-A child has one shared connection, which reads its lists (`hub.upstream.listing`), follows its list changes and holds
-resource subscriptions. With `sessions: per-host` or `per-identity`, a host session or an identity also gets a
-connection of its own (`hub.upstream.session_connections`). Every connection of a child shares its `Slots`.
+leave the namespace. Its shared connection reads its lists and follows their changes; with `sessions: per-host` or
+`per-identity`, a host session or an identity also gets a connection of its own (`hub.upstream.session_connections`).
 """
 
 from __future__ import annotations
@@ -95,20 +92,18 @@ class Child:
         self.prefix = prefix
         self.config = config
         self.launch: Launcher = launch or (lambda identity: config)
-        # With sessions: per-identity, an identity's connection closes after this long without a request.
-        self.idle_timeout = idle_timeout
-        # With sessions: per-identity, who the shared (listing) connection runs as: the hub's own identity. What it
-        # says outside a call reaches only that identity's sessions, like any identity's connection.
+        # With sessions: per-identity, the identity the shared (listing) connection runs as (the hub's own): what it
+        # says outside a call reaches only that identity's sessions.
         self.shared_identity = shared_identity
-        # Where an OAuth child's sign-ins are kept (hub.upstream.oauth), given by the hub.
-        self.oauth = oauth
+        self.oauth = oauth  # where an OAuth child's sign-ins are kept
         self._needs_sign_in = False  # the last run of the shared connection ended for want of a sign-in
         self._told_sign_in = False  # ...and the log has said so
         self.observer = observer
         self.watchdog = watchdog
         self.state = ChildState.STARTING
         self.listing = Listing()
-        self._instructions: str | None = None
+        # The `instructions` the child sent at its last successful connect, kept like its listing while it restarts.
+        self.instructions: str | None = None
         self.last_error: str | None = None
         # The error that ended the last run, and when (wall clock): kept once a restart succeeds (the status page).
         self.last_failure: tuple[str, float] | None = None
@@ -120,7 +115,7 @@ class Child:
         self.slots = Slots(name, config.max_concurrency, config.max_queue)
         self.shared: Connection | None = None
         self.own_connections = SessionConnections(
-            name, config, self.open_connection, self.describe_failure, lambda: self.idle_timeout, self.log
+            name, config, self.open_connection, self.describe_failure, idle_timeout
         )
         self._changes = ListChanges()
         self._timeouts: dict[str, float] = {}
@@ -132,11 +127,7 @@ class Child:
     # ---- for the relay ----------------------------------------------------------------------------------------
 
     def connection(self) -> Connection:
-        """The shared connection, if the child is ready.
-
-        Raises:
-            errors.Unavailable: naming the child, its state and why.
-        """
+        """The shared connection, if the child is ready; else raises `errors.Unavailable` naming why."""
         connection = self.shared
         if connection is None or self.state is not ChildState.READY or connection.closed is not None:
             raise errors.Unavailable(self.unavailable_reason())
@@ -145,12 +136,6 @@ class Child:
     def session_connection(self, owner: object) -> Connection | None:
         """The connection of this host session (`sessions: per-host`) or identity (`per-identity`) if it is open."""
         return self.own_connections.get(owner)
-
-    @property
-    def instructions(self) -> str | None:
-        """The `instructions` the child sent at its last successful connect (None: none), kept like its listing
-        while it restarts."""
-        return self._instructions
 
     @property
     def per_host(self) -> bool:
@@ -171,10 +156,6 @@ class Child:
         assert self._tg is not None
         return await self.own_connections.open(owner, self._tg)
 
-    @property
-    def sessions_open(self) -> int:
-        return len(self.own_connections)
-
     def close_session(self, owner: object) -> None:
         """The host session has ended: its own connection closes."""
         self.own_connections.close(owner)
@@ -184,7 +165,7 @@ class Child:
         return shared + self.own_connections.connections()
 
     def timeout_for(self, tool: str) -> float:
-        """`config.timeout_for`, remembered per tool name (the globs are matched once)."""
+        """`config.timeout_for`, remembered per tool name."""
         seconds = self._timeouts.get(tool)
         if seconds is None:
             seconds = self._timeouts[tool] = self.config.timeout_for(tool)
@@ -203,24 +184,18 @@ class Child:
         """
         if owner is None:
             self.log_level = level
-            targets = [self.shared] if self.shared is not None else []
-        else:
-            own = self.session_connection(owner)
-            targets = [own] if own is not None else []
-        for connection in targets:
-            if connection.capabilities.get("logging") is not None and not connection.modern:
-                try:
-                    await connection.request("logging/setLevel", {"level": level}, LIST_TIMEOUT)
-                except (errors.HubError, TimeoutError) as exc:
-                    self.log.info("child_set_level_failed", error=str(exc))
+        connection = self.shared if owner is None else self.session_connection(owner)
+        if connection is not None and connection.capabilities.get("logging") is not None and not connection.modern:
+            try:
+                await connection.request("logging/setLevel", {"level": level}, LIST_TIMEOUT)
+            except (errors.HubError, TimeoutError) as exc:
+                self.log.info("child_set_level_failed", error=str(exc))
 
     def roots_changed(self, owner: object | None = None) -> None:
         """A host's roots changed: the shared connection is told, and that host session's own connection (a 2026-07-28
         child has no roots). Other sessions' own connections belong to other hosts, whose roots did not change."""
-        own = self.session_connection(owner) if owner is not None else None
-        targets = [c for c in (self.shared, own) if c is not None]
-        for connection in targets:
-            if not connection.modern:
+        for connection in (self.shared, self.session_connection(owner) if owner is not None else None):
+            if connection is not None and not connection.modern:
                 connection.notify("notifications/roots/list_changed")
 
     # ---- supervision --------------------------------------------------------------------------------------------
@@ -265,8 +240,7 @@ class Child:
             self._tg = None
 
     async def _await_sign_in(self) -> None:
-        """Not a crash: the hub's own identity has to sign in. Said once, tried again calmly, never counted as a
-        restart."""
+        """The hub's own identity has to sign in: said once, tried again calmly, never counted as a restart."""
         if not self._told_sign_in:
             self._told_sign_in = True
             self.log.warning("child_needs_sign_in", error=self.last_error)
@@ -277,16 +251,14 @@ class Child:
         began = time.monotonic()
         self.started_at = None
         self.last_error = None
-        opened: Connection | None = None
         try:
             async with anyio.create_task_group() as tg, self.open_connection(tg) as connection:
-                opened = connection
                 if self.per_identity:  # before the handshake: what the child asks at once goes to the right host
                     connection.identity = self.shared_identity
                 with anyio.fail_after(self.config.connect_timeout):
                     await connection.handshake(self.config.protocol, self.config.connect_timeout)
                     self.listing = await read_lists(connection, offered(connection), Listing())
-                    self._instructions = connection.instructions
+                    self.instructions = connection.instructions
                 self.shared = connection
                 self.start_ms = round((time.monotonic() - began) * 1000, 1)
                 self.started_at = time.monotonic()
@@ -324,10 +296,7 @@ class Child:
             self.shared = None
             self.settled.set()
             self.own_connections.close_all()
-        if self.last_error is None:
-            self.last_error = (
-                opened.closed if opened is not None else None
-            ) or f"server '{self.name}' closed the connection"
+        self.last_error = self.last_error or f"server '{self.name}' closed the connection"
         if not self._needs_sign_in:
             self.log.warning("child_exited", error=self.last_error)
 
@@ -341,7 +310,7 @@ class Child:
         """
         config = self.launch(identity)
         if config.kind == "stdio":
-            async with open_stdio(self.name, config, self, self.watchdog, tg) as (connection, _, _):
+            async with open_stdio(self.name, config, self, self.watchdog, tg) as connection:
                 yield connection
         else:
             auth_for = self._oauth(config, identity) if config.oauth is not None else None
@@ -352,22 +321,17 @@ class Child:
         """How a connection of `identity` (None: the shared one, as the hub's own identity) signs in to the child."""
         who = identity or self.shared_identity or local_user()
 
-        def refused(reason: str, ended: Callable[[str], None]) -> None:
-            if identity is None:
-                self._needs_sign_in = True
-            ended(reason)
-
         async def auth_for(ended: Callable[[str], None]) -> Any:
             if self.oauth is None:
                 raise SignInRequired(f"server '{self.name}' needs OAuth, and this hub keeps no sign-ins")
+
+            def refused(reason: str) -> None:
+                if identity is None:
+                    self._needs_sign_in = True
+                ended(reason)
+
             return await connection_auth(
-                self.oauth,
-                self.name,
-                config,
-                who.name,
-                who.groups,
-                lambda reason: refused(reason, ended),
-                shared=identity is None,
+                self.oauth, self.name, config, who.name, who.groups, refused, shared=identity is None
             )
 
         return auth_for

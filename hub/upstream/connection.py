@@ -2,19 +2,9 @@
 
 The hub owns this session rather than using the SDK's client, so that a request and everything the child sends
 for it (progress, log messages, requests of its own, the answer) meet in one object, the `Exchange` that sent it,
-without a task per request and without validating and re-encoding what is forwarded unchanged.
-
-- Requests get ids of this connection's own (integers from 1). A request that wants progress carries its id as
-  its progress token, so that a progress notification finds its exchange by the same key.
-- Toward a 2026-07-28 child every request carries the hub's envelope in `_meta` (and the log level it asks for).
-- What the child sends that answers nothing of the hub's goes to `Events`: notifications (list_changed,
-  resources/updated, log messages), and its own requests (sampling, elicitation, roots), which are answered with
-  `respond`. A ping is answered here.
-- A line that is not JSON-RPC is logged (at most NOISE_LOGS_PER_SECOND a second) and skipped; one that answers a
-  request badly (by its id: wrong types, not UTF-8, nested too deeply, cut short), or is over the size limit, fails
-  that request with an error saying what was wrong; a malformed request of the child's with a usable id gets the
-  JSON-RPC error. The end of the wire fails every request in flight with the reason the wire gives (exit status
-  and stderr of a process, say). A fault of the hub's own in handling a line is logged (`child_message_failed`).
+without a task per request and without validating and re-encoding what is forwarded unchanged. A request's id on
+this connection is also its progress token. A line that is not JSON-RPC is logged (throttled) and skipped; one
+that answers a request badly, or is over the size limit, fails that request saying what was wrong.
 """
 
 from __future__ import annotations
@@ -44,14 +34,10 @@ _ANSWER_AT_START = re.compile(
     rb'^\s*\{\s*"jsonrpc"\s*:\s*"2\.0"\s*,\s*"id"\s*:\s*(-?\d{1,19})\s*,\s*"(?:result|error)"'
 )
 _ID_AT_END = re.compile(rb'"id"\s*:\s*(-?\d{1,19})\s*\}\s*$')
-# A child that keeps printing what is not JSON-RPC has at most this many of its lines logged a second.
-NOISE_LOGS_PER_SECOND = 20
-
-_log = structlog.get_logger("hub.child")
-
-
+NOISE_LOGS_PER_SECOND = 20  # lines that are not JSON-RPC logged at most, per child
 # How long a request whose write found the wire broken waits for the connection's own end, and its reason.
 BROKEN_WIRE_GRACE = 2.0
+_log = structlog.get_logger("hub.child")
 
 
 class Wire(Protocol):
@@ -159,26 +145,25 @@ class Connection:
         message: dict[str, Any] = {"jsonrpc": "2.0", "method": method}
         if params is not None:
             message["params"] = params
-        if self.closed is None:
-            try:
-                self.wire.send(message)
-            except Exception as exc:
-                _log.info("child_notification_lost", child=self.name, method=method, error=str(exc))
+        self._send_quietly(message, "child_notification_lost", method=method)
 
     def respond(
         self, request_id: jsonrpc.RequestId, result: dict[str, Any] | None = None, error: dict[str, Any] | None = None
     ) -> None:
-        """Answer one of the child's own requests."""
+        """Answer one of the child's own requests; nothing happens if the connection has ended."""
         message: dict[str, Any] = {"jsonrpc": "2.0", "id": request_id}
         if error is not None:
             message["error"] = error
         else:
             message["result"] = result if result is not None else {}
+        self._send_quietly(message, "child_answer_lost")
+
+    def _send_quietly(self, message: dict[str, Any], lost: str, **fields: Any) -> None:
         if self.closed is None:
             try:
                 self.wire.send(message)
             except Exception as exc:
-                _log.info("child_answer_lost", child=self.name, error=str(exc))
+                _log.info(lost, child=self.name, error=str(exc), **fields)
 
     def cancel(self, request_id: int, reason: str) -> None:
         """Give up on a request: the child is told, and its answer, if one still comes, is dropped."""
@@ -192,7 +177,6 @@ class Connection:
     # ---- from the child -------------------------------------------------------------------------------------
 
     def receive(self, line: bytes) -> None:
-        """One line the child wrote."""
         message = jsonrpc.parse_answer(line)
         if isinstance(message, list):
             for item in message:
@@ -298,9 +282,7 @@ class Connection:
         try:
             request_id = self.send(method, params or {}, waiter)
         except errors.Unavailable:
-            # The wire broke as the request was written: the child is most likely exiting (a child that dies at
-            # start meets the hub's initialize so). Its own end (exit code, last stderr) says more than a broken
-            # pipe, and comes a moment later.
+            # The child is most likely exiting: its own end (exit code, last stderr) says more than a broken pipe.
             with anyio.move_on_after(BROKEN_WIRE_GRACE):
                 await self.done.wait()
             if self.closed is not None:
@@ -344,20 +326,17 @@ class Connection:
         try:
             result = await self.request("server/discover", {}, limit_s)
         except errors.ChildError:
-            self.protocol_version = None
-            if required:
-                raise RuntimeError(
-                    "the server does not answer server/discover; use 'protocol: auto' or 'legacy'"
-                ) from None
-            return False
-        supported = result.get("supportedVersions")
-        if not isinstance(supported, list) or MODERN_VERSIONS[-1] not in supported:
-            self.protocol_version = None
-            if required:
-                raise RuntimeError(f"the server supports {jsonrpc.quote(supported)}, not {MODERN_VERSIONS[-1]}")
-            return False
-        self._opened(MODERN_VERSIONS[-1], result)
-        return True
+            refusal = "the server does not answer server/discover; use 'protocol: auto' or 'legacy'"
+        else:
+            supported = result.get("supportedVersions")
+            if isinstance(supported, list) and MODERN_VERSIONS[-1] in supported:
+                self._opened(MODERN_VERSIONS[-1], result)
+                return True
+            refusal = f"the server supports {jsonrpc.quote(supported)}, not {MODERN_VERSIONS[-1]}"
+        self.protocol_version = None
+        if required:
+            raise RuntimeError(refusal)
+        return False
 
     def _opened(self, version: str, result: dict[str, Any]) -> None:
         self.protocol_version = version

@@ -1,13 +1,9 @@
 """A child's configuration as one identity runs it.
 
 `${identity.name}`, `${identity.groups}` (comma-separated) and `${secret:NAME}` in a child's `env`, `headers` and
-`args` are expanded when a process or connection is opened for an identity: with `sessions: per-identity`, one per
-identity (shared by that identity's sessions); otherwise the one shared connection, which runs as the hub's own
-identity (the user who started it, or `hub serve --as`). Identity placeholders are expanded first, so a secret's
-name may hold one: `${secret:pg-password-${identity.name}}`.
-
-An identity without a value for a secret gets `MissingCredential`, naming the identity and the secret: never the
-hub's own credentials instead.
+`args` are expanded when a process or connection is opened for an identity. Identity placeholders are expanded first,
+so a secret's name may hold one: `${secret:pg-password-${identity.name}}`. An identity without a value for a secret
+gets `MissingCredential`: never the hub's own credentials instead.
 """
 
 from __future__ import annotations

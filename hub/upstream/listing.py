@@ -8,6 +8,7 @@ coalesced here over a short window before the changed kinds are read again; a 20
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Any
 
@@ -15,7 +16,7 @@ import anyio
 import structlog
 
 from hub.protocol import errors
-from hub.protocol.jsonrpc import METHOD_NOT_FOUND, Response
+from hub.protocol.jsonrpc import METHOD_NOT_FOUND
 from hub.upstream.connection import Connection
 
 # Bursts of list_changed from one child are coalesced over this window before its lists are read again.
@@ -109,47 +110,28 @@ class ListChanges:
         return kinds
 
 
-class ListenStream:
-    """The exchange of a `subscriptions/listen` request: it ends only when the stream does."""
-
-    def __init__(self) -> None:
-        self.done = anyio.Event()
-        self.code: int | None = None
-        self.reason = ""
-
-    def answered(self, response: Response) -> None:
-        error = response.error or {}
-        self.code = error.get("code") if type(error.get("code")) is int else None
-        self.reason = str(error.get("message", "the stream ended"))
-        self.done.set()
-
-    def progress(self, params: dict[str, Any]) -> None:
-        pass
-
-    def failed(self, error: errors.HubError) -> None:
-        self.reason = error.message
-        self.done.set()
-
-
 async def listen(connection: Connection, log: structlog.typing.FilteringBoundLogger) -> None:
     """A 2026-07-28 child announces list changes only on a `subscriptions/listen` stream: keep one open (its
     notifications arrive as any other's, through the connection's events)."""
-    caps = connection.capabilities
-    wanted = {
-        "toolsListChanged": bool((caps.get("tools") or {}).get("listChanged")),
-        "promptsListChanged": bool((caps.get("prompts") or {}).get("listChanged")),
-        "resourcesListChanged": bool((caps.get("resources") or {}).get("listChanged")),
+    notifications = {
+        f"{kind}ListChanged": True
+        for kind in ("tools", "prompts", "resources")
+        if (connection.capabilities.get(kind) or {}).get("listChanged")
     }
-    if not any(wanted.values()):
+    if not notifications:
         return
     delay = RELISTEN_BASE
     while True:
-        stream = ListenStream()
-        connection.send("subscriptions/listen", {"notifications": {k: True for k, v in wanted.items() if v}}, stream)
-        await stream.done.wait()
-        if stream.code == METHOD_NOT_FOUND:
-            log.warning("child_listen_unsupported")
-            return
-        log.warning("child_listen_lost", error=stream.reason)
+        try:  # the stream is answered only when it ends; the connection's end ends it too
+            await connection.request("subscriptions/listen", {"notifications": notifications}, math.inf)
+            reason = "the stream ended"
+        except errors.ChildError as exc:
+            if exc.code == METHOD_NOT_FOUND:
+                log.warning("child_listen_unsupported")
+                return
+            reason = exc.message
+        except errors.HubError as exc:
+            reason = exc.message
+        log.warning("child_listen_lost", error=reason)
         await anyio.sleep(delay)
         delay = min(RELISTEN_CAP, delay * 2)

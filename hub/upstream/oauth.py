@@ -10,14 +10,9 @@ What the hub adds is where tokens live and who they belong to:
   (refresh needs it). One per (child, redirect URI): the hub's registration, reused by every identity signing in
   through that URI. Each is sealed (AES-GCM, `hub.access.sealed`) under the hub's key, in a `Vault`: files
   (`FileVault`, one per record) or Redis (`hub.state`, shared by replicas).
-- **The expiry after a restart.** The SDK does not restore a stored token's expiry when it loads it (python-sdk#3250):
-  an expired token would be sent, refused with 401, and the SDK would start a browser flow instead of refreshing.
-  The provider is given the stored absolute expiry before its first use, so an expired token is refreshed (through
-  `hub.upstream.oauth_sdk`, the one module that touches the provider's state).
-- **No browser in a connection.** A connection never waits for a person: an identity with no record gets
-  `SignInRequired` at once, naming how to sign in (a one-time link to the hub's HTTP front, or `hub auth login`);
-  a refresh the authorization server refuses ends the connection with the same error, never a hang (a connection's
-  auth: `hub.upstream.oauth_refresh.connection_auth`). The interactive flow is `hub.upstream.signin`.
+- **No browser in a connection.** An identity with no record gets `SignInRequired` at once, naming how to sign in;
+  a refused refresh ends the connection with the same error (`hub.upstream.oauth_refresh`). The interactive flow is
+  `hub.upstream.signin`.
 """
 
 from __future__ import annotations
@@ -70,7 +65,7 @@ class Vault(Protocol):
     async def read(self, name: str) -> str | None: ...
 
     async def write(self, name: str, value: str | None) -> None:
-        """Store `value` under `name`; None removes it."""
+        """None removes the record."""
 
     async def names(self) -> list[str]: ...
 
@@ -89,11 +84,8 @@ class FileVault:
         return self.directory / (hashlib.sha256(name.encode()).hexdigest()[:32] + ".json")
 
     async def read(self, name: str) -> str | None:
-        try:
-            document = json.loads(self._path(name).read_text())
-        except (OSError, ValueError):
-            return None
-        value = document.get("sealed") if isinstance(document, dict) and document.get("name") == name else None
+        document = _document(self._path(name))
+        value = document.get("sealed") if document is not None and document.get("name") == name else None
         return value if isinstance(value, str) else None
 
     async def write(self, name: str, value: str | None) -> None:
@@ -102,22 +94,11 @@ class FileVault:
             path.unlink(missing_ok=True)
             return
         self._ensure_directory()
-        temporary = path.with_suffix(f".{secrets.token_hex(4)}.tmp")
-        descriptor = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-        with os.fdopen(descriptor, "w") as file:
-            json.dump({"name": name, "sealed": value}, file)
-        os.replace(temporary, path)
+        os.replace(_written(path, json.dumps({"name": name, "sealed": value}).encode()), path)
 
     async def names(self) -> list[str]:
-        found = []
-        for path in sorted(self.directory.glob("*.json")) if self.directory.is_dir() else ():
-            try:
-                document = json.loads(path.read_text())
-            except (OSError, ValueError):
-                continue
-            if isinstance(document, dict) and isinstance(document.get("name"), str):
-                found.append(document["name"])
-        return found
+        paths = sorted(self.directory.glob("*.json")) if self.directory.is_dir() else []
+        return [d["name"] for d in map(_document, paths) if d is not None and isinstance(d.get("name"), str)]
 
     @asynccontextmanager
     async def lock(self, name: str) -> AsyncIterator[None]:
@@ -139,10 +120,7 @@ class FileVault:
         if not path.exists():
             # Written whole under another name, then linked into place (which fails if another process was first):
             # nobody ever reads a key half written.
-            temporary = path.with_suffix(f".{secrets.token_hex(4)}.tmp")
-            descriptor = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-            with os.fdopen(descriptor, "wb") as file:
-                file.write(secrets.token_bytes(KEY_BYTES))
+            temporary = _written(path, secrets.token_bytes(KEY_BYTES))
             try:
                 os.link(temporary, path)
             except FileExistsError:
@@ -156,6 +134,22 @@ class FileVault:
 
     def _ensure_directory(self) -> None:
         self.directory.mkdir(parents=True, exist_ok=True, mode=0o700)
+
+
+def _written(path: Path, data: bytes) -> Path:
+    """A new file (0600) beside `path` holding `data`, to be moved or linked into place."""
+    temporary = path.with_suffix(f".{secrets.token_hex(4)}.tmp")
+    with os.fdopen(os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600), "wb") as file:
+        file.write(data)
+    return temporary
+
+
+def _document(path: Path) -> dict[str, Any] | None:
+    try:
+        document = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return None
+    return document if isinstance(document, dict) else None
 
 
 @dataclass(frozen=True)
@@ -188,8 +182,7 @@ class Credentials:
     """The OAuth records of every (child, identity), sealed under `key` in `vault`.
 
     `link_base` is the hub's origin as browsers reach it (set by the HTTP front): with it, an identity that must
-    sign in is given a one-time link; without it (stdio), the `hub auth login` command to run. A link is good
-    for one sign-in into that identity's record: the log redacts every one by its shape (hub.redaction).
+    sign in is given a one-time link; without it (stdio), the `hub auth login` command to run.
     """
 
     def __init__(self, vault: Vault, key: Callable[[], Awaitable[bytes]]) -> None:
@@ -210,8 +203,8 @@ class Credentials:
         text = await self.vault.read(name)
         return None if text is None else sealed.unseal(await self.key(), text, TOKENS)
 
-    async def _write(self, name: str, value: dict[str, Any] | None) -> None:
-        await self.vault.write(name, None if value is None else sealed.seal(await self.key(), value, TOKENS))
+    async def _write(self, name: str, value: dict[str, Any]) -> None:
+        await self.vault.write(name, sealed.seal(await self.key(), value, TOKENS))
 
     async def signed(self, child: str, identity: str) -> Signed | None:
         record = await self._read(_tokens_name(child, identity))
@@ -272,7 +265,6 @@ class Credentials:
         ]
 
     async def everyone(self) -> list[Signed]:
-        """Every identity's sign-in to every child (for `hub auth status`)."""
         found = []
         for kind, child, identity in map(_parts, await self.vault.names()):
             if kind == "tokens" and (signed := await self.signed(child, identity)) is not None:
@@ -311,12 +303,7 @@ class Credentials:
         storage = _Storage(self, child, config, identity, redirect_uri)
         storage.fresh = fresh
         provider = OAuthClientProvider(config.url, metadata, storage, redirect_handler, callback_handler)
-        signed = None if fresh else await self.signed(child, identity)
-        if signed is not None:
-            # python-sdk#3250: the SDK loads stored tokens without their expiry; given here, an expired token is
-            # refreshed before it is sent instead of being refused and sending the flow to a browser.
-            oauth_sdk.restore_expiry(provider, signed.expires_at)
-        return provider
+        return provider if fresh else await self._restored(provider, child, identity)
 
     async def client_provider(self, child: str, config: ServerConfig) -> OAuthClientProvider:
         """The SDK's client-credentials provider: the hub's own token, kept like an identity's under CLIENT."""
@@ -335,9 +322,15 @@ class Credentials:
             settings.scope,
             settings.issuer,
         )
-        signed = await self.signed(child, CLIENT)
+        return await self._restored(provider, child, CLIENT)
+
+    async def _restored(self, provider: OAuthClientProvider, child: str, identity: str) -> OAuthClientProvider:
+        """`provider` told the stored tokens' expiry. python-sdk#3250: the SDK loads stored tokens without it; given
+        here, an expired token is refreshed before it is sent instead of being refused and sending the flow to a
+        browser."""
+        signed = await self.signed(child, identity)
         if signed is not None:
-            oauth_sdk.restore_expiry(provider, signed.expires_at)  # python-sdk#3250, as in `provider`
+            oauth_sdk.restore_expiry(provider, signed.expires_at)
         return provider
 
     # ---- how to sign in ----------------------------------------------------------------------------------------

@@ -1,25 +1,18 @@
 """One refresh at a time per identity and OAuth child, across the hub's connections, processes and replicas; and a
 token the child refuses is refreshed once before anyone is asked to sign in again.
 
-The SDK's provider refreshes an expired token by itself, but each provider alone: two connections of one identity
-(the shared connection and that identity's own; two hubs of one person; two replicas) that find the token expired
-together both refresh, and where the authorization server rotates refresh tokens the second is refused, which ends
-its connection with a sign-in hint although the identity's sign-in is fine. `OneRefresh` wraps the provider: a
-request that finds the token expired (or within REFRESH_SKEW of it) first takes the record's refresh lock
-(`Credentials.refreshing`: in the process, and across processes a file lock or, with Redis, a lock there), reads the
-record again, and either takes the tokens another connection stored meanwhile or lets the provider refresh while it
-holds the lock. Requests with a valid token go straight through the provider, never waiting on the lock.
-`connection_auth` builds the whole of a connection's auth: this wrapper over the provider `Credentials` makes.
+The SDK's provider refreshes an expired token by itself, but each provider alone: where the authorization server
+rotates refresh tokens, the second of two connections of one identity that refresh together is refused, and ends
+with a sign-in hint although the sign-in is fine. `OneRefresh` wraps the provider: a request that finds the token
+due first takes the record's refresh lock (`Credentials.refreshing`), reads the record again, and either takes the
+tokens another connection stored meanwhile or lets the provider refresh while it holds the lock. Requests with a
+valid token never wait on the lock.
 
-Two cases the SDK leaves to a browser are settled here:
-
-- **The child answers 401 to an unexpired token** (revoked at the resource, or the resource forgot it): the SDK
-  would start a new authorization at once, though the refresh token may still be good. The request is sent again
-  once, after a refresh (or with the tokens another connection stored since): only if that fails too is the
-  identity told to sign in. A 401 is an answer before the request was acted on, so sending it again is safe.
-- **The authorization server refuses the refresh token** (`invalid_grant`): the stored sign-in is dead, and it is
-  forgotten (`Credentials.refused`) so that `hub auth status` says so and no connection sends it again. Any other
-  failure of a refresh (the server down, a 5xx) keeps it: it may work on the next try.
+- **A 401 to an unexpired token** (revoked at the resource): the SDK would start a browser flow at once. The request
+  is sent again once, after a refresh; only if that fails too is the identity told to sign in. A 401 is an answer
+  before the request was acted on, so sending it again is safe.
+- **A refused refresh token** (`invalid_grant`): the sign-in is forgotten (`Credentials.refused`), so that
+  `hub auth status` says so and no connection sends it again. Any other failure of a refresh keeps it.
 """
 
 from __future__ import annotations
@@ -70,19 +63,15 @@ async def connection_auth(
         ended(f"{await credentials.sign_in_hint(child, identity, groups, shared=shared)} ({why})")
         raise SignInRequired(f"identity '{identity}' must sign in to server '{child}' again")
 
-    async def refused(_: str) -> None:
-        # The stored sign-in no longer works (refresh refused, token revoked): end the connection with the hint
-        # now, rather than let its requests wait for a browser that never opens.
-        await end("the stored sign-in was refused by the authorization server")
-
-    async def signed_out() -> None:
-        await end("its sign-in was removed")
-
     async def never() -> AuthorizationCodeResult:
         raise SignInRequired(f"identity '{identity}' must sign in to server '{child}' again")
 
-    provider = await credentials.provider(child, config, identity, "http://127.0.0.1/oauth/callback", refused, never)
-    return OneRefresh(provider, credentials, child, identity, signed_out)
+    # The SDK would send the person to a browser: the connection ends with the hint now, rather than let its
+    # requests wait for a browser that never opens.
+    refused = "the stored sign-in was refused by the authorization server"
+    callback = "http://127.0.0.1/oauth/callback"
+    provider = await credentials.provider(child, config, identity, callback, lambda _: end(refused), never)
+    return OneRefresh(provider, credentials, child, identity, lambda: end("its sign-in was removed"))
 
 
 class OneRefresh(httpx2.Auth):

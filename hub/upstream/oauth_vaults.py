@@ -1,7 +1,4 @@
-"""Where OAuth children's sign-ins are kept, as the `state:` configuration says: the shared state's Redis (sealed
-under the replicas' key) or files. Here, in upstream, so that the dependency points one way: upstream reads the
-shared state (hub.state); the shared state knows nothing of OAuth records.
-"""
+"""Where OAuth children's sign-ins are kept. Here, in upstream, so that the shared state knows nothing of OAuth."""
 
 from __future__ import annotations
 

@@ -11,9 +11,9 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from contextlib import AbstractAsyncContextManager
-from typing import Any
 
 import anyio
+import structlog
 from anyio.abc import TaskGroup
 
 from hub.access.identity import Identity
@@ -27,7 +27,7 @@ OpenConnection = Callable[[TaskGroup, Identity | None], AbstractAsyncContextMana
 
 class SessionConnections:
     """The open connections of one child's host sessions or identities, by owner (the host session, or the
-    `Identity`). `idle_timeout` is read when an identity's connection checks whether it is idle."""
+    `Identity`)."""
 
     def __init__(
         self,
@@ -35,22 +35,20 @@ class SessionConnections:
         config: ServerConfig,
         open_connection: OpenConnection,
         describe_failure: Callable[[BaseException], str],
-        idle_timeout: Callable[[], float],
-        log: Any,
+        idle_timeout: float,
     ) -> None:
         self.name = name
         self.config = config
         self.open_connection = open_connection
         self.describe_failure = describe_failure
         self.idle_timeout = idle_timeout
-        self.log = log
+        self.log = structlog.get_logger("hub.child").bind(child=name)
         self._by_owner: dict[object, SessionConnection] = {}
 
     def __len__(self) -> int:
         return len(self._by_owner)
 
     def get(self, owner: object) -> Connection | None:
-        """The connection of `owner` if it is open."""
         session = self._by_owner.get(owner)
         return session.connection if session is not None and session.connection is not None else None
 
@@ -77,18 +75,16 @@ class SessionConnections:
         return session.connection
 
     def forget(self, owner: object, session: SessionConnection) -> None:
-        """`session`'s connection has ended: the next request of that owner opens a new one."""
+        """`session`'s connection has ended."""
         if self._by_owner.get(owner) is session:
             del self._by_owner[owner]
 
     def close(self, owner: object) -> None:
-        """The host session has ended: its own connection closes."""
         session = self._by_owner.pop(owner, None)
         if session is not None:
             session.close()
 
     def close_all(self) -> None:
-        """The child's shared connection has ended: every own connection closes with it."""
         for session in list(self._by_owner.values()):
             session.close()
 
@@ -97,8 +93,7 @@ class SessionConnections:
 
 
 class SessionConnection:
-    """One host session's own connection to a `sessions: per-host` child, or one identity's to a `per-identity`
-    one (which closes once idle for the child's idle timeout: a 2026-07-28 host has no session whose end would)."""
+    """One host session's or identity's own connection (see the module docstring)."""
 
     def __init__(self, registry: SessionConnections, owner: object) -> None:
         self.registry = registry
@@ -115,7 +110,7 @@ class SessionConnection:
 
     async def _until_idle(self, connection: Connection) -> None:
         """Until the connection ends, or has had nothing in flight for the child's idle timeout."""
-        limit = self.registry.idle_timeout()
+        limit = self.registry.idle_timeout
         while not connection.done.is_set():
             idle = time.monotonic() - connection.last_active
             if not connection.inflight and idle >= limit:

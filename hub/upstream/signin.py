@@ -1,11 +1,7 @@
 """One identity signing in to one OAuth child: the browser part, shared by the HTTP front's sign-in links
-(`hub.host.http_oauth`) and `hub auth login` (a loopback listener).
-
-The flow is the SDK's (`OAuthClientProvider`): the hub asks the child something without a token, the child answers
-401 naming its authorization server, the SDK discovers it, registers the hub if needed, and hands over the
-authorization URL (`show`: a redirect for the browser, or a line on the terminal). The person signs in there; the
-authorization server sends the browser back to `redirect_uri` with a code, which `landed` returns; the SDK exchanges
-it (PKCE) and the tokens are stored as the identity's record. Every wait is bounded (SIGN_IN_SECONDS).
+(`hub.host.http_oauth`) and `hub auth login` (a loopback listener). The flow is the SDK's (`OAuthClientProvider`):
+`show` hands the person the authorization URL, `landed` returns the code the browser brings back to `redirect_uri`.
+Every wait is bounded (SIGN_IN_SECONDS).
 """
 
 from __future__ import annotations

@@ -9,7 +9,7 @@ most `startup_listing_wait` after it spawned the hub. Every wait here is bounded
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Mapping
 
 import anyio
 import structlog
@@ -27,20 +27,13 @@ class StartupWait:
         self._limit = limit  # `hub.startup_listing_wait`, as configured now
         self._over = False  # every child started with the hub settled, or the wait ran out
 
-    def settled(self) -> bool:
-        return all(child.settled.is_set() for child in self._children().values())
-
-    def settle_limit(self, children: Iterable[Child] | None = None) -> float:
-        """How long children (all, by default) may take to be ready or to have failed once: the slowest
-        connect_timeout, the time a hung process is then given to exit, and a second to report it."""
-        pool = self._children().values() if children is None else children
-        return max((child.config.connect_timeout for child in pool), default=0.0) + EXIT_GRACE + KILL_GRACE + 1
-
     async def settle(self, children: list[Child] | None = None, limit_s: float | None = None) -> None:
-        """Until `children` (all, by default) are ready or have failed once, at most `limit_s` (by default
-        `settle_limit`)."""
+        """Until `children` (all, by default) are ready or have failed once, at most `limit_s`; by default the
+        slowest connect_timeout, the time a hung process is then given to exit, and a second to report it."""
         pool = list(self._children().values()) if children is None else children
-        with anyio.move_on_after(self.settle_limit(pool) if limit_s is None else limit_s):
+        if limit_s is None:
+            limit_s = max((child.config.connect_timeout for child in pool), default=0.0) + EXIT_GRACE + KILL_GRACE + 1
+        with anyio.move_on_after(limit_s):
             for child in pool:
                 await child.settled.wait()
 
@@ -49,7 +42,7 @@ class StartupWait:
         if self._over:
             return 0.0
         left = self._started + self._limit() - time.monotonic()
-        if left <= 0 or self.settled():
+        if left <= 0 or all(child.settled.is_set() for child in self._children().values()):
             self._over = True
             return 0.0
         return left

@@ -76,7 +76,7 @@ class StdioWire:
 @asynccontextmanager
 async def open_stdio(
     name: str, config: ServerConfig, events: Events, watchdog: Watchdog, tg: TaskGroup
-) -> AsyncIterator[tuple[Connection, ChildProcess, StdioWire]]:
+) -> AsyncIterator[Connection]:
     """Start the child's process and yield its connection; leaving stops the process (bounded).
 
     Raises:
@@ -92,9 +92,10 @@ async def open_stdio(
     lines = Lines(limit, connection.receive, lambda head, tail, size: connection.oversized(head, tail, size, limit))
     try:
         wire.stdin = process.attach(tg, lines.feed, wire.stderr, wire.stdout_ended.set)
-        tg.start_soon(_end_after_exit, connection, process, wire)
-        tg.start_soon(_end_after_stdout, connection, process, wire)
-        yield connection, process, wire
+        # A descendant holding stdout open must not keep requests waiting: they fail once the child has exited.
+        tg.start_soon(_end_after, connection, process, wire, process.exited, wire.stdout_ended, DRAIN_AFTER_EXIT)
+        tg.start_soon(_end_after, connection, process, wire, wire.stdout_ended, process.exited, SETTLE_EXIT)
+        yield connection
     finally:
         # Stopped by the hub (a reload, the hub's own stop) unless the process ended first: requests still in flight
         # are answered now, before the child answers them itself as it sees its stdin close.
@@ -103,16 +104,11 @@ async def open_stdio(
         watchdog.discard(process.pid)
 
 
-async def _end_after_exit(connection: Connection, process: ChildProcess, wire: StdioWire) -> None:
-    # A descendant holding stdout open must not keep requests waiting: they fail once the child has exited.
-    await process.exited.wait()
-    with anyio.move_on_after(DRAIN_AFTER_EXIT):
-        await wire.stdout_ended.wait()
-    connection.ended(wire.reason(process))
-
-
-async def _end_after_stdout(connection: Connection, process: ChildProcess, wire: StdioWire) -> None:
-    await wire.stdout_ended.wait()
-    with anyio.move_on_after(SETTLE_EXIT):
-        await process.exited.wait()
+async def _end_after(
+    connection: Connection, process: ChildProcess, wire: StdioWire, first: anyio.Event, then: anyio.Event, grace: float
+) -> None:
+    """Once `first` is set, and `then` too or `grace` has passed, the connection ends with the process's reason."""
+    await first.wait()
+    with anyio.move_on_after(grace):
+        await then.wait()
     connection.ended(wire.reason(process))

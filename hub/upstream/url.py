@@ -1,9 +1,7 @@
-"""A URL child's wire: the SDK's client transports (Streamable HTTP, SSE) carry the hub's own session.
-
-The SDK is used for what it does well here, the HTTP and SSE plumbing, redirects within the origin and session
-ids; the session on top is the same `Connection` as for a stdio child. Messages cross as the SDK's models at this
-edge only. Each request names its protocol revision in the `MCP-Protocol-Version` header, and a 2026-07-28
-request also its method and name (`Mcp-Method`, `Mcp-Name`), as the transport expects to be told.
+"""A URL child's wire: the SDK's client transports (Streamable HTTP, SSE) carry the hub's own session (the same
+`Connection` as a stdio child's); messages cross as the SDK's models at this edge only. Each request names its
+protocol revision in the `MCP-Protocol-Version` header, and a 2026-07-28 request also its method and name
+(`Mcp-Method`, `Mcp-Name`).
 """
 
 from __future__ import annotations
