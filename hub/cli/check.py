@@ -10,7 +10,7 @@ import json
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, TextIO
 
-from hub.cli.table import print_table
+from hub.cli.output import print_table
 
 if TYPE_CHECKING:
     from hub.app import Hub

@@ -24,7 +24,7 @@ def _compact(value: Any) -> str:
 
 
 async def run_cost(hub: Hub, host: InProcessHost, as_json: bool, out: TextIO) -> int:
-    from hub.cli.table import print_table
+    from hub.cli.output import print_table
 
     count, method = counter()
     listed = {t["name"] for t in (await host.request("tools/list", {}))["tools"]}

@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
+from hub.cli.output import EXIT_USAGE, fail
 from hub.config.lock import (
     BASE_KEY,
     ChildPins,
@@ -50,7 +51,6 @@ if TYPE_CHECKING:
     from hub.app import Hub
 
 EXIT_DIFFERS = 1
-EXIT_USAGE = 2
 HINT = "review them with `hub pin --diff`, then accept them with `hub pin --approve CHILD [TOOL]`"
 
 
@@ -139,21 +139,21 @@ async def run_pin(hub: Hub, args: argparse.Namespace, out: TextIO) -> int:
     try:
         lock = load_lock(path)
     except LockError as exc:
-        return _fail(str(exc), EXIT_USAGE)
+        return fail(str(exc), EXIT_USAGE)
     approve: list[str] | None = args.approve
     if approve is not None:
         refusal = _check_approve(hub, approve)
         if refusal:
-            return _fail(refusal, 1)
+            return fail(refusal)
     diff_child: str | None = args.diff
     if diff_child is not None:
         if lock is None:
-            return _fail(f"there is no lock file {path} yet: run `hub pin` first", EXIT_USAGE)
+            return fail(f"there is no lock file {path} yet: run `hub pin` first", EXIT_USAGE)
         servers = hub.loaded.config.servers
         if diff_child and diff_child not in servers:
-            return _fail(f"no server named {diff_child!r} in {hub.loaded.path}", EXIT_USAGE)
+            return fail(f"no server named {diff_child!r} in {hub.loaded.path}", EXIT_USAGE)
         if diff_child and not servers[diff_child].enabled:
-            return _fail(f"server {diff_child!r} is disabled (enabled: false): it cannot be compared", EXIT_USAGE)
+            return fail(f"server {diff_child!r} is disabled (enabled: false): it cannot be compared", EXIT_USAGE)
     async with hub.running():
         await hub.startup.settle(limit_s=args.wait)
         if approve is not None:
@@ -162,11 +162,6 @@ async def run_pin(hub: Hub, args: argparse.Namespace, out: TextIO) -> int:
             assert lock is not None
             return _diff(hub, lock, diff_child or None, out)
         return _pin(hub, lock, path, out)
-
-
-def _fail(message: str, status: int) -> int:
-    print(f"hub: {message}", file=sys.stderr)
-    return status
 
 
 def _check_approve(hub: Hub, approve: list[str]) -> str | None:
@@ -202,7 +197,7 @@ def _pin(hub: Hub, lock: Lock | None, path: Path, out: TextIO) -> int:
         try:
             save_lock(path, pinned)
         except LockError as exc:
-            return _fail(str(exc), 1)
+            return fail(str(exc))
         out.write(f"wrote {path}\n")
     elif lock is None:
         out.write(f"nothing to pin: no server is ready; {path} not written\n")
@@ -221,7 +216,7 @@ async def _approve(hub: Hub, lock: Lock, path: Path, name: str, tool: str | None
     child = hub.children.get(name)
     if child is None or child.state is not ChildState.READY:
         why = child.unavailable_reason() if child is not None else "it is not running"
-        return _fail(f"cannot approve {name}: {why}; the lock is unchanged", 1)
+        return fail(f"cannot approve {name}: {why}; the lock is unchanged")
     now = current(child)
     before = lock.servers.get(name, ChildPins())
     if tool is None:
@@ -232,7 +227,7 @@ async def _approve(hub: Hub, lock: Lock, path: Path, name: str, tool: str | None
     else:
         found = _find_tool(child, now, tool, hub.loaded.config.hub.name_budget)
         if isinstance(found, str):
-            return _fail(found, 1)
+            return fail(found)
         original = str(found["name"])
         pins = ChildPins({**before.tools, **pins_of([found], (), None).tools}, before.prompts, before.instructions)
         state = lock.tool_verdict(name, found)
@@ -240,7 +235,7 @@ async def _approve(hub: Hub, lock: Lock, path: Path, name: str, tool: str | None
     try:
         save_lock(path, lock.with_child(name, pins))
     except LockError as exc:
-        return _fail(str(exc), 1)
+        return fail(str(exc))
     out.write(f"{message}\nwrote {path}\n")
     return await _share(hub, name, pins, lock.servers.get(name), out)
 
@@ -254,7 +249,7 @@ async def _share(hub: Hub, name: str, pins: ChildPins, base: ChildPins | None, o
     try:
         await state.approve_pins(name, {**child_document(pins), BASE_KEY: entry_digest(base)})
     except errors.HubError as exc:
-        return _fail(f"{exc.message}; the lock file was written, the replicas were not told", 1)
+        return fail(f"{exc.message}; the lock file was written, the replicas were not told")
     out.write(f"shared with the replicas ({name})\n")
     return 0
 
@@ -304,7 +299,7 @@ def _diff(hub: Hub, lock: Lock, only: str | None, out: TextIO) -> int:
     if differs:
         return EXIT_DIFFERS
     if unknown:  # not "no changes": what a server that is not ready lists is not known
-        return _fail("not every server could be compared: they were not ready", EXIT_USAGE)
+        return fail("not every server could be compared: they were not ready", EXIT_USAGE)
     out.write("no changes since the pin\n")
     return 0
 

@@ -13,12 +13,11 @@ import argparse
 import sys
 from typing import TYPE_CHECKING
 
+from hub.cli.output import EXIT_INTERRUPTED, EXIT_USAGE, fail
+
 if TYPE_CHECKING:
     from hub.app import Hub
     from hub.config.schema import LoadedConfig
-
-EXIT_CONFIG = 2
-EXIT_INTERRUPTED = 130
 
 
 def load(given: str | None) -> LoadedConfig | int:
@@ -29,13 +28,11 @@ def load(given: str | None) -> LoadedConfig | int:
 
     path, missing = config_path(given)
     if missing is not None:
-        print(f"hub: {missing}", file=sys.stderr)
-        return EXIT_CONFIG
+        return fail(missing, EXIT_USAGE)
     try:
         return load_config(path)
     except ConfigError as exc:
-        print(f"hub: {exc}", file=sys.stderr)
-        return EXIT_CONFIG
+        return fail(str(exc), EXIT_USAGE)
 
 
 def run_hub_command(args: argparse.Namespace, started: float) -> int:
