@@ -97,9 +97,9 @@ async def _one_shot(hub: Hub, args: argparse.Namespace) -> int:
         host = InProcessHost(hub, ask_on_terminal if asks else None)
         await host.start()
         if args.command == "cost":
-            from hub.cli.cost import run_cost
+            from hub.cli.check import print_cost
 
-            return await run_cost(hub, host, args.json, sys.stdout)
+            return await print_cost(hub, host, args.json, sys.stdout)
         if args.command == "list":
             from hub.cli.check import print_list
 
