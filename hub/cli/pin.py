@@ -23,7 +23,7 @@ import json
 import sys
 import unicodedata
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
@@ -66,24 +66,27 @@ class Current:
         return pins_of(self.tools, self.prompts, self.instructions)
 
 
-@dataclass
-class ChildDiff:
-    """How a child differs from its pins."""
+Changed = list[tuple[str, Verdict, list[FieldChange]]]
+KINDS = ("tool", "prompt")
 
-    tools: list[tuple[str, Verdict, list[FieldChange]]] = field(default_factory=list)
-    removed_tools: list[str] = field(default_factory=list)
-    prompts: list[tuple[str, Verdict, list[FieldChange]]] = field(default_factory=list)
-    removed_prompts: list[str] = field(default_factory=list)
-    instructions: bool = False  # changed (appeared, disappeared, or other text)
+
+@dataclass(frozen=True)
+class ChildDiff:
+    """How a child differs from its pins: per kind (KINDS), what is new or changed and the names no longer listed;
+    whether its instructions changed (appeared, disappeared, or other text)."""
+
+    changed: dict[str, Changed]
+    removed: dict[str, list[str]]
+    instructions: bool
 
     def __bool__(self) -> bool:
-        return bool(self.tools or self.removed_tools or self.prompts or self.removed_prompts or self.instructions)
+        return self.instructions or any(self.changed.values()) or any(self.removed.values())
 
     def summary(self) -> list[str]:
-        lines = [f"tool {_visible(name)} {_verdict_text(v, changes)}" for name, v, changes in self.tools]
-        lines += [f"tool {_visible(name)} is no longer listed" for name in self.removed_tools]
-        lines += [f"prompt {_visible(name)} {_verdict_text(v, changes)}" for name, v, changes in self.prompts]
-        lines += [f"prompt {_visible(name)} is no longer listed" for name in self.removed_prompts]
+        lines = []
+        for kind in KINDS:
+            lines += [f"{kind} {_visible(item)} {_verdict_text(v, changes)}" for item, v, changes in self.changed[kind]]
+            lines += [f"{kind} {_visible(item)} is no longer listed" for item in self.removed[kind]]
         return lines + (["instructions changed"] if self.instructions else [])
 
 
@@ -114,19 +117,16 @@ def _first_of_each(items: Iterable[dict[str, Any]]) -> tuple[dict[str, Any], ...
 def differences(lock: Lock, name: str, now: Current) -> ChildDiff:
     """How child `name` as it is `now` differs from its pins in `lock`."""
     pinned = lock.servers.get(name, ChildPins())
-    diff = ChildDiff()
-    for tool in now.tools:
-        verdict = lock.tool_verdict(name, tool)
-        if verdict != "pinned":
-            diff.tools.append((str(tool.get("name", "")), verdict, lock.tool_changes(name, tool)))
-    for prompt in now.prompts:
-        verdict = lock.prompt_verdict(name, prompt)
-        if verdict != "pinned":
-            diff.prompts.append((str(prompt.get("name", "")), verdict, lock.prompt_changes(name, prompt)))
-    diff.removed_tools = sorted(set(pinned.tools) - {str(t.get("name", "")) for t in now.tools})
-    diff.removed_prompts = sorted(set(pinned.prompts) - {str(p.get("name", "")) for p in now.prompts})
-    diff.instructions = lock.instructions_verdict(name, now.instructions) != "pinned"
-    return diff
+    changed: dict[str, Changed] = {}
+    removed: dict[str, list[str]] = {}
+    for kind, items, verdict_of, changes_of, pins in (
+        ("tool", now.tools, lock.tool_verdict, lock.tool_changes, pinned.tools),
+        ("prompt", now.prompts, lock.prompt_verdict, lock.prompt_changes, pinned.prompts),
+    ):
+        verdicts = [(str(item.get("name", "")), verdict_of(name, item), item) for item in items]
+        changed[kind] = [(item, v, changes_of(name, found)) for item, v, found in verdicts if v != "pinned"]
+        removed[kind] = sorted(set(pins) - {item for item, _, _ in verdicts})
+    return ChildDiff(changed, removed, lock.instructions_verdict(name, now.instructions) != "pinned")
 
 
 # ---- the command --------------------------------------------------------------------------------------------------
@@ -306,23 +306,17 @@ def _diff(hub: Hub, lock: Lock, only: str | None, out: TextIO) -> int:
 
 def _write_diff(name: str, lock: Lock, now: Current, diff: ChildDiff, out: TextIO) -> None:
     pinned = lock.servers[name]
-    for kind, changed, removed in (
-        ("tool", diff.tools, diff.removed_tools),
-        ("prompt", diff.prompts, diff.removed_prompts),
-    ):
-        for item, verdict, changes in changed:
+    for kind, pins in zip(KINDS, (pinned.tools, pinned.prompts), strict=True):
+        for item, verdict, changes in diff.changed[kind]:
             out.write(f"{name}: {kind} {_visible(item)} {'is new' if verdict == 'new' else 'changed'}\n")
             for change in changes:
                 out.write(f"  {change.field}:\n")
-                for line in field_diff(change.before, change.after):
-                    out.write(f"    {line}\n")
-        table = pinned.tools if kind == "tool" else pinned.prompts
-        for item in removed:
-            out.write(f"{name}: {kind} {_visible(item)} is no longer listed (pinned: {table[item].digest})\n")
+                out.writelines(f"    {line}\n" for line in field_diff(change.before, change.after))
+        for item in diff.removed[kind]:
+            out.write(f"{name}: {kind} {_visible(item)} is no longer listed (pinned: {pins[item].digest})\n")
     if diff.instructions:
         out.write(f"{name}: instructions changed (pinned: {pinned.instructions or 'none'})\n")
-        for line in field_diff(None, now.instructions):
-            out.write(f"    {line}\n")
+        out.writelines(f"    {line}\n" for line in field_diff(None, now.instructions))
 
 
 def field_diff(before: Any, after: Any) -> list[str]:
