@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import argparse
 import datetime
-import json
 import sys
 import webbrowser
 from typing import TYPE_CHECKING
@@ -23,7 +22,7 @@ from anyio.abc import SocketAttribute, SocketStream
 from anyio.streams.stapled import MultiListener
 
 from hub.access.identity import local_user
-from hub.cli.output import EXIT_USAGE, fail, print_table
+from hub.cli.output import EXIT_USAGE, fail, print_json, print_table
 from hub.config.schema import LoadedConfig, ServerConfig
 from hub.state import open_state
 from hub.upstream.credentials import MissingCredential, personal
@@ -205,7 +204,7 @@ async def _status(credentials: Credentials, as_json: bool) -> int:
         for s in sorted(everyone, key=lambda s: (s.child, s.identity))
     ]
     if as_json:
-        sys.stdout.write(json.dumps({"signed_in": rows}, indent=2) + "\n")
+        print_json({"signed_in": rows}, sys.stdout)
         return 0
     table = [["SERVER", "IDENTITY", "TOKEN EXPIRES", "REFRESH"]] + [
         [str(r["server"]), str(r["identity"]), str(r["expires"] or "never"), "yes" if r["refreshable"] else "no"]

@@ -16,7 +16,7 @@ import json
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, TextIO
 
-from hub.cli.output import print_table
+from hub.cli.output import print_json, print_table
 from hub.observe.tokens import counter
 
 if TYPE_CHECKING:
@@ -118,20 +118,16 @@ async def print_list(hub: Hub, host: InProcessHost, as_json: bool, out: TextIO) 
         )
     total_bytes, total_tokens = _size(tools, count)
     if as_json:
-        json.dump(
-            {
-                "tools": tools,
-                "resources": resources,
-                "resourceTemplates": templates,
-                "prompts": prompts,
-                "servers": servers,
-                "total": {"tools": len(tools), "bytes": total_bytes, "approx_tokens": total_tokens},
-                "collisions": [c.__dict__ for c in namespace.collisions],
-            },
-            out,
-            indent=2,
-        )
-        out.write("\n")
+        document = {
+            "tools": tools,
+            "resources": resources,
+            "resourceTemplates": templates,
+            "prompts": prompts,
+            "servers": servers,
+            "total": {"tools": len(tools), "bytes": total_bytes, "approx_tokens": total_tokens},
+            "collisions": [c.__dict__ for c in namespace.collisions],
+        }
+        print_json(document, out)
         return 0
     rows = [["TOOL", "SERVER", "DESCRIPTION"]]
     for tool in tools:
@@ -181,8 +177,7 @@ async def print_cost(hub: Hub, host: InProcessHost, as_json: bool, out: TextIO) 
                 tally["listed_tools"] += 1
                 tally["listed_tokens"] += row["tokens"]
     if as_json:
-        json.dump({"method": method, "tools": rows, "servers": servers, "total": total}, out, indent=2)
-        out.write("\n")
+        print_json({"method": method, "tools": rows, "servers": servers, "total": total}, out)
         return 0
     table = [["TOOL", "SERVER", "LISTED", "~TOKENS"]]
     table += [[r["tool"], r["server"], "yes" if r["listed"] else "search", str(r["tokens"])] for r in rows]

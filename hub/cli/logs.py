@@ -70,14 +70,13 @@ def parse_since(text: str, now: datetime.datetime | None = None) -> datetime.dat
     if ago:
         now = now or datetime.datetime.now(datetime.UTC)
         return now - datetime.timedelta(seconds=float(ago.group(1)) * _SECONDS[ago.group(2)])
-    try:
-        when = datetime.datetime.fromisoformat(text.strip())
-    except ValueError:
+    when = _iso_time(text.strip())
+    if when is None:
         raise ValueError(
             f"{text!r} is not a time: give an ISO time (2026-11-30T06:00, UTC unless it has an offset) or a time "
             "ago (30s, 10m, 2h, 1d, 1w)"
-        ) from None
-    return when if when.tzinfo is not None else when.replace(tzinfo=datetime.UTC)
+        )
+    return when
 
 
 def since_argument(text: str) -> datetime.datetime:
@@ -108,8 +107,11 @@ def duration(fields: dict[str, Any]) -> float | None:
 
 def timestamp(fields: dict[str, Any]) -> datetime.datetime | None:
     text = _text(fields, "timestamp")
-    if text is None:
-        return None
+    return None if text is None else _iso_time(text)
+
+
+def _iso_time(text: str) -> datetime.datetime | None:
+    """An ISO time, UTC when it has no offset (as the log's timestamps are); None if `text` is not one."""
     try:
         when = datetime.datetime.fromisoformat(text)
     except ValueError:

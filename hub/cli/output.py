@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import json
 import sys
 from collections.abc import Collection, Sequence
-from typing import TextIO
+from typing import Any, TextIO
 
 EXIT_FAILED = 1
 EXIT_USAGE = 2  # also a configuration that cannot be used
@@ -15,6 +16,11 @@ def fail(message: str, status: int = EXIT_FAILED) -> int:
     """`status`, once `hub: message` is on stderr."""
     print(f"hub: {message}", file=sys.stderr)
     return status
+
+
+def print_json(document: Any, out: TextIO) -> None:
+    """`document` as indented JSON, for --json."""
+    out.write(json.dumps(document, indent=2) + "\n")
 
 
 def table_row(cells: Sequence[str], widths: Sequence[int], right: Collection[int] = ()) -> str:

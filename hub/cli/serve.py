@@ -35,9 +35,9 @@ async def run_serve(
         call_log,
         started,
         identity,
-        replica=replica_id(getattr(args, "replica_id", None)),
+        replica=replica_id(args.replica_id),
         observing=Observing(metrics=http, recent=http, tracing=Tracing.from_environment()),
-        stateless=bool(getattr(args, "stateless", False)),
+        stateless=args.stateless,
         auth_required=http and loaded.config.auth is not None and not loopback(args.http),
     )
     from hub.serve import serve
