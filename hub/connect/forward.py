@@ -177,14 +177,9 @@ class Forwarder:
             del self._in_flight[request.id]
         cancelled = request.id in self._cancelled
         self._cancelled.discard(request.id)
-        if answered or cancelled:
-            return
-        self.send(
-            failure
-            or error_line(
-                request.id, CONNECTION_CLOSED, f"the hub at {self.remote.url} ended its response without an answer"
-            )
-        )
+        if not answered and not cancelled:
+            ended = f"the hub at {self.remote.url} ended its response without an answer"
+            self.send(failure or error_line(request.id, CONNECTION_CLOSED, ended))
 
     async def _deliver(self, line: bytes, message: Message) -> None:
         """A notification or an answer of the host's, to the hub."""
