@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import argparse
 import datetime
-import json
 import sys
 import webbrowser
 from typing import TYPE_CHECKING
@@ -23,7 +22,7 @@ from anyio.abc import SocketAttribute, SocketStream
 from anyio.streams.stapled import MultiListener
 
 from hub.access.identity import local_user
-from hub.cli.table import print_table
+from hub.cli.output import EXIT_USAGE, fail, print_json, print_table
 from hub.config.schema import LoadedConfig, ServerConfig
 from hub.state import open_state
 from hub.upstream.credentials import MissingCredential, personal
@@ -34,7 +33,6 @@ from hub.upstream.signin import EXCHANGE_SECONDS, SignInFailed, sign_in
 if TYPE_CHECKING:
     from mcp.shared.auth import AuthorizationCodeResult
 
-EXIT_USAGE = 2
 HEAD_SECONDS = 10.0  # a browser's request to the loopback listener must arrive within this
 
 
@@ -51,17 +49,16 @@ async def _act(args: argparse.Namespace, loaded: LoadedConfig) -> int:
             return await _status(credentials, args.json)
         server = loaded.config.servers.get(args.server)
         if server is None or server.oauth is None:
-            named = sorted(n for n, s in loaded.config.servers.items() if s.oauth is not None) or ["none"]
-            _tell(
-                f"hub: {args.server!r} is not a server with oauth: in {loaded.path} (those with it: {', '.join(named)})"
+            named = ", ".join(sorted(n for n, s in loaded.config.servers.items() if s.oauth is not None)) or "none"
+            return fail(
+                f"{args.server!r} is not a server with oauth: in {loaded.path} (those with it: {named})", EXIT_USAGE
             )
-            return EXIT_USAGE
         if server.oauth.grant == "client_credentials":
-            _tell(
-                f"hub: server {args.server!r} signs in with the hub's client credentials (grant: client_credentials): "
-                "nobody signs in to it"
+            return fail(
+                f"server {args.server!r} signs in with the hub's client credentials (grant: client_credentials): "
+                "nobody signs in to it",
+                EXIT_USAGE,
             )
-            return EXIT_USAGE
         identity = local_user(args.identity, tuple(getattr(args, "group", ())))
         if args.action == "logout":
             had = await credentials.forget(args.server, identity.name)
@@ -71,8 +68,7 @@ async def _act(args: argparse.Namespace, loaded: LoadedConfig) -> int:
         try:
             config = personal(server, identity, loaded.secrets)
         except MissingCredential as exc:
-            _tell(f"hub: {exc}")
-            return 1
+            return fail(str(exc))
         return await _login(credentials, args, config, identity.name)
     finally:
         await shared.close()
@@ -100,7 +96,9 @@ async def _login(credentials: Credentials, args: argparse.Namespace, config: Ser
     loopback = _Loopback()
 
     async def show(url: str) -> None:
-        _tell(f"Open this address in a browser to sign '{identity}' in to server '{args.server}':\n{url}")
+        print(
+            f"Open this address in a browser to sign '{identity}' in to server '{args.server}':\n{url}", file=sys.stderr
+        )
         if not args.no_browser:
             webbrowser.open(url)
 
@@ -109,7 +107,7 @@ async def _login(credentials: Credentials, args: argparse.Namespace, config: Ser
         try:
             await sign_in(credentials, args.server, config, identity, redirect_uri, show, loopback.code)
         except SignInFailed as exc:
-            _tell(f"hub: {exc}")
+            fail(str(exc))
             await loopback.over(f"Sign-in failed: {exc}")
             tg.cancel_scope.cancel()
             return 1
@@ -169,12 +167,6 @@ class _Loopback:
         self.answered.set()
 
 
-def _tell(text: str) -> None:
-    """A line for the person at the terminal: stderr (stdout carries only the command's result)."""
-    sys.stderr.write(text + "\n")
-    sys.stderr.flush()
-
-
 async def _request_query(stream: SocketStream) -> dict[str, str] | None:
     """The query of a `GET /oauth/callback?...` request (None: another path, or no request in time)."""
     head = b""
@@ -212,7 +204,7 @@ async def _status(credentials: Credentials, as_json: bool) -> int:
         for s in sorted(everyone, key=lambda s: (s.child, s.identity))
     ]
     if as_json:
-        sys.stdout.write(json.dumps({"signed_in": rows}, indent=2) + "\n")
+        print_json({"signed_in": rows}, sys.stdout)
         return 0
     table = [["SERVER", "IDENTITY", "TOKEN EXPIRES", "REFRESH"]] + [
         [str(r["server"]), str(r["identity"]), str(r["expires"] or "never"), "yes" if r["refreshable"] else "no"]

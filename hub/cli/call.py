@@ -10,10 +10,10 @@ import json
 import sys
 from typing import TYPE_CHECKING, TextIO
 
+from hub.cli.output import EXIT_USAGE, fail
+
 if TYPE_CHECKING:
     from hub.host.inprocess import InProcessHost
-
-EXIT_USAGE = 2
 
 
 async def ask_on_terminal(question: str) -> bool:
@@ -50,16 +50,13 @@ async def print_call(host: InProcessHost, name: str, arguments: str, out: TextIO
     try:
         parsed = json.loads(arguments)
     except json.JSONDecodeError as exc:
-        print(f"hub: arguments must be a JSON object: {exc}", file=sys.stderr)
-        return EXIT_USAGE
+        return fail(f"arguments must be a JSON object: {exc}", EXIT_USAGE)
     if not isinstance(parsed, dict):
-        print('hub: arguments must be a JSON object, e.g. \'{"timezone": "UTC"}\'', file=sys.stderr)
-        return EXIT_USAGE
+        return fail('arguments must be a JSON object, e.g. \'{"timezone": "UTC"}\'', EXIT_USAGE)
     try:
         result = await host.request("tools/call", {"name": name, "arguments": parsed})
     except HostError as exc:
-        print(f"hub: {exc}", file=sys.stderr)
-        return 1
+        return fail(str(exc))
     for block in result.get("content", []):
         if block.get("type") == "text":
             out.write(str(block.get("text", "")).rstrip("\n") + "\n")

@@ -1,7 +1,13 @@
-"""`hub check` and `hub list`: a hub started in this process, reported on as a person reads it.
+"""`hub check`, `hub list` and `hub cost`: a hub started in this process, reported on as a person reads it.
 
 `check` prints each server's state (and where includes put each server); `list` the merged catalog exactly as a host
-sees it (through hub.host.inprocess), with each server's share of the tool listing in bytes and approximate tokens.
+sees it (through hub.host.inprocess), with each server's share of the tool listing in bytes and approximate tokens;
+`cost` what the tool listing costs the model's context, per tool, per server and in all.
+
+Tokens are counted by `hub.observe.tokens` (tiktoken's `cl100k_base` if installed and cached, else bytes / 4 of the
+compact JSON), as the status page counts them: good for comparing servers and exposure modes. "Listed" is what a
+host's tools/list shows; with `exposure: search` a server's tools are found through hub_search_tools instead, and
+cost nothing until found.
 """
 
 from __future__ import annotations
@@ -10,7 +16,8 @@ import json
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, TextIO
 
-from hub.cli.table import print_table
+from hub.cli.output import print_json, print_table
+from hub.observe.tokens import counter
 
 if TYPE_CHECKING:
     from hub.app import Hub
@@ -69,24 +76,30 @@ def _relative(file: Any, config: Any) -> str:
         return str(file)
 
 
+def _compact(value: Any) -> str:
+    return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
+
+
 def _size(value: Any, count: Callable[[str], int]) -> tuple[int, int]:
-    """Size of a listing in bytes (compact UTF-8 JSON) and in tokens (`count`: as `hub cost` and the status page
-    count them, hub.observe.tokens)."""
-    text = json.dumps(value, separators=(",", ":"), ensure_ascii=False)
+    """Size of a listing in bytes (compact UTF-8 JSON) and in tokens (`count`)."""
+    text = _compact(value)
     return len(text.encode()), count(text)
+
+
+def _owners(hub: Hub) -> dict[str, str]:
+    """The server of each exposed tool of a child (the hub's own are not in it)."""
+    return {name: route.child for name, route in hub.catalog.namespace.tool_routes.items()}
 
 
 async def print_list(hub: Hub, host: InProcessHost, as_json: bool, out: TextIO) -> int:
     """The catalog `host` is given (tools, resources, templates, prompts), then each server's share; 0."""
-    from hub.observe.tokens import counter
-
     count = counter()[0]
     tools = (await host.request("tools/list", {}))["tools"]
     resources = (await host.request("resources/list", {}))["resources"]
     templates = (await host.request("resources/templates/list", {}))["resourceTemplates"]
     prompts = (await host.request("prompts/list", {}))["prompts"]
     namespace = hub.catalog.namespace
-    owner = {name: route.child for name, route in namespace.tool_routes.items()}
+    owner = _owners(hub)
     per_child: dict[str, list[dict[str, Any]]] = {}
     for tool in tools:
         per_child.setdefault(owner.get(tool["name"], "hub"), []).append(tool)
@@ -105,20 +118,16 @@ async def print_list(hub: Hub, host: InProcessHost, as_json: bool, out: TextIO) 
         )
     total_bytes, total_tokens = _size(tools, count)
     if as_json:
-        json.dump(
-            {
-                "tools": tools,
-                "resources": resources,
-                "resourceTemplates": templates,
-                "prompts": prompts,
-                "servers": servers,
-                "total": {"tools": len(tools), "bytes": total_bytes, "approx_tokens": total_tokens},
-                "collisions": [c.__dict__ for c in namespace.collisions],
-            },
-            out,
-            indent=2,
-        )
-        out.write("\n")
+        document = {
+            "tools": tools,
+            "resources": resources,
+            "resourceTemplates": templates,
+            "prompts": prompts,
+            "servers": servers,
+            "total": {"tools": len(tools), "bytes": total_bytes, "approx_tokens": total_tokens},
+            "collisions": [c.__dict__ for c in namespace.collisions],
+        }
+        print_json(document, out)
         return 0
     rows = [["TOOL", "SERVER", "DESCRIPTION"]]
     for tool in tools:
@@ -140,4 +149,42 @@ async def print_list(hub: Hub, host: InProcessHost, as_json: bool, out: TextIO) 
     print_table(rows, out)
     for c in namespace.collisions:
         out.write(f"collision: {c.kind} {c.exposed!r} kept from '{c.kept}', dropped from '{c.dropped}'\n")
+    return 0
+
+
+async def print_cost(hub: Hub, host: InProcessHost, as_json: bool, out: TextIO) -> int:
+    count, method = counter()
+    listed = {t["name"] for t in (await host.request("tools/list", {}))["tools"]}
+    namespace = hub.catalog.namespace
+    owner = _owners(hub)
+    rows = [
+        {
+            "tool": t["name"],
+            "server": owner.get(t["name"], "hub"),
+            "listed": t["name"] in listed,
+            "tokens": count(_compact(t)),
+        }
+        for t in (*hub.builtin_tools(), *namespace.tools)
+    ]
+    columns = ("tools", "listed_tools", "tokens", "listed_tokens")
+    servers: dict[str, dict[str, int]] = {}
+    total = dict.fromkeys(("tools", "tokens", "listed_tools", "listed_tokens"), 0)
+    for row in rows:
+        for tally in (servers.setdefault(row["server"], dict.fromkeys(columns, 0)), total):
+            tally["tools"] += 1
+            tally["tokens"] += row["tokens"]
+            if row["listed"]:
+                tally["listed_tools"] += 1
+                tally["listed_tokens"] += row["tokens"]
+    if as_json:
+        print_json({"method": method, "tools": rows, "servers": servers, "total": total}, out)
+        return 0
+    table = [["TOOL", "SERVER", "LISTED", "~TOKENS"]]
+    table += [[r["tool"], r["server"], "yes" if r["listed"] else "search", str(r["tokens"])] for r in rows]
+    print_table(table, out)
+    out.write("\n")
+    table = [["SERVER", "TOOLS", "LISTED", "~TOKENS", "LISTED_TOKENS"]]
+    table += [[name, *(str(s[c]) for c in columns)] for name, s in [*servers.items(), ("total", total)]]
+    print_table(table, out)
+    out.write(f"({method})\n")
     return 0

@@ -1,27 +1,59 @@
-"""`hub connect URL`: the command line of the stdio ↔ Streamable HTTP connector (`hub.connect`).
+"""`hub connect URL`: the host on stdio, the hub at the URL (`hub.connect`), until the host leaves.
 
-It starts no hub and reads no servers.yaml: the hub is at the URL. The token comes from an environment variable
-(`--token-env`, default HUB_TOKEN) or the OS keyring (`--keyring`), never from the command line. Logs go to stderr
-(or --log-file); stdout carries the protocol alone.
+It starts no hub and reads no servers.yaml. The token comes from an environment variable (`--token-env`, default
+HUB_TOKEN) or the OS keyring (`--keyring`), never from the command line. Logs go to stderr (or --log-file); stdout
+carries the protocol alone.
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+import signal
 import sys
 from urllib.parse import urlsplit
 
+import anyio
+import structlog
+
+from hub.cli.output import EXIT_INTERRUPTED, EXIT_USAGE
+from hub.connect.forward import Forwarder
+from hub.connect.remote import Remote, new_client
 from hub.connect.token import DEFAULT_ENV, Token, TokenError, from_env, from_keyring
+from hub.logs import configure_logging
+from hub.platform import WINDOWS
+from hub.platform.stdio_wire import stdio_wire
 
-EXIT_USAGE = 2
+# Each ends hub connect as the host leaving does: the session is ended at the hub first.
+STOP_SIGNALS = () if WINDOWS else (signal.SIGHUP, signal.SIGTERM, signal.SIGINT)
+# The longest line taken from the host; a longer one is dropped as it arrives (and answered, if its id is found).
+MAX_LINE_BYTES = 64 * 1024 * 1024
+
+_log = structlog.get_logger("hub.connect")
 
 
-def _token(args: argparse.Namespace) -> Token:
-    """Raises: TokenError."""
-    if args.keyring is not None:
-        return from_keyring(args.keyring, args.keyring_user)
-    return from_env(args.token_env or DEFAULT_ENV, os.environ, required=args.token_env is not None)
+def run_connect(args: argparse.Namespace) -> int:
+    """`hub connect`: 0 once the host has closed stdin; 2 on bad usage or a token that cannot be had."""
+    problem = _url_problem(args.url)
+    if problem is not None:
+        print(f"hub connect: {problem}", file=sys.stderr)
+        return EXIT_USAGE
+    try:
+        if args.keyring is not None:
+            token = from_keyring(args.keyring, args.keyring_user)
+        else:
+            token = from_env(args.token_env or DEFAULT_ENV, os.environ, required=args.token_env is not None)
+    except TokenError as exc:
+        print(f"hub connect: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    call_log = configure_logging(args.log_format, args.log_level, args.log_file)
+    if token.value is not None:
+        call_log.redactor.add([token.value])  # never in a log line, even quoted back in a hub's error
+    try:
+        anyio.run(connect, args.url, token)
+    except KeyboardInterrupt:
+        return EXIT_INTERRUPTED
+    return 0
 
 
 def _url_problem(url: str) -> str | None:
@@ -33,28 +65,37 @@ def _url_problem(url: str) -> str | None:
     return None
 
 
-def run_connect(args: argparse.Namespace) -> int:
-    """`hub connect`: 0 once the host has closed stdin; 2 on bad usage or a token that cannot be had."""
-    problem = _url_problem(args.url)
-    if problem is not None:
-        print(f"hub connect: {problem}", file=sys.stderr)
-        return EXIT_USAGE
-    try:
-        token = _token(args)
-    except TokenError as exc:
-        print(f"hub connect: {exc}", file=sys.stderr)
-        return EXIT_USAGE
-    from hub.logs import configure_logging
+async def connect(url: str, token: Token) -> None:
+    """Forward between the host on stdin/stdout and the hub at `url` until the host closes stdin (or stops reading,
+    or a stop signal comes); then the hub's session is ended (DELETE, bounded)."""
+    _log.info("connect_started", url=url, token_source=token.source, token=token.value is not None)
+    async with new_client(token) as http:
+        remote = Remote(url, token, http, lambda capabilities: forwarder.renewed(capabilities))
+        # The wire calls the forwarder only from the event loop, which runs nothing before `forwarder` is set below.
+        async with (
+            anyio.create_task_group() as tg,
+            stdio_wire(
+                tg,
+                MAX_LINE_BYTES,
+                lambda line: forwarder.line(line),
+                lambda head, size: forwarder.oversized(head, size, MAX_LINE_BYTES),
+            ) as wire,
+        ):
+            forwarder = Forwarder(remote, wire.write, tg)
+            tg.start_soon(forwarder.run)
+            tg.start_soon(remote.listen, forwarder.send)
+            tg.start_soon(_stop_on_signal, wire.gone)
+            await wire.gone.wait()
+            tg.cancel_scope.cancel()
+        await remote.close()
+    _log.info("connect_stopped", url=url)
 
-    call_log = configure_logging(args.log_format, args.log_level, args.log_file)
-    if token.value is not None:
-        call_log.redactor.add([token.value])  # never in a log line, even quoted back in a hub's error
-    import anyio
 
-    from hub.connect.run import connect
-
-    try:
-        anyio.run(connect, args.url, token)
-    except KeyboardInterrupt:
-        return 130
-    return 0
+async def _stop_on_signal(gone: anyio.Event) -> None:
+    if not STOP_SIGNALS:
+        return
+    with anyio.open_signal_receiver(*STOP_SIGNALS) as received:
+        async for signum in received:
+            _log.info("connect_stopping", signal=signal.Signals(signum).name)
+            gone.set()
+            return

@@ -19,15 +19,13 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
-from hub.cli.table import print_table
+from hub.cli.output import EXIT_FAILED, EXIT_USAGE, fail, print_table
 
 if TYPE_CHECKING:
     from hub.install.clients import Paths
     from hub.install.importer import ImportPlan
     from hub.install.installer import Change
 
-EXIT_FAILED = 1
-EXIT_USAGE = 2
 CLIENT_NAMES = ("claude-desktop", "claude-code", "cursor", "vscode", "windsurf", "zed", "gemini", "codex")
 
 
@@ -43,19 +41,16 @@ def run_install_command(args: argparse.Namespace, paths: Paths | None = None, ou
             return _import(args, paths, out)
         return _install(args, paths, out)
     except EditError as exc:
-        print(f"hub: {exc}", file=sys.stderr)
-        return EXIT_FAILED
+        return fail(str(exc))
 
 
-def _config(given: str | None, paths: Paths) -> Path | None:
-    """servers.yaml as `hub serve` would find it, absolute (None after saying why there is none)."""
+def _config(given: str | None, paths: Paths) -> tuple[Path, str | None]:
+    """servers.yaml as `hub serve` would find it (the user config directory's when there is none yet), absolute;
+    and why it is missing (None: it exists)."""
     from hub.config.paths import config_path
 
     path, missing = config_path(given)
-    if missing is not None:
-        print(f"hub: {missing}", file=sys.stderr)
-        return None
-    return Path(os.path.abspath(paths.cwd / Path(path).expanduser()))
+    return Path(os.path.abspath(paths.cwd / Path(path).expanduser())), missing
 
 
 def _install(args: argparse.Namespace, paths: Paths, out: TextIO) -> int:
@@ -65,14 +60,12 @@ def _install(args: argparse.Namespace, paths: Paths, out: TextIO) -> int:
     if args.status:
         return _status(args, paths, out)
     if args.client not in CLIENTS:
-        print(f"hub: install: name a client: {', '.join(CLIENT_NAMES)} (or --status)", file=sys.stderr)
-        return EXIT_USAGE
+        return fail(f"install: name a client: {', '.join(CLIENT_NAMES)} (or --status)", EXIT_USAGE)
     client = CLIENTS[args.client]
     try:
         target = client_target(client, paths, args.scope)
     except ValueError as exc:
-        print(f"hub: {exc}", file=sys.stderr)
-        return EXIT_USAGE
+        return fail(str(exc), EXIT_USAGE)
     if args.restore:
         latest, change = restore_plan(target)
         if not args.dry_run:
@@ -84,9 +77,9 @@ def _install(args: argparse.Namespace, paths: Paths, out: TextIO) -> int:
         return 0
     if args.url is not None:
         return _install_url(args, client, target, out)
-    config = _config(args.config, paths)
-    if config is None:
-        return EXIT_USAGE
+    config, missing = _config(args.config, paths)
+    if missing is not None:
+        return fail(missing, EXIT_USAGE)
     command = serve_command(hub_executable(), config)
     change = _carry_out(plan(target, args.name, command), args.dry_run)
     _report(change, args.dry_run, out)
@@ -105,11 +98,9 @@ def _install_url(args: argparse.Namespace, client: Any, target: Any, out: TextIO
 
     url, variable = args.url, args.token_env
     if not url.startswith(("http://", "https://")) or "?" in url:
-        print("hub: --url must be an http(s) URL without a query string (the token never goes in it)", file=sys.stderr)
-        return EXIT_USAGE
+        return fail("--url must be an http(s) URL without a query string (the token never goes in it)", EXIT_USAGE)
     if not variable.replace("_", "").isalnum():
-        print(f"hub: --token-env {variable!r} is not an environment variable name", file=sys.stderr)
-        return EXIT_USAGE
+        return fail(f"--token-env {variable!r} is not an environment variable name", EXIT_USAGE)
     remote = REMOTE.get(client.name)
     if remote is not None:
         target = dataclasses.replace(target, entry=lambda _command: remote(url, variable), cli=None)
@@ -155,11 +146,10 @@ def _report(change: Change, dry_run: bool, out: TextIO, hidden: tuple[str, ...] 
 
 
 def _status(args: argparse.Namespace, paths: Paths, out: TextIO) -> int:
-    from hub.config.paths import config_path
     from hub.install.clients import hub_executable, serve_command
     from hub.install.installer import status
 
-    config = Path(os.path.abspath(paths.cwd / Path(config_path(args.config)[0]).expanduser()))
+    config = _config(args.config, paths)[0]
     expected = serve_command(hub_executable(), config)
     rows = status(paths, args.name, expected)
     table = [["CLIENT", "SCOPE", "STATE", "ENTRY", "FILE"]]
@@ -181,14 +171,13 @@ def _import(args: argparse.Namespace, paths: Paths, out: TextIO) -> int:
     from hub.install.installer import plan
     from hub.redaction import MIN_SECRET_CHARS
 
-    into = _config(args.into or args.config, paths) if (args.into or args.config) else _default_into(paths)
-    if into is None:
-        return EXIT_USAGE
+    into, missing = _config(args.into or args.config, paths)
+    if missing is not None and (args.into or args.config):
+        return fail(missing, EXIT_USAGE)
     try:
         source = open_source(args.source, paths, args.scope)
     except ValueError as exc:  # a client without that scope
-        print(f"hub: {exc}", file=sys.stderr)
-        return EXIT_USAGE
+        return fail(str(exc), EXIT_USAGE)
     imported = plan_import(source, into, paths)
     _print_items(imported, out)
     if args.dry_run:
@@ -204,13 +193,6 @@ def _import(args: argparse.Namespace, paths: Paths, out: TextIO) -> int:
     return 0
 
 
-def _default_into(paths: Paths) -> Path:
-    """servers.yaml as `hub serve` finds it; the user config directory's when there is none yet."""
-    from hub.config.paths import config_path
-
-    return Path(os.path.abspath(paths.cwd / Path(config_path(None)[0]).expanduser()))
-
-
 def _print_items(imported: ImportPlan, out: TextIO) -> None:
     out.write(f"from {imported.source.target.file}:\n")
     rows = [["SERVER", "ENTRY", "STATE", "NOTES"]]
@@ -219,10 +201,7 @@ def _print_items(imported: ImportPlan, out: TextIO) -> None:
         if item.converted.secrets and item.state == "added":
             notes.append(f"secrets to {imported.env.path.name}: {', '.join(item.converted.secrets)}")
         rows.append([item.prefix or "-", item.name, item.state, "; ".join(notes)])
-    widths = [max(len(row[i]) for row in rows) for i in range(3)]
-    for row in rows:
-        out.write("  ".join(cell.ljust(w) for cell, w in zip(row[:3], widths, strict=True)) + f"  {row[3]}".rstrip())
-        out.write("\n")
+    print_table(rows, out)
 
 
 def _what(imported: ImportPlan, path: Path) -> str:

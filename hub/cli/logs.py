@@ -27,7 +27,7 @@ from pathlib import Path
 from types import FrameType
 from typing import IO, Any, TextIO
 
-from hub.cli.table import print_table
+from hub.cli.output import print_table, table_row
 from hub.logfile import Follower, file_identity, read_lines, rotated_siblings
 
 # Every outcome of docs/call-log.md (a test keeps the two equal): a misspelt --outcome is refused, not silently empty.
@@ -70,14 +70,13 @@ def parse_since(text: str, now: datetime.datetime | None = None) -> datetime.dat
     if ago:
         now = now or datetime.datetime.now(datetime.UTC)
         return now - datetime.timedelta(seconds=float(ago.group(1)) * _SECONDS[ago.group(2)])
-    try:
-        when = datetime.datetime.fromisoformat(text.strip())
-    except ValueError:
+    when = _iso_time(text.strip())
+    if when is None:
         raise ValueError(
             f"{text!r} is not a time: give an ISO time (2026-11-30T06:00, UTC unless it has an offset) or a time "
             "ago (30s, 10m, 2h, 1d, 1w)"
-        ) from None
-    return when if when.tzinfo is not None else when.replace(tzinfo=datetime.UTC)
+        )
+    return when
 
 
 def since_argument(text: str) -> datetime.datetime:
@@ -108,8 +107,11 @@ def duration(fields: dict[str, Any]) -> float | None:
 
 def timestamp(fields: dict[str, Any]) -> datetime.datetime | None:
     text = _text(fields, "timestamp")
-    if text is None:
-        return None
+    return None if text is None else _iso_time(text)
+
+
+def _iso_time(text: str) -> datetime.datetime | None:
+    """An ISO time, UTC when it has no offset (as the log's timestamps are); None if `text` is not one."""
     try:
         when = datetime.datetime.fromisoformat(text)
     except ValueError:
@@ -222,11 +224,6 @@ def call_cells(call: dict[str, Any]) -> list[str]:
     ]
 
 
-def _row(cells: Sequence[str], widths: Sequence[int]) -> str:
-    padded = [c.rjust(w) if i in _RIGHT else c.ljust(w) for i, (c, w) in enumerate(zip(cells, widths, strict=True))]
-    return "  ".join(padded).rstrip() + "\n"
-
-
 @dataclass
 class _Printer:
     """Writes the matching calls (a table, or the lines as they are) and keeps their summary."""
@@ -335,10 +332,7 @@ def _read(path: Path, printer: _Printer, err: TextIO) -> int:
         if current is not None:
             current.close()
     if printer.rows:
-        widths = [max(len(r[i]) for r in [list(HEADER), *printer.rows]) for i in range(len(HEADER))]
-        printer.out.write(_row(HEADER, widths))
-        for row in printer.rows:
-            printer.out.write(_row(row, widths))
+        print_table([HEADER, *printer.rows], printer.out, _RIGHT)
     printer.end(err)
     return 0
 
@@ -367,7 +361,7 @@ def _follow(path: Path, printer: _Printer, since: bool, err: TextIO) -> None:
     out = printer.out
     try:
         if not printer.as_json:
-            out.write(_row(HEADER, FOLLOW_WIDTHS))
+            out.write(table_row(HEADER, FOLLOW_WIDTHS, _RIGHT))
         if since:
             for lines in _siblings(path, follower.identity):
                 _print_follow(printer, lines)
@@ -391,7 +385,7 @@ def _follow(path: Path, printer: _Printer, since: bool, err: TextIO) -> None:
 
 def _print_follow(printer: _Printer, lines: Iterable[str]) -> None:
     for row in _taken(printer, lines):
-        printer.out.write(_row(row, FOLLOW_WIDTHS))
+        printer.out.write(table_row(row, FOLLOW_WIDTHS, _RIGHT))
 
 
 def _stop(signum: int, frame: FrameType | None) -> None:

@@ -1,9 +1,8 @@
-"""`hub`'s entry point (the `hub` console script and `python -m hub`): the command line parsed (hub.cli.parser),
-then the command's module run.
+"""`hub`'s entry point (the `hub` console script and `python -m hub`).
 
 Commands that start no hub (`connect`, `reload`, `install`, `import`, `logs`) run without loading the hub, the
 relay or the configuration's schema; `auth` and `token` load servers.yaml and start no hub; the others run a hub in
-this process (hub.cli.start). Each command's module is imported only when that command runs.
+this process (hub.cli.start).
 """
 
 from __future__ import annotations
@@ -18,7 +17,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     """The exit status of the command `argv` (default: this process's arguments) names."""
     started = time.monotonic()  # a host's first listing is timed from here (hub.upstream.startup)
     args = build_parser().parse_args(argv)
-    if args.command == "connect":  # a bridge to a hub at a URL: no servers.yaml, no children
+    if args.command == "connect":
         from hub.cli.connect import run_connect
 
         return run_connect(args)
@@ -26,11 +25,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         from hub.cli.reload import run_reload
 
         return run_reload(args.pid, args.url)
-    if args.command in ("install", "import"):  # edits files: no hub, no children
+    if args.command in ("install", "import"):
         from hub.cli.install import run_install_command
 
         return run_install_command(args)
-    if args.command == "logs":  # reads a file: no hub, no children
+    if args.command == "logs":
         from hub.cli.logs import run_logs
         from hub.config.paths import config_path
 
@@ -38,7 +37,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return run_logs(args, None if missing else path)
     from hub.cli.start import load, run_hub_command
 
-    if args.command == "auth":  # sign-ins to OAuth children: no hub, no children
+    if args.command == "auth":
         from hub.cli.auth import run_auth_command
 
         loaded = load(args.config)

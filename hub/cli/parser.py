@@ -17,6 +17,7 @@ from hub.cli.logs import OUTCOMES, since_argument
 from hub.connect.token import DEFAULT_ENV, DEFAULT_KEYRING_USER
 
 Commands: TypeAlias = "argparse._SubParsersAction[argparse.ArgumentParser]"
+_POLICY_IDENTITY = "the identity policies decide on for stdio and this command"
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -40,33 +41,37 @@ def build_parser() -> argparse.ArgumentParser:
 def _common() -> argparse.ArgumentParser:
     """The options every command that reads servers.yaml takes: --config and the logs'."""
     common = argparse.ArgumentParser(add_help=False)
-    common.add_argument(
-        "-c",
-        "--config",
-        default=os.environ.get("HUB_CONFIG"),
-        help="path of servers.yaml (default: $HUB_CONFIG, else ./servers.yaml if it exists, else servers.yaml in "
-        "the user's config directory, e.g. ~/.config/hub on Linux)",
+    _config(
+        common,
+        "path of servers.yaml (default: $HUB_CONFIG, else ./servers.yaml if it exists, else servers.yaml in the "
+        "user's config directory, e.g. ~/.config/hub on Linux)",
     )
-    common.add_argument(
-        "--log-format",
-        choices=["json", "console"],
-        default=None,
-        help="json (default for serve) or console (default for the other commands)",
-    )
-    common.add_argument("--log-level", default=None, help="debug, info, warning, error")
-    common.add_argument("--log-file", default=None, help="append logs to this file instead of stderr")
+    _log_options(common, None, "json (default for serve) or console (default for the other commands)")
     return common
 
 
-def _identity(sub: argparse.ArgumentParser) -> None:
-    """--as NAME --group G: the identity policies decide on."""
-    sub.add_argument(
-        "--as",
-        dest="identity",
-        metavar="NAME",
-        help="the identity policies decide on for stdio and this command (default: the local user)",
-    )
-    sub.add_argument("--group", action="append", default=[], help="a group of that identity; repeatable")
+def _config(sub: argparse.ArgumentParser, help: str) -> None:
+    sub.add_argument("-c", "--config", default=os.environ.get("HUB_CONFIG"), help=help)
+
+
+def _log_options(sub: argparse.ArgumentParser, default: tuple[str, str] | None, format_help: str) -> None:
+    """--log-format, --log-level (`default`: theirs, else the command decides) and --log-file."""
+    log_format, log_level = default or (None, None)
+    sub.add_argument("--log-format", choices=["json", "console"], default=log_format, help=format_help)
+    level_help = "debug, info, warning, error" + (f" (default: {log_level})" if log_level else "")
+    sub.add_argument("--log-level", default=log_level, help=level_help)
+    sub.add_argument("--log-file", default=None, help="append logs to this file instead of stderr")
+
+
+def _identity(sub: argparse.ArgumentParser, help: str, group: bool = True) -> None:
+    """--as NAME (`help` says what it is for), and --group G if `group`."""
+    sub.add_argument("--as", dest="identity", metavar="NAME", help=f"{help} (default: the local user)")
+    if group:
+        _group(sub, "a group of that identity; repeatable")
+
+
+def _group(sub: argparse.ArgumentParser, help: str) -> None:
+    sub.add_argument("--group", action="append", default=[], help=help)
 
 
 def _wait(sub: argparse.ArgumentParser) -> None:
@@ -107,7 +112,7 @@ def _serve(commands: Commands, common: argparse.ArgumentParser) -> None:
         action="store_true",
         help="serve HTTP on a non-loopback address without auth: (anyone who can reach it uses every tool)",
     )
-    _identity(serve)
+    _identity(serve, _POLICY_IDENTITY)
 
 
 def _catalog(commands: Commands, common: argparse.ArgumentParser) -> None:
@@ -115,16 +120,16 @@ def _catalog(commands: Commands, common: argparse.ArgumentParser) -> None:
     check = commands.add_parser("check", parents=[common], help="start every server and report its state")
     _wait(check)
     listing = commands.add_parser("list", parents=[common], help="print the merged catalog as the host sees it")
-    listing.add_argument("--json", action="store_true", help="machine-readable output")
     cost = commands.add_parser(
         "cost", parents=[common], help="what the tool listing costs the model's context, per tool and server"
     )
-    cost.add_argument("--json", action="store_true", help="machine-readable output")
     call = commands.add_parser("call", parents=[common], help="call one tool and print the result")
     call.add_argument("name", help="exposed tool name, e.g. time_get_current_time")
     call.add_argument("arguments", nargs="?", default="{}", help="JSON object of arguments")
+    for sub in (listing, cost):
+        sub.add_argument("--json", action="store_true", help="machine-readable output")
     for sub in (listing, cost, call):
-        _identity(sub)
+        _identity(sub, _POLICY_IDENTITY)
         _wait(sub)
 
 
@@ -180,7 +185,7 @@ def _token(commands: Commands, common: argparse.ArgumentParser) -> None:
     actions = token.add_subparsers(dest="action", required=True)
     create = actions.add_parser("create", parents=[common], help="add a token; prints it once (its last line)")
     create.add_argument("name", help="the identity the token stands for (the call log and policies name it)")
-    create.add_argument("--group", action="append", default=[], help="a group of the identity; repeatable")
+    _group(create, "a group of the identity; repeatable")
     create.add_argument("--expires", type=float, metavar="DAYS", help="days until the token expires (default: never)")
     actions.add_parser("list", parents=[common], help="the tokens: name, groups, created, expires (never secrets)")
     revoke = actions.add_parser("revoke", parents=[common], help="remove a token; a running hub refuses it at once")
@@ -208,12 +213,7 @@ def _logs(commands: Commands) -> None:
         metavar="FILE",
         help="the log file (default: --log-file, else hub.log_file of servers.yaml); FILE.1, FILE.2, ... are read too",
     )
-    logs.add_argument(
-        "-c",
-        "--config",
-        default=os.environ.get("HUB_CONFIG"),
-        help="servers.yaml whose hub.log_file is read by default (found as for the other commands)",
-    )
+    _config(logs, "servers.yaml whose hub.log_file is read by default (found as for the other commands)")
     logs.add_argument("--log-file", metavar="PATH", help="the file `hub serve --log-file PATH` writes (same as FILE)")
     logs.add_argument(
         "-f",
@@ -272,11 +272,7 @@ def _connect(commands: Commands) -> None:
         default=DEFAULT_KEYRING_USER,
         help=f"the user name of the keyring entry (default: {DEFAULT_KEYRING_USER})",
     )
-    connect.add_argument(
-        "--log-format", choices=["json", "console"], default="json", help="format of log lines (default: json)"
-    )
-    connect.add_argument("--log-level", default="info", help="debug, info, warning, error (default: info)")
-    connect.add_argument("--log-file", default=None, help="append logs to this file instead of stderr")
+    _log_options(connect, ("json", "info"), "format of log lines (default: json)")
 
 
 def _auth(commands: Commands, common: argparse.ArgumentParser) -> None:
@@ -296,9 +292,8 @@ def _auth(commands: Commands, common: argparse.ArgumentParser) -> None:
     logout.add_argument("server")
     status = actions.add_parser("status", parents=[common], help="who is signed in to which server (never tokens)")
     status.add_argument("--json", action="store_true", help="one JSON document")
-    for sub in (login, logout):
-        sub.add_argument("--as", dest="identity", metavar="NAME", help="the identity (default: the local user)")
-    login.add_argument("--group", action="append", default=[], help="a group of that identity; repeatable")
+    _identity(login, "the identity")
+    _identity(logout, "the identity", group=False)
 
 
 def _install(commands: Commands, common: argparse.ArgumentParser) -> None:

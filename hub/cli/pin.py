@@ -23,10 +23,11 @@ import json
 import sys
 import unicodedata
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
+from hub.cli.output import EXIT_USAGE, fail
 from hub.config.lock import (
     BASE_KEY,
     ChildPins,
@@ -50,7 +51,6 @@ if TYPE_CHECKING:
     from hub.app import Hub
 
 EXIT_DIFFERS = 1
-EXIT_USAGE = 2
 HINT = "review them with `hub pin --diff`, then accept them with `hub pin --approve CHILD [TOOL]`"
 
 
@@ -66,24 +66,27 @@ class Current:
         return pins_of(self.tools, self.prompts, self.instructions)
 
 
-@dataclass
-class ChildDiff:
-    """How a child differs from its pins."""
+Changed = list[tuple[str, Verdict, list[FieldChange]]]
+KINDS = ("tool", "prompt")
 
-    tools: list[tuple[str, Verdict, list[FieldChange]]] = field(default_factory=list)
-    removed_tools: list[str] = field(default_factory=list)
-    prompts: list[tuple[str, Verdict, list[FieldChange]]] = field(default_factory=list)
-    removed_prompts: list[str] = field(default_factory=list)
-    instructions: bool = False  # changed (appeared, disappeared, or other text)
+
+@dataclass(frozen=True)
+class ChildDiff:
+    """How a child differs from its pins: per kind (KINDS), what is new or changed and the names no longer listed;
+    whether its instructions changed (appeared, disappeared, or other text)."""
+
+    changed: dict[str, Changed]
+    removed: dict[str, list[str]]
+    instructions: bool
 
     def __bool__(self) -> bool:
-        return bool(self.tools or self.removed_tools or self.prompts or self.removed_prompts or self.instructions)
+        return self.instructions or any(self.changed.values()) or any(self.removed.values())
 
     def summary(self) -> list[str]:
-        lines = [f"tool {_visible(name)} {_verdict_text(v, changes)}" for name, v, changes in self.tools]
-        lines += [f"tool {_visible(name)} is no longer listed" for name in self.removed_tools]
-        lines += [f"prompt {_visible(name)} {_verdict_text(v, changes)}" for name, v, changes in self.prompts]
-        lines += [f"prompt {_visible(name)} is no longer listed" for name in self.removed_prompts]
+        lines = []
+        for kind in KINDS:
+            lines += [f"{kind} {_visible(item)} {_verdict_text(v, changes)}" for item, v, changes in self.changed[kind]]
+            lines += [f"{kind} {_visible(item)} is no longer listed" for item in self.removed[kind]]
         return lines + (["instructions changed"] if self.instructions else [])
 
 
@@ -114,19 +117,16 @@ def _first_of_each(items: Iterable[dict[str, Any]]) -> tuple[dict[str, Any], ...
 def differences(lock: Lock, name: str, now: Current) -> ChildDiff:
     """How child `name` as it is `now` differs from its pins in `lock`."""
     pinned = lock.servers.get(name, ChildPins())
-    diff = ChildDiff()
-    for tool in now.tools:
-        verdict = lock.tool_verdict(name, tool)
-        if verdict != "pinned":
-            diff.tools.append((str(tool.get("name", "")), verdict, lock.tool_changes(name, tool)))
-    for prompt in now.prompts:
-        verdict = lock.prompt_verdict(name, prompt)
-        if verdict != "pinned":
-            diff.prompts.append((str(prompt.get("name", "")), verdict, lock.prompt_changes(name, prompt)))
-    diff.removed_tools = sorted(set(pinned.tools) - {str(t.get("name", "")) for t in now.tools})
-    diff.removed_prompts = sorted(set(pinned.prompts) - {str(p.get("name", "")) for p in now.prompts})
-    diff.instructions = lock.instructions_verdict(name, now.instructions) != "pinned"
-    return diff
+    changed: dict[str, Changed] = {}
+    removed: dict[str, list[str]] = {}
+    for kind, items, verdict_of, changes_of, pins in (
+        ("tool", now.tools, lock.tool_verdict, lock.tool_changes, pinned.tools),
+        ("prompt", now.prompts, lock.prompt_verdict, lock.prompt_changes, pinned.prompts),
+    ):
+        verdicts = [(str(item.get("name", "")), verdict_of(name, item), item) for item in items]
+        changed[kind] = [(item, v, changes_of(name, found)) for item, v, found in verdicts if v != "pinned"]
+        removed[kind] = sorted(set(pins) - {item for item, _, _ in verdicts})
+    return ChildDiff(changed, removed, lock.instructions_verdict(name, now.instructions) != "pinned")
 
 
 # ---- the command --------------------------------------------------------------------------------------------------
@@ -139,21 +139,21 @@ async def run_pin(hub: Hub, args: argparse.Namespace, out: TextIO) -> int:
     try:
         lock = load_lock(path)
     except LockError as exc:
-        return _fail(str(exc), EXIT_USAGE)
+        return fail(str(exc), EXIT_USAGE)
     approve: list[str] | None = args.approve
     if approve is not None:
         refusal = _check_approve(hub, approve)
         if refusal:
-            return _fail(refusal, 1)
+            return fail(refusal)
     diff_child: str | None = args.diff
     if diff_child is not None:
         if lock is None:
-            return _fail(f"there is no lock file {path} yet: run `hub pin` first", EXIT_USAGE)
+            return fail(f"there is no lock file {path} yet: run `hub pin` first", EXIT_USAGE)
         servers = hub.loaded.config.servers
         if diff_child and diff_child not in servers:
-            return _fail(f"no server named {diff_child!r} in {hub.loaded.path}", EXIT_USAGE)
+            return fail(f"no server named {diff_child!r} in {hub.loaded.path}", EXIT_USAGE)
         if diff_child and not servers[diff_child].enabled:
-            return _fail(f"server {diff_child!r} is disabled (enabled: false): it cannot be compared", EXIT_USAGE)
+            return fail(f"server {diff_child!r} is disabled (enabled: false): it cannot be compared", EXIT_USAGE)
     async with hub.running():
         await hub.startup.settle(limit_s=args.wait)
         if approve is not None:
@@ -162,11 +162,6 @@ async def run_pin(hub: Hub, args: argparse.Namespace, out: TextIO) -> int:
             assert lock is not None
             return _diff(hub, lock, diff_child or None, out)
         return _pin(hub, lock, path, out)
-
-
-def _fail(message: str, status: int) -> int:
-    print(f"hub: {message}", file=sys.stderr)
-    return status
 
 
 def _check_approve(hub: Hub, approve: list[str]) -> str | None:
@@ -202,7 +197,7 @@ def _pin(hub: Hub, lock: Lock | None, path: Path, out: TextIO) -> int:
         try:
             save_lock(path, pinned)
         except LockError as exc:
-            return _fail(str(exc), 1)
+            return fail(str(exc))
         out.write(f"wrote {path}\n")
     elif lock is None:
         out.write(f"nothing to pin: no server is ready; {path} not written\n")
@@ -221,7 +216,7 @@ async def _approve(hub: Hub, lock: Lock, path: Path, name: str, tool: str | None
     child = hub.children.get(name)
     if child is None or child.state is not ChildState.READY:
         why = child.unavailable_reason() if child is not None else "it is not running"
-        return _fail(f"cannot approve {name}: {why}; the lock is unchanged", 1)
+        return fail(f"cannot approve {name}: {why}; the lock is unchanged")
     now = current(child)
     before = lock.servers.get(name, ChildPins())
     if tool is None:
@@ -232,7 +227,7 @@ async def _approve(hub: Hub, lock: Lock, path: Path, name: str, tool: str | None
     else:
         found = _find_tool(child, now, tool, hub.loaded.config.hub.name_budget)
         if isinstance(found, str):
-            return _fail(found, 1)
+            return fail(found)
         original = str(found["name"])
         pins = ChildPins({**before.tools, **pins_of([found], (), None).tools}, before.prompts, before.instructions)
         state = lock.tool_verdict(name, found)
@@ -240,7 +235,7 @@ async def _approve(hub: Hub, lock: Lock, path: Path, name: str, tool: str | None
     try:
         save_lock(path, lock.with_child(name, pins))
     except LockError as exc:
-        return _fail(str(exc), 1)
+        return fail(str(exc))
     out.write(f"{message}\nwrote {path}\n")
     return await _share(hub, name, pins, lock.servers.get(name), out)
 
@@ -254,7 +249,7 @@ async def _share(hub: Hub, name: str, pins: ChildPins, base: ChildPins | None, o
     try:
         await state.approve_pins(name, {**child_document(pins), BASE_KEY: entry_digest(base)})
     except errors.HubError as exc:
-        return _fail(f"{exc.message}; the lock file was written, the replicas were not told", 1)
+        return fail(f"{exc.message}; the lock file was written, the replicas were not told")
     out.write(f"shared with the replicas ({name})\n")
     return 0
 
@@ -304,30 +299,24 @@ def _diff(hub: Hub, lock: Lock, only: str | None, out: TextIO) -> int:
     if differs:
         return EXIT_DIFFERS
     if unknown:  # not "no changes": what a server that is not ready lists is not known
-        return _fail("not every server could be compared: they were not ready", EXIT_USAGE)
+        return fail("not every server could be compared: they were not ready", EXIT_USAGE)
     out.write("no changes since the pin\n")
     return 0
 
 
 def _write_diff(name: str, lock: Lock, now: Current, diff: ChildDiff, out: TextIO) -> None:
     pinned = lock.servers[name]
-    for kind, changed, removed in (
-        ("tool", diff.tools, diff.removed_tools),
-        ("prompt", diff.prompts, diff.removed_prompts),
-    ):
-        for item, verdict, changes in changed:
+    for kind, pins in zip(KINDS, (pinned.tools, pinned.prompts), strict=True):
+        for item, verdict, changes in diff.changed[kind]:
             out.write(f"{name}: {kind} {_visible(item)} {'is new' if verdict == 'new' else 'changed'}\n")
             for change in changes:
                 out.write(f"  {change.field}:\n")
-                for line in field_diff(change.before, change.after):
-                    out.write(f"    {line}\n")
-        table = pinned.tools if kind == "tool" else pinned.prompts
-        for item in removed:
-            out.write(f"{name}: {kind} {_visible(item)} is no longer listed (pinned: {table[item].digest})\n")
+                out.writelines(f"    {line}\n" for line in field_diff(change.before, change.after))
+        for item in diff.removed[kind]:
+            out.write(f"{name}: {kind} {_visible(item)} is no longer listed (pinned: {pins[item].digest})\n")
     if diff.instructions:
         out.write(f"{name}: instructions changed (pinned: {pinned.instructions or 'none'})\n")
-        for line in field_diff(None, now.instructions):
-            out.write(f"    {line}\n")
+        out.writelines(f"    {line}\n" for line in field_diff(None, now.instructions))
 
 
 def field_diff(before: Any, after: Any) -> list[str]:

@@ -10,18 +10,18 @@ import os
 import signal
 import sys
 
+from hub.cli.output import fail
+
 
 def run_reload(pid: int | None, url: str | None) -> int:
     """0 once the signal is sent or the hub answered the POST; 1 when there is no such process or hub."""
     if pid is not None:
         if not hasattr(signal, "SIGHUP"):
-            print("hub: this system has no SIGHUP; use --url with a hub serving HTTP", file=sys.stderr)
-            return 1
+            return fail("this system has no SIGHUP; use --url with a hub serving HTTP")
         try:
             os.kill(pid, signal.SIGHUP)
         except ProcessLookupError:
-            print(f"hub: no process {pid}", file=sys.stderr)
-            return 1
+            return fail(f"no process {pid}")
         sys.stdout.write(f"sent SIGHUP to {pid}; the hub logs config_reloaded or config_rejected\n")
         return 0
     assert url is not None
@@ -34,7 +34,6 @@ def run_reload(pid: int | None, url: str | None) -> int:
             sys.stdout.write(response.read().decode() + "\n")  # a one-shot command: stdout is the user's
             return 0
     except urllib.error.HTTPError as exc:
-        print(f"hub: {exc.code}: {exc.read().decode()}", file=sys.stderr)
+        return fail(f"{exc.code}: {exc.read().decode()}")
     except OSError as exc:
-        print(f"hub: cannot reach {url}: {exc}", file=sys.stderr)
-    return 1
+        return fail(f"cannot reach {url}: {exc}")

@@ -7,15 +7,14 @@ hub open to anyone who can reach it would call every tool with the hub's credent
 from __future__ import annotations
 
 import argparse
-import sys
 from typing import TYPE_CHECKING
+
+from hub.cli.output import EXIT_USAGE, fail
 
 if TYPE_CHECKING:
     from hub.access.identity import Identity
     from hub.config.schema import LoadedConfig
     from hub.logs import CallLog
-
-EXIT_CONFIG = 2
 
 
 async def run_serve(
@@ -26,8 +25,7 @@ async def run_serve(
     if args.http is not None:
         refusal = unprotected(args.http, loaded.config.auth is not None, args.insecure_no_auth)
         if refusal:
-            print(f"hub: {refusal}", file=sys.stderr)
-            return EXIT_CONFIG
+            return fail(refusal, EXIT_USAGE)
     from hub.app import Hub, Observing, replica_id
     from hub.observe.tracing import Tracing  # the OpenTelemetry SDK is imported only if OTEL_* ask for traces
 
@@ -37,9 +35,9 @@ async def run_serve(
         call_log,
         started,
         identity,
-        replica=replica_id(getattr(args, "replica_id", None)),
+        replica=replica_id(args.replica_id),
         observing=Observing(metrics=http, recent=http, tracing=Tracing.from_environment()),
-        stateless=bool(getattr(args, "stateless", False)),
+        stateless=args.stateless,
         auth_required=http and loaded.config.auth is not None and not loopback(args.http),
     )
     from hub.serve import serve

@@ -13,12 +13,11 @@ import argparse
 import sys
 from typing import TYPE_CHECKING
 
+from hub.cli.output import EXIT_INTERRUPTED, EXIT_USAGE, fail
+
 if TYPE_CHECKING:
     from hub.app import Hub
     from hub.config.schema import LoadedConfig
-
-EXIT_CONFIG = 2
-EXIT_INTERRUPTED = 130
 
 
 def load(given: str | None) -> LoadedConfig | int:
@@ -29,13 +28,11 @@ def load(given: str | None) -> LoadedConfig | int:
 
     path, missing = config_path(given)
     if missing is not None:
-        print(f"hub: {missing}", file=sys.stderr)
-        return EXIT_CONFIG
+        return fail(missing, EXIT_USAGE)
     try:
         return load_config(path)
     except ConfigError as exc:
-        print(f"hub: {exc}", file=sys.stderr)
-        return EXIT_CONFIG
+        return fail(str(exc), EXIT_USAGE)
 
 
 def run_hub_command(args: argparse.Namespace, started: float) -> int:
@@ -100,9 +97,9 @@ async def _one_shot(hub: Hub, args: argparse.Namespace) -> int:
         host = InProcessHost(hub, ask_on_terminal if asks else None)
         await host.start()
         if args.command == "cost":
-            from hub.cli.cost import run_cost
+            from hub.cli.check import print_cost
 
-            return await run_cost(hub, host, args.json, sys.stdout)
+            return await print_cost(hub, host, args.json, sys.stdout)
         if args.command == "list":
             from hub.cli.check import print_list
 

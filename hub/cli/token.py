@@ -12,23 +12,18 @@ import time
 from pathlib import Path
 
 from hub.access.tokens import TokenFile, TokenFileError
-from hub.cli.table import print_table
+from hub.cli.output import EXIT_USAGE, fail, print_table
 from hub.config.schema import LoadedConfig
-
-EXIT_USAGE = 2
 
 
 def run_token_command(args: argparse.Namespace, loaded: LoadedConfig) -> int:
     token_path = loaded.token_path
     if token_path is None:
-        hint = f"hub: {loaded.path} has no token file; add it first:\n\nauth:\n  tokens: tokens.json\n"
-        print(hint, file=sys.stderr)
-        return EXIT_USAGE
+        return fail(f"{loaded.path} has no token file; add it first:\n\nauth:\n  tokens: tokens.json\n", EXIT_USAGE)
     try:
         return _act(args, TokenFile(token_path))
     except TokenFileError as exc:
-        print(f"hub: {exc}", file=sys.stderr)
-        return 1
+        return fail(str(exc))
 
 
 def _act(args: argparse.Namespace, tokens: TokenFile) -> int:

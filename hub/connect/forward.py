@@ -23,7 +23,7 @@ import anyio
 import structlog
 from anyio.abc import TaskGroup
 
-from hub.connect.remote import Remote, RemoteError
+from hub.connect.remote import Remote, RemoteError, same_id
 from hub.logs import Throttle
 from hub.protocol import revisions
 from hub.protocol.jsonrpc import (
@@ -59,7 +59,7 @@ def _answers(line: bytes, request_id: RequestId) -> bool:
     """Whether `line` is the answer (a result or an error) to the request `request_id`."""
     message = parse(line)
     if isinstance(message, Response) or (isinstance(message, Invalid) and message.response):
-        return type(message.id) is type(request_id) and message.id == request_id
+        return same_id(message.id, request_id)
     return False
 
 
@@ -177,14 +177,9 @@ class Forwarder:
             del self._in_flight[request.id]
         cancelled = request.id in self._cancelled
         self._cancelled.discard(request.id)
-        if answered or cancelled:
-            return
-        self.send(
-            failure
-            or error_line(
-                request.id, CONNECTION_CLOSED, f"the hub at {self.remote.url} ended its response without an answer"
-            )
-        )
+        if not answered and not cancelled:
+            ended = f"the hub at {self.remote.url} ended its response without an answer"
+            self.send(failure or error_line(request.id, CONNECTION_CLOSED, ended))
 
     async def _deliver(self, line: bytes, message: Message) -> None:
         """A notification or an answer of the host's, to the hub."""

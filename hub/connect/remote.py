@@ -42,7 +42,6 @@ from hub.protocol.jsonrpc import (
     RequestId,
     Response,
     error_line,
-    is_id,
     notification_line,
     parse,
     quote,
@@ -68,7 +67,8 @@ MAX_MESSAGE_BYTES = 64 * 1024 * 1024
 # How long the session's DELETE may take when the host leaves.
 DELETE_LIMIT = 5.0
 
-ACCEPT = "application/json, text/event-stream"
+# The headers of every POST, besides its own.
+_POST_HEADERS = {"accept": "application/json, text/event-stream", "content-type": "application/json"}
 _NAMED = {"tools/call": "name", "prompts/get": "name", "resources/read": "uri"}
 
 Deliver = Callable[[bytes], None]
@@ -129,14 +129,12 @@ async def _body(response: httpx2.Response) -> bytes:
     Raises:
         Dropped: it is over MAX_MESSAGE_BYTES.
     """
-    chunks: list[bytes] = []
-    size = 0
+    body = bytearray()
     async for chunk in response.aiter_bytes():
-        size += len(chunk)
-        if size > MAX_MESSAGE_BYTES:
+        body += chunk
+        if len(body) > MAX_MESSAGE_BYTES:
             raise Dropped(f"the hub's response is over hub connect's limit of {MAX_MESSAGE_BYTES} bytes")
-        chunks.append(chunk)
-    return b"".join(chunks)
+    return bytes(body)
 
 
 def _reason(exc: Exception) -> str:
@@ -154,8 +152,15 @@ def _error_of(body: bytes) -> dict[str, Any] | None:
     return error if isinstance(error, dict) else None
 
 
-def _same_id(found: Any, wanted: RequestId) -> bool:
-    return is_id(found) and type(found) is type(wanted) and found == wanted
+def _said(body: bytes) -> str:
+    """What an HTTP error response says: its JSON-RPC error's message, else its text; cut for a message."""
+    error = _error_of(body)
+    return (str(error.get("message", "")) if error is not None else body.decode("utf-8", "replace"))[:200]
+
+
+def same_id(found: RequestId | None, wanted: RequestId) -> bool:
+    """Whether `found` is the id `wanted` (1 is neither "1" nor 1.0)."""
+    return type(found) is type(wanted) and found == wanted
 
 
 def _discard(line: bytes) -> None:
@@ -201,13 +206,13 @@ class Remote:
             return
         self._remember(request)
         stale = self.session_id
-        headers = self._modern_headers(request) if modern else self._headers()
+        headers = self._modern_headers(request) if modern else self._session_headers()
         async with self._post(request.raw, headers) as response:
             if response.status_code != 404 or stale is None:
                 await self._answer(request.id, response, deliver)
                 return
         await self.renew(stale)
-        async with self._post(request.raw, self._headers()) as response:  # once more, on the new session
+        async with self._post(request.raw, self._session_headers()) as response:  # once more, on the new session
             await self._answer(request.id, response, deliver)
 
     async def post(self, line: bytes, initialized: bool) -> None:
@@ -231,15 +236,13 @@ class Remote:
         Raises:
             RemoteError: it could not be delivered, or the hub refused it.
         """
-        async with self._post(line, self._headers(), prompt=True) as response:
+        async with self._post(line, self._session_headers(), prompt=True) as response:
             status = response.status_code
             body = await _body(response)
         if status in (401, 403):
             raise self._refused(status, body)
         if status >= 300 and status != 404:
-            error = _error_of(body)
-            said = str(error.get("message")) if error is not None else body.decode("utf-8", "replace")
-            raise RemoteError(f"the hub answered HTTP {status}: {said[:200]}")
+            raise RemoteError(f"the hub answered HTTP {status}: {_said(body)}")
         return status
 
     def _remember(self, request: Request) -> None:
@@ -252,8 +255,9 @@ class Remote:
         elif request.method == "resources/unsubscribe" and isinstance(uri, str):
             self._subscriptions.discard(uri)
 
-    def _headers(self) -> dict[str, str]:
-        headers = {"accept": ACCEPT, "content-type": "application/json"}
+    def _session_headers(self) -> dict[str, str]:
+        """The session's id and revision, once there is a session."""
+        headers = {}
         if self.session_id is not None:
             headers["mcp-session-id"] = self.session_id
         if self.version is not None:
@@ -266,7 +270,7 @@ class Remote:
 
         meta = request.params.get("_meta")
         version = meta.get(revisions.PROTOCOL_VERSION_KEY) if isinstance(meta, dict) else None
-        headers = {"accept": ACCEPT, "content-type": "application/json", "mcp-method": request.method}
+        headers = {"mcp-method": request.method}
         if isinstance(version, str):
             headers["mcp-protocol-version"] = version
         key = _NAMED.get(request.method)
@@ -277,9 +281,9 @@ class Remote:
 
     @asynccontextmanager
     async def _post(self, body: bytes, headers: dict[str, str], prompt: bool = False) -> AsyncIterator[httpx2.Response]:
-        """The hub's response to `body`, its body still to be read (`prompt`: within SEND_TIMEOUT, else as long as
-        the response keeps coming). A connection refused (the hub restarting) is tried again with backoff; anything
-        else that fails the exchange is `Dropped`.
+        """The hub's response to `body` (`headers`: its own, besides _POST_HEADERS), its body still to be read
+        (`prompt`: within SEND_TIMEOUT, else as long as the response keeps coming). A connection refused (the hub
+        restarting) is tried again with backoff; anything else that fails the exchange is `Dropped`.
 
         Raises:
             Unreachable: no connection within RECONNECT_LIMIT.
@@ -287,9 +291,10 @@ class Remote:
         """
         delays = backoff(RETRY_FIRST, RETRY_CAP)
         deadline = anyio.current_time() + RECONNECT_LIMIT
+        headers = {**_POST_HEADERS, **headers}
+        timeout = _PROMPT if prompt else httpx2.USE_CLIENT_DEFAULT
         while True:
             try:
-                timeout = _PROMPT if prompt else httpx2.USE_CLIENT_DEFAULT
                 request = self.http.build_request("POST", self.url, content=body, headers=headers, timeout=timeout)
                 response = await self.http.send(request, stream=True)
                 break
@@ -341,15 +346,14 @@ class Remote:
         deliver(error_line(request_id, INTERNAL_ERROR, f"the hub at {self.url} answered HTTP {status}{said}"))
 
     def _refused(self, status: int, body: bytes) -> Refused:
-        error = _error_of(body)
-        said = str(error.get("message", "")) if error is not None else body.decode("utf-8", "replace")
-        _log.error("connect_token_refused", status=status, token_source=self.token.source, reason=said[:200])
+        said = _said(body)
+        _log.error("connect_token_refused", status=status, token_source=self.token.source, reason=said)
         why = (
             self.token.refused()
             if status == 401
             else f"the identity of the token from {self.token.source} is not allowed"
         )
-        return Refused(f"the hub at {self.url} refused the request: {why} (HTTP {status}: {said[:200]})")
+        return Refused(f"the hub at {self.url} refused the request: {why} (HTTP {status}: {said})")
 
     def _unreachable(self, exc: Exception) -> None:
         if not self._down:
@@ -380,11 +384,11 @@ class Remote:
         def watch(line: bytes) -> None:
             nonlocal result
             message = parse(line)
-            if isinstance(message, Response) and _same_id(message.id, request_id) and message.result is not None:
+            if isinstance(message, Response) and same_id(message.id, request_id) and message.result is not None:
                 result = message.result
             deliver(line)
 
-        async with self._post(body, {"accept": ACCEPT, "content-type": "application/json"}, prompt=True) as response:
+        async with self._post(body, {}, prompt=True) as response:
             session_id = response.headers.get("mcp-session-id")
             await self._answer(request_id, response, watch)
         if result is None:
@@ -426,7 +430,9 @@ class Remote:
         for number, (method, params) in enumerate(restore):
             request_id = f"{own}-{number}"
             try:
-                async with self._post(request_line(request_id, method, params), self._headers(), True) as response:
+                async with self._post(
+                    request_line(request_id, method, params), self._session_headers(), True
+                ) as response:
                     await self._answer(request_id, response, _discard)
             except RemoteError as exc:
                 _log.warning("connect_session_restore_failed", method=method, error=str(exc))
@@ -452,17 +458,14 @@ class Remote:
                 except RemoteError as exc:
                     _log.warning("connect_stream_failed", url=self.url, error=str(exc))
             elif outcome in (401, 403, 405):  # refused (the POSTs tell the host), or no such stream: next session
-                renewal = self._renewal
-                await renewal.wait()
+                await self._renewal.wait()
                 continue
             await anyio.sleep(next(delays))
 
     async def _listen_once(self, last: tuple[str | None, str | None], deliver: Deliver) -> str | int | None:
         """One GET of the session's stream until it ends: the last event id seen ('' if none) when events came;
         else the HTTP status that refused it, or None if it could not be opened."""
-        headers = self._headers()
-        headers["accept"] = "text/event-stream"
-        del headers["content-type"]
+        headers = {"accept": "text/event-stream", **self._session_headers()}
         if last[1] is not None:
             headers["last-event-id"] = last[1]
         seen: str | None = None
@@ -484,14 +487,11 @@ class Remote:
 
     async def close(self) -> None:
         """End the session at the hub (DELETE), in bounded time, whatever cancels the caller."""
-        session_id = self.session_id
-        if session_id is None:
+        if self.session_id is None:
             return
+        headers = self._session_headers()
         self.session_id = None
         with anyio.move_on_after(DELETE_LIMIT, shield=True):
-            headers = {"mcp-session-id": session_id}
-            if self.version is not None:
-                headers["mcp-protocol-version"] = self.version
             try:
                 response = await self.http.delete(self.url, headers=headers)
                 _log.info("connect_session_closed", url=self.url, status=response.status_code)
