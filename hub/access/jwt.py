@@ -110,14 +110,10 @@ class _Key:
     alg: str | None  # the JWK's own `alg`, when it names one: a token must then use exactly that algorithm
 
 
-@dataclass(frozen=True)
-class _KeySet:
-    keys: tuple[_Key, ...]
-
-    def find(self, kid: str | None) -> _Key | None:
-        if kid is None:
-            return self.keys[0] if len(self.keys) == 1 else None
-        return next((key for key in self.keys if key.kid == kid), None)
+def _find(keys: tuple[_Key, ...], kid: str | None) -> _Key | None:
+    if kid is None:
+        return keys[0] if len(keys) == 1 else None
+    return next((key for key in keys if key.kid == kid), None)
 
 
 def _checked_algorithms(algorithms: tuple[str, ...]) -> frozenset[str]:
@@ -132,7 +128,7 @@ def _checked_algorithms(algorithms: tuple[str, ...]) -> frozenset[str]:
     return frozenset(algorithms)
 
 
-def _parse_jwks(body: bytes) -> _KeySet:
+def _parse_jwks(body: bytes) -> tuple[_Key, ...]:
     """The usable signing keys of a JWK set; `_Unavailable` when it is not one or holds none."""
     try:
         document = json.loads(body)
@@ -155,7 +151,7 @@ def _parse_jwks(body: bytes) -> _KeySet:
         keys.append(_Key(jwk, kid if isinstance(kid, str) else None, alg if isinstance(alg, str) else None))
     if not keys:
         raise _Unavailable("no usable signing key in the JWK set")
-    return _KeySet(tuple(keys))
+    return tuple(keys)
 
 
 def _strings(value: Any, name: str, separators: re.Pattern[str]) -> tuple[str, ...]:
@@ -226,7 +222,7 @@ class JwtVerifier:
         self._allowed = _checked_algorithms(self.algorithms)
         self._clock = clock
         self._lock = anyio.Lock()
-        self._keys: _KeySet | None = None
+        self._keys: tuple[_Key, ...] | None = None
         self._fetched_at: float | None = None
         self._attempts_done = 0  # fetches finished (well or not): a waiter that sees it move does not fetch again
         self._fetch_error = "not fetched yet"
@@ -326,13 +322,13 @@ class JwtVerifier:
         """The JWKS key for `kid`, fetching the JWKS first if it never was, or again if `kid` is new to it."""
         attempts = self._attempts_done
         keys = self._keys
-        key = None if keys is None else keys.find(kid)
+        key = None if keys is None else _find(keys, kid)
         if key is None and (keys is None or kid is not None):
             await self._refresh(attempts)
             keys = self._keys
             if keys is None:
                 raise JwtRejected(f"JWKS unavailable: {self._fetch_error}")
-            key = keys.find(kid)
+            key = _find(keys, kid)
         if key is None:
             raise JwtRejected("unknown key id" if kid is not None else "no key id and more than one key")
         return key

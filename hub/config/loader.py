@@ -21,7 +21,7 @@ from pydantic import BaseModel, ValidationError
 
 from hub.config.envfile import EnvFileError, environment_with_env_file
 from hub.config.expansion import expand_env
-from hub.config.include import IncludeError, resolve
+from hub.config.include import IncludeError, Merged, resolve
 from hub.config.lock import LockError, load_lock, lock_path
 from hub.config.schema import (
     PREFIX_PATTERN,
@@ -89,10 +89,6 @@ class _Mapping(dict[Any, Any]):
 
 
 _LineLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _construct_mapping)
-
-
-def _line_of(tree: Any, loc: tuple[int | str, ...]) -> int | None:
-    return _position(tree, loc)[1]
 
 
 def _position(tree: Any, loc: tuple[int | str, ...]) -> tuple[Path | None, int | None]:
@@ -311,23 +307,14 @@ def load_config(path: str | Path, environ: Mapping[str, str] | None = None) -> L
     """
     file = Path(path)
     if not file.exists():
-        hint = "pass --config PATH or create it (see docs/configuration.md)"
-        raise ConfigError(f"{file}: no such file; {hint}")
-    try:  # servers.env beside it (hub import puts secrets there); the process environment wins over it
-        environ = environment_with_env_file(file, os.environ if environ is None else environ)
-    except EnvFileError as exc:
-        raise ConfigError(str(exc)) from None
-    try:
-        merged = resolve(file, _read_file)
-    except IncludeError as exc:
-        raise ConfigError(str(exc)) from None
+        raise ConfigError(f"{file}: no such file; pass --config PATH or create it (see docs/configuration.md)")
+    merged, environ = _merged(file, os.environ if environ is None else environ)
     config = validate_tree(merged.tree, file, environ)
     # Absolute, but symlinks not followed: a Kubernetes ConfigMap is a link swapped to a new directory on every
     # update, and the watcher must keep reading the link, not the directory the kubelet is about to delete.
-    where = Path(os.path.abspath(file))
-    lock_file = lock_path(where)
+    where = _absolute(file)
     try:
-        lock = load_lock(lock_file)
+        lock = load_lock(lock_path(where))
     except LockError as exc:
         raise ConfigError(str(exc)) from None
     origins = {
@@ -350,9 +337,15 @@ def read_unchecked(path: Path) -> tuple[Any, dict[str, str]]:
     Raises:
         ConfigError: a file cannot be read or parsed, an include is missing or loops, or servers.env is invalid.
     """
+    merged, environ = _merged(path, os.environ)
+    return merged.tree, environ
+
+
+def _merged(file: Path, environ: Mapping[str, str]) -> tuple[Merged, dict[str, str]]:
+    """The file with its includes merged, and `environ` over its servers.env (where `hub import` puts secrets)."""
     try:
-        environ = environment_with_env_file(path, os.environ)
-        return resolve(path, _read_file).tree, environ
+        seen = environment_with_env_file(file, environ)
+        return resolve(file, _read_file), seen
     except (EnvFileError, IncludeError) as exc:
         raise ConfigError(str(exc)) from None
 

@@ -20,6 +20,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -298,10 +299,7 @@ def _parse_pins(entries: Any, fields: tuple[str, ...], where: str) -> dict[str, 
 
 
 def _is_digest(value: Any) -> bool:
-    if not isinstance(value, str) or not value.startswith(DIGEST_PREFIX):
-        return False
-    hex_part = value[len(DIGEST_PREFIX) :]
-    return len(hex_part) == 64 and all(c in "0123456789abcdef" for c in hex_part)
+    return isinstance(value, str) and re.fullmatch(DIGEST_PREFIX + "[0-9a-f]{64}", value) is not None
 
 
 def dump_lock(lock: Lock) -> bytes:

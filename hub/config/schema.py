@@ -355,29 +355,24 @@ class LoadedConfig:
         per_identity = config.hub.per_identity
         return Policy(rules, default, Limits(per_identity.max_concurrency, per_identity.requests_per_minute))
 
+    # The paths servers.yaml names; relative ones are taken from its directory.
+
     @cached_property
     def token_path(self) -> Path | None:
-        """The token file, relative paths taken from the directory of servers.yaml."""
         auth = self.config.auth
-        if auth is None or auth.tokens is None:
-            return None
-        return self.path.parent / Path(auth.tokens).expanduser()
+        return None if auth is None else self._place(auth.tokens)
 
     @cached_property
     def log_path(self) -> Path | None:
-        """`hub.log_file`, relative paths taken from the directory of servers.yaml."""
-        value = self.config.hub.log_file
-        return None if value is None else self.path.parent / Path(value).expanduser()
+        return self._place(self.config.hub.log_file)
 
     @cached_property
     def secrets(self) -> Secrets:
-        """Where `${secret:NAME}` is looked up, relative paths taken from the directory of servers.yaml."""
-        where = self.config.secrets
+        """Where `${secret:NAME}` is looked up."""
+        return Secrets(self._place(self.config.secrets.dir), self._place(self.config.secrets.file))
 
-        def place(path: str | None) -> Path | None:
-            return None if path is None else self.path.parent / Path(path).expanduser()
-
-        return Secrets(place(where.dir), place(where.file))
+    def _place(self, path: str | None) -> Path | None:
+        return None if path is None else self.path.parent / Path(path).expanduser()
 
     def prefix_of(self, name: str) -> str:
         server = self.config.servers[name]
