@@ -18,13 +18,10 @@ A token is accepted only when all of these hold:
 - `exp` is present and not past, `nbf` and `iat` not in the future, each with `leeway_s` of clock skew;
 - `sub` is a non-empty string.
 
-The JWKS is fetched on first use and kept in memory. A token with an unknown `kid` means the provider may have
-rotated its keys, so the JWKS is fetched again, but at most once per `refetch_interval_s` (a minute by default):
-anyone can send tokens with made-up key ids, and without the bound each one would cost the hub a request to the
-provider (the hub would relay a flood to it); providers publish a new key well before signing with it, so a minute
-of delay hardly ever matters. Verifications that need a fetch at the same time wait for one shared fetch. A fetch
-that fails (unreachable, not a JWK set, no usable key) keeps the keys of the last good one; each fetch is bounded by
-`fetch_timeout_s`.
+The JWKS is fetched on first use and kept in memory. A token with an unknown `kid` (the provider may have rotated
+its keys) fetches it again, at most once per `refetch_interval_s`: anyone can send made-up key ids, and the hub must
+not relay that flood to the provider; providers publish a new key well before signing with it. Verifications share
+one fetch at a time; a failed fetch (bounded by `fetch_timeout_s`) keeps the keys of the last good one.
 
 Groups come from `groups_claim`: a list of strings or one string of names separated by spaces or commas; a claim of
 that exact name is taken first, else a dotted path into nested objects (Keycloak's `realm_access.roles`). Scopes
@@ -84,7 +81,7 @@ class JwtRejected(Exception):
 
     @property
     def kind(self) -> str:
-        """The reason without its detail: "JWKS unavailable: HTTP 503" -> "JWKS unavailable" (a bounded label)."""
+        """The reason up to its first colon: a bounded label."""
         return self.reason.split(":", 1)[0]
 
 
@@ -189,7 +186,7 @@ def _number(claims: dict[str, Any], name: str) -> float | None:
 
 
 class JwtVerifier:
-    """Verifies the provider's JWT access tokens (see the module's docstring); an MCP SDK `TokenVerifier`."""
+    """An MCP SDK `TokenVerifier` (see the module's docstring)."""
 
     def __init__(
         self,
@@ -213,13 +210,12 @@ class JwtVerifier:
         self.audience = audience
         self.jwks_url = jwks_url
         self.groups_claim = groups_claim
-        self.algorithms = tuple(algorithms)
         self.leeway_s = leeway_s
         self.fetch_timeout_s = fetch_timeout_s
         self.refetch_interval_s = refetch_interval_s
         self.failures: dict[str, int] = {}
         self.fetches = 0
-        self._allowed = _checked_algorithms(self.algorithms)
+        self._allowed = _checked_algorithms(tuple(algorithms))
         self._clock = clock
         self._lock = anyio.Lock()
         self._keys: tuple[_Key, ...] | None = None

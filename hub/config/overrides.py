@@ -17,7 +17,6 @@ from hub.config.model import Strict
 
 # An exposed name's suffix: what the host's rule for names allows (the child's prefix is put before it).
 SUFFIX_PATTERN = r"[A-Za-z0-9_-]{1,64}"
-GLOB_CHARS = frozenset("*?[")
 
 
 class DescriptionEdit(Strict):
@@ -105,10 +104,3 @@ class ToolOverride(Strict):
         if both:
             raise ValueError(f"argument {both[0]!r} is fixed: it cannot also have constraints")
         return self
-
-
-def check_override_keys(overrides: dict[str, ToolOverride]) -> None:
-    """A renaming override must name one tool: its key has no glob characters."""
-    for key, override in overrides.items():
-        if override.name is not None and GLOB_CHARS & set(key):
-            raise ValueError(f"overrides.{key}: 'name' needs a key naming one tool, not a glob")

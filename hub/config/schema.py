@@ -9,6 +9,7 @@ that hub/config/loader.py turns into a message naming the file, the line and the
 from __future__ import annotations
 
 import fnmatch
+import glob
 import re
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -22,7 +23,7 @@ from hub.access.secrets import Secrets
 from hub.config.access import AuthConfig, PolicyRule
 from hub.config.lock import Lock
 from hub.config.model import ExposureMode, OutputMode, Strict
-from hub.config.overrides import ToolOverride, check_override_keys
+from hub.config.overrides import ToolOverride
 from hub.config.settings import HubSettings
 
 # A prefix: a letter, then letters, digits or '-'. No '_' or '+': they separate the prefix from names and URIs.
@@ -209,7 +210,9 @@ class ServerConfig(Strict):
     @field_validator("overrides")
     @classmethod
     def _check_overrides(cls, value: dict[str, ToolOverride]) -> dict[str, ToolOverride]:
-        check_override_keys(value)
+        for key, override in value.items():
+            if override.name is not None and glob.has_magic(key):
+                raise ValueError(f"overrides.{key}: 'name' needs a key naming one tool, not a glob")
         return value
 
     @model_validator(mode="after")

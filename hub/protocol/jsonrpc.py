@@ -234,11 +234,8 @@ def _with_id(kept: str, replaced: str, reason: str) -> Invalid:
 
 
 def _too_deep(text: str) -> Message:
-    """A line nested beyond what the decoder can take: its top level, member by member, for the id.
-
-    The id is usable if it comes before the member that is too deep, or is the last member (as most writers put
-    it first or last). The error names the member; a top level that is itself too deep has no id to answer.
-    """
+    """A line nested beyond what the decoder can take, answered as the module's docstring says (most writers put
+    the id first or last); the error names the member that is too deep."""
     members, deep = _top_level(text)
     if deep is None:
         return Invalid(PARSE_ERROR, "parse error: the message is nested too deeply to decode")
@@ -287,7 +284,6 @@ def _top_level(text: str) -> tuple[dict[str, Any], str | None]:
 
 
 def _skip(text: str, at: int) -> int:
-    """The index of the first character at or after `at` that is not JSON whitespace."""
     space = _SPACE.match(text, at)
     return space.end() if space is not None else at
 
@@ -317,7 +313,6 @@ def classify(data: Any, raw: bytes) -> Message:
 
 
 def _request(data: dict[str, Any], usable: RequestId | None, raw: bytes) -> Message:
-    """A request or a notification (the message has a method)."""
     method = data["method"]
     if type(method) is not str:
         reason = f'invalid request: "method" must be a string, not {_kind(method)}'
