@@ -130,8 +130,7 @@ def _expand_tree(tree: Any, environ: Mapping[str, str], path: tuple[str | int, .
         try:
             return expand_env(tree, environ)
         except KeyError as missing:
-            source, line = _position(root, path)
-            where = _format_where(source or file, line, path)
+            where = _where(root, file, path)
             raise ConfigError(
                 f"{where}: environment variable {missing.args[0]} is not set; export it before starting the hub, "
                 f"or give a default as ${{{missing.args[0]}:-value}}"
@@ -139,9 +138,11 @@ def _expand_tree(tree: Any, environ: Mapping[str, str], path: tuple[str | int, .
     return tree
 
 
-def _format_where(file: Path, line: int | None, loc: tuple[int | str, ...]) -> str:
+def _where(tree: Any, file: Path, loc: tuple[int | str, ...]) -> str:
+    """`file:line: key.path` of the value at `loc`; the file it came from, if not `file`, when files were merged."""
+    source, line = _position(tree, loc)
     dotted = ".".join(str(p) for p in loc) or "(top level)"
-    return f"{file}:{line}: {dotted}" if line else f"{file}: {dotted}"
+    return f"{source or file}:{line}: {dotted}" if line else f"{source or file}: {dotted}"
 
 
 def _allowed_keys(loc: tuple[int | str, ...]) -> list[str]:
@@ -175,8 +176,7 @@ def _model_in(annotation: Any) -> tuple[type[BaseModel], bool] | None:
 
 def _describe(error: Any, file: Path, tree: Any) -> str:
     loc: tuple[int | str, ...] = tuple(error["loc"])
-    source, line = _position(tree, loc)
-    where = _format_where(source or file, line, loc)
+    where = _where(tree, file, loc)
     kind = error["type"]
     if kind == "extra_forbidden":
         allowed = _allowed_keys(loc)
@@ -190,11 +190,9 @@ def _describe(error: Any, file: Path, tree: Any) -> str:
         message = message.replace(repr(value), quoted if quoted == repr(value) else f"({quoted})")
     if kind == "missing":
         return f"{where}: required key is missing"
-    return (
-        f"{where}: {message} (got {shown(loc, error.get('input'))})"
-        if kind.endswith("_type")
-        else f"{where}: {message}"
-    )
+    if kind.endswith("_type"):
+        return f"{where}: {message} (got {shown(loc, value)})"
+    return f"{where}: {message}"
 
 
 # Keys and values that may hold a secret: an error message never quotes them.
@@ -279,8 +277,7 @@ def _name_problems(tree: _Mapping, file: Path) -> list[str]:
     problems = []
     owners: dict[str, str] = {}
     for name, server in servers.items():
-        source, line = _position(tree, ("servers", name))
-        where = _format_where(source or file, line, ("servers", name))
+        where = _where(tree, file, ("servers", name))
         if isinstance(server, dict) and server.get("prefix") is None and not re.fullmatch(PREFIX_PATTERN, str(name)):
             problems.append(
                 f"{where}: server name {name!r} cannot be used as a prefix (1-32 lowercase letters, digits or '-', "

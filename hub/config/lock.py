@@ -57,7 +57,7 @@ def canonical_tool(tool: dict[str, Any]) -> dict[str, Any]:
 
 
 def canonical_prompt(prompt: dict[str, Any]) -> dict[str, Any]:
-    """The part of a prompt's definition that is pinned: its `PROMPT_FIELDS` (name, title, description, arguments)."""
+    """As `canonical_tool`, with `PROMPT_FIELDS`."""
     return _pick(prompt, PROMPT_FIELDS)
 
 
@@ -179,7 +179,6 @@ class Lock:
         return _changes(self._pins(child, "prompts"), prompt, PROMPT_FIELDS)
 
     def with_child(self, child: str, pins: ChildPins) -> Lock:
-        """A new lock in which `child`'s pins are `pins` (others unchanged)."""
         return Lock({**self.servers, child: pins})
 
     def _pins(self, child: str, kind: Literal["tools", "prompts"]) -> Mapping[str, Pin]:
@@ -242,10 +241,6 @@ def load_lock(path: Path) -> Lock | None:
         document = json.loads(raw.decode("utf-8"))
     except (ValueError, RecursionError) as exc:  # not UTF-8, not JSON, absurdly deep or long
         raise LockError(f"the lock file {path} is not valid JSON: {exc}") from None
-    return _parse(document, path)
-
-
-def _parse(document: Any, path: Path) -> Lock:
     if not isinstance(document, dict):
         raise LockError(f"the lock file {path} must hold a JSON object with 'version' and 'servers'")
     version = document.get("version")

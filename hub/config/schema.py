@@ -2,8 +2,7 @@
 
 Here: the document (`HubConfig`), each child server (`ServerConfig`), `secrets:` and `state:`, and `LoadedConfig`
 (the document with what is derived from its place on disk). The `hub:` section is `hub.config.settings`, `auth:` and
-`policies:` are `hub.config.access`; every model derives `hub.config.model.Strict`, so a misspelt key is an error
-that hub/config/loader.py turns into a message naming the file, the line and the closest allowed key.
+`policies:` are `hub.config.access`; every model derives `hub.config.model.Strict`.
 """
 
 from __future__ import annotations
