@@ -18,13 +18,10 @@ A token is accepted only when all of these hold:
 - `exp` is present and not past, `nbf` and `iat` not in the future, each with `leeway_s` of clock skew;
 - `sub` is a non-empty string.
 
-The JWKS is fetched on first use and kept in memory. A token with an unknown `kid` means the provider may have
-rotated its keys, so the JWKS is fetched again, but at most once per `refetch_interval_s` (a minute by default):
-anyone can send tokens with made-up key ids, and without the bound each one would cost the hub a request to the
-provider (the hub would relay a flood to it); providers publish a new key well before signing with it, so a minute
-of delay hardly ever matters. Verifications that need a fetch at the same time wait for one shared fetch. A fetch
-that fails (unreachable, not a JWK set, no usable key) keeps the keys of the last good one; each fetch is bounded by
-`fetch_timeout_s`.
+The JWKS is fetched on first use and kept in memory. A token with an unknown `kid` (the provider may have rotated
+its keys) fetches it again, at most once per `refetch_interval_s`: anyone can send made-up key ids, and the hub must
+not relay that flood to the provider; providers publish a new key well before signing with it. Verifications share
+one fetch at a time; a failed fetch (bounded by `fetch_timeout_s`) keeps the keys of the last good one.
 
 Groups come from `groups_claim`: a list of strings or one string of names separated by spaces or commas; a claim of
 that exact name is taken first, else a dotted path into nested objects (Keycloak's `realm_access.roles`). Scopes
@@ -84,7 +81,7 @@ class JwtRejected(Exception):
 
     @property
     def kind(self) -> str:
-        """The reason without its detail: "JWKS unavailable: HTTP 503" -> "JWKS unavailable" (a bounded label)."""
+        """The reason up to its first colon: a bounded label."""
         return self.reason.split(":", 1)[0]
 
 
@@ -110,14 +107,10 @@ class _Key:
     alg: str | None  # the JWK's own `alg`, when it names one: a token must then use exactly that algorithm
 
 
-@dataclass(frozen=True)
-class _KeySet:
-    keys: tuple[_Key, ...]
-
-    def find(self, kid: str | None) -> _Key | None:
-        if kid is None:
-            return self.keys[0] if len(self.keys) == 1 else None
-        return next((key for key in self.keys if key.kid == kid), None)
+def _find(keys: tuple[_Key, ...], kid: str | None) -> _Key | None:
+    if kid is None:
+        return keys[0] if len(keys) == 1 else None
+    return next((key for key in keys if key.kid == kid), None)
 
 
 def _checked_algorithms(algorithms: tuple[str, ...]) -> frozenset[str]:
@@ -132,7 +125,7 @@ def _checked_algorithms(algorithms: tuple[str, ...]) -> frozenset[str]:
     return frozenset(algorithms)
 
 
-def _parse_jwks(body: bytes) -> _KeySet:
+def _parse_jwks(body: bytes) -> tuple[_Key, ...]:
     """The usable signing keys of a JWK set; `_Unavailable` when it is not one or holds none."""
     try:
         document = json.loads(body)
@@ -155,7 +148,7 @@ def _parse_jwks(body: bytes) -> _KeySet:
         keys.append(_Key(jwk, kid if isinstance(kid, str) else None, alg if isinstance(alg, str) else None))
     if not keys:
         raise _Unavailable("no usable signing key in the JWK set")
-    return _KeySet(tuple(keys))
+    return tuple(keys)
 
 
 def _strings(value: Any, name: str, separators: re.Pattern[str]) -> tuple[str, ...]:
@@ -193,7 +186,7 @@ def _number(claims: dict[str, Any], name: str) -> float | None:
 
 
 class JwtVerifier:
-    """Verifies the provider's JWT access tokens (see the module's docstring); an MCP SDK `TokenVerifier`."""
+    """An MCP SDK `TokenVerifier` (see the module's docstring)."""
 
     def __init__(
         self,
@@ -217,16 +210,15 @@ class JwtVerifier:
         self.audience = audience
         self.jwks_url = jwks_url
         self.groups_claim = groups_claim
-        self.algorithms = tuple(algorithms)
         self.leeway_s = leeway_s
         self.fetch_timeout_s = fetch_timeout_s
         self.refetch_interval_s = refetch_interval_s
         self.failures: dict[str, int] = {}
         self.fetches = 0
-        self._allowed = _checked_algorithms(self.algorithms)
+        self._allowed = _checked_algorithms(tuple(algorithms))
         self._clock = clock
         self._lock = anyio.Lock()
-        self._keys: _KeySet | None = None
+        self._keys: tuple[_Key, ...] | None = None
         self._fetched_at: float | None = None
         self._attempts_done = 0  # fetches finished (well or not): a waiter that sees it move does not fetch again
         self._fetch_error = "not fetched yet"
@@ -326,13 +318,13 @@ class JwtVerifier:
         """The JWKS key for `kid`, fetching the JWKS first if it never was, or again if `kid` is new to it."""
         attempts = self._attempts_done
         keys = self._keys
-        key = None if keys is None else keys.find(kid)
+        key = None if keys is None else _find(keys, kid)
         if key is None and (keys is None or kid is not None):
             await self._refresh(attempts)
             keys = self._keys
             if keys is None:
                 raise JwtRejected(f"JWKS unavailable: {self._fetch_error}")
-            key = keys.find(kid)
+            key = _find(keys, kid)
         if key is None:
             raise JwtRejected("unknown key id" if kid is not None else "no key id and more than one key")
         return key

@@ -118,7 +118,7 @@ class Policy:
         """The hub-wide limits, each lowered by the matching rules that set a lower one."""
         concurrency, per_minute, source = self.limits.max_concurrency, self.limits.requests_per_minute, []
         for rule in self.rules:
-            if (rule.max_concurrency is None and rule.requests_per_minute is None) or not rule.applies_to(identity):
+            if not rule.limited or not rule.applies_to(identity):
                 continue
             if rule.max_concurrency is not None and (concurrency is None or rule.max_concurrency < concurrency):
                 concurrency = rule.max_concurrency

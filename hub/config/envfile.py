@@ -55,7 +55,7 @@ def _value(raw: str, where: str) -> str:
         try:
             decoded = json.loads(raw)
         except json.JSONDecodeError:
-            raise EnvFileError(f"{where}: a value in double quotes must be one JSON string") from None
+            decoded = None
         if not isinstance(decoded, str):
             raise EnvFileError(f"{where}: a value in double quotes must be one JSON string")
         return decoded

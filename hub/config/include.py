@@ -165,8 +165,7 @@ def _merge_rules(base: list[Any], top: list[Any]) -> list[Any]:
 
 def _copy(mapping: Any) -> Any:
     """A shallow copy that keeps what the loader attached to a mapping (its lines and file, for error messages)."""
-    copy = mapping.copy_mapping() if hasattr(mapping, "copy_mapping") else dict(mapping)
-    return copy
+    return mapping.copy_mapping() if hasattr(mapping, "copy_mapping") else dict(mapping)
 
 
 def _set(target: Any, source: Any, key: Any, value: Any) -> None:

@@ -21,7 +21,7 @@ from pydantic import BaseModel, ValidationError
 
 from hub.config.envfile import EnvFileError, environment_with_env_file
 from hub.config.expansion import expand_env
-from hub.config.include import IncludeError, resolve
+from hub.config.include import IncludeError, Merged, resolve
 from hub.config.lock import LockError, load_lock, lock_path
 from hub.config.schema import (
     PREFIX_PATTERN,
@@ -91,10 +91,6 @@ class _Mapping(dict[Any, Any]):
 _LineLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _construct_mapping)
 
 
-def _line_of(tree: Any, loc: tuple[int | str, ...]) -> int | None:
-    return _position(tree, loc)[1]
-
-
 def _position(tree: Any, loc: tuple[int | str, ...]) -> tuple[Path | None, int | None]:
     """The file (when files were merged) and line of the value at `loc`: the deepest key that exists."""
     line: int | None = getattr(tree, "line", None)
@@ -134,8 +130,7 @@ def _expand_tree(tree: Any, environ: Mapping[str, str], path: tuple[str | int, .
         try:
             return expand_env(tree, environ)
         except KeyError as missing:
-            source, line = _position(root, path)
-            where = _format_where(source or file, line, path)
+            where = _where(root, file, path)
             raise ConfigError(
                 f"{where}: environment variable {missing.args[0]} is not set; export it before starting the hub, "
                 f"or give a default as ${{{missing.args[0]}:-value}}"
@@ -143,9 +138,11 @@ def _expand_tree(tree: Any, environ: Mapping[str, str], path: tuple[str | int, .
     return tree
 
 
-def _format_where(file: Path, line: int | None, loc: tuple[int | str, ...]) -> str:
+def _where(tree: Any, file: Path, loc: tuple[int | str, ...]) -> str:
+    """`file:line: key.path` of the value at `loc`; the file it came from, if not `file`, when files were merged."""
+    source, line = _position(tree, loc)
     dotted = ".".join(str(p) for p in loc) or "(top level)"
-    return f"{file}:{line}: {dotted}" if line else f"{file}: {dotted}"
+    return f"{source or file}:{line}: {dotted}" if line else f"{source or file}: {dotted}"
 
 
 def _allowed_keys(loc: tuple[int | str, ...]) -> list[str]:
@@ -179,8 +176,7 @@ def _model_in(annotation: Any) -> tuple[type[BaseModel], bool] | None:
 
 def _describe(error: Any, file: Path, tree: Any) -> str:
     loc: tuple[int | str, ...] = tuple(error["loc"])
-    source, line = _position(tree, loc)
-    where = _format_where(source or file, line, loc)
+    where = _where(tree, file, loc)
     kind = error["type"]
     if kind == "extra_forbidden":
         allowed = _allowed_keys(loc)
@@ -194,11 +190,9 @@ def _describe(error: Any, file: Path, tree: Any) -> str:
         message = message.replace(repr(value), quoted if quoted == repr(value) else f"({quoted})")
     if kind == "missing":
         return f"{where}: required key is missing"
-    return (
-        f"{where}: {message} (got {shown(loc, error.get('input'))})"
-        if kind.endswith("_type")
-        else f"{where}: {message}"
-    )
+    if kind.endswith("_type"):
+        return f"{where}: {message} (got {shown(loc, value)})"
+    return f"{where}: {message}"
 
 
 # Keys and values that may hold a secret: an error message never quotes them.
@@ -283,8 +277,7 @@ def _name_problems(tree: _Mapping, file: Path) -> list[str]:
     problems = []
     owners: dict[str, str] = {}
     for name, server in servers.items():
-        source, line = _position(tree, ("servers", name))
-        where = _format_where(source or file, line, ("servers", name))
+        where = _where(tree, file, ("servers", name))
         if isinstance(server, dict) and server.get("prefix") is None and not re.fullmatch(PREFIX_PATTERN, str(name)):
             problems.append(
                 f"{where}: server name {name!r} cannot be used as a prefix (1-32 lowercase letters, digits or '-', "
@@ -311,23 +304,14 @@ def load_config(path: str | Path, environ: Mapping[str, str] | None = None) -> L
     """
     file = Path(path)
     if not file.exists():
-        hint = "pass --config PATH or create it (see docs/configuration.md)"
-        raise ConfigError(f"{file}: no such file; {hint}")
-    try:  # servers.env beside it (hub import puts secrets there); the process environment wins over it
-        environ = environment_with_env_file(file, os.environ if environ is None else environ)
-    except EnvFileError as exc:
-        raise ConfigError(str(exc)) from None
-    try:
-        merged = resolve(file, _read_file)
-    except IncludeError as exc:
-        raise ConfigError(str(exc)) from None
+        raise ConfigError(f"{file}: no such file; pass --config PATH or create it (see docs/configuration.md)")
+    merged, environ = _merged(file, os.environ if environ is None else environ)
     config = validate_tree(merged.tree, file, environ)
     # Absolute, but symlinks not followed: a Kubernetes ConfigMap is a link swapped to a new directory on every
     # update, and the watcher must keep reading the link, not the directory the kubelet is about to delete.
-    where = Path(os.path.abspath(file))
-    lock_file = lock_path(where)
+    where = _absolute(file)
     try:
-        lock = load_lock(lock_file)
+        lock = load_lock(lock_path(where))
     except LockError as exc:
         raise ConfigError(str(exc)) from None
     origins = {
@@ -350,9 +334,15 @@ def read_unchecked(path: Path) -> tuple[Any, dict[str, str]]:
     Raises:
         ConfigError: a file cannot be read or parsed, an include is missing or loops, or servers.env is invalid.
     """
+    merged, environ = _merged(path, os.environ)
+    return merged.tree, environ
+
+
+def _merged(file: Path, environ: Mapping[str, str]) -> tuple[Merged, dict[str, str]]:
+    """The file with its includes merged, and `environ` over its servers.env (where `hub import` puts secrets)."""
     try:
-        environ = environment_with_env_file(path, os.environ)
-        return resolve(path, _read_file).tree, environ
+        seen = environment_with_env_file(file, environ)
+        return resolve(file, _read_file), seen
     except (EnvFileError, IncludeError) as exc:
         raise ConfigError(str(exc)) from None
 

@@ -20,6 +20,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -56,7 +57,7 @@ def canonical_tool(tool: dict[str, Any]) -> dict[str, Any]:
 
 
 def canonical_prompt(prompt: dict[str, Any]) -> dict[str, Any]:
-    """The part of a prompt's definition that is pinned: its `PROMPT_FIELDS` (name, title, description, arguments)."""
+    """As `canonical_tool`, with `PROMPT_FIELDS`."""
     return _pick(prompt, PROMPT_FIELDS)
 
 
@@ -178,7 +179,6 @@ class Lock:
         return _changes(self._pins(child, "prompts"), prompt, PROMPT_FIELDS)
 
     def with_child(self, child: str, pins: ChildPins) -> Lock:
-        """A new lock in which `child`'s pins are `pins` (others unchanged)."""
         return Lock({**self.servers, child: pins})
 
     def _pins(self, child: str, kind: Literal["tools", "prompts"]) -> Mapping[str, Pin]:
@@ -241,10 +241,6 @@ def load_lock(path: Path) -> Lock | None:
         document = json.loads(raw.decode("utf-8"))
     except (ValueError, RecursionError) as exc:  # not UTF-8, not JSON, absurdly deep or long
         raise LockError(f"the lock file {path} is not valid JSON: {exc}") from None
-    return _parse(document, path)
-
-
-def _parse(document: Any, path: Path) -> Lock:
     if not isinstance(document, dict):
         raise LockError(f"the lock file {path} must hold a JSON object with 'version' and 'servers'")
     version = document.get("version")
@@ -298,10 +294,7 @@ def _parse_pins(entries: Any, fields: tuple[str, ...], where: str) -> dict[str, 
 
 
 def _is_digest(value: Any) -> bool:
-    if not isinstance(value, str) or not value.startswith(DIGEST_PREFIX):
-        return False
-    hex_part = value[len(DIGEST_PREFIX) :]
-    return len(hex_part) == 64 and all(c in "0123456789abcdef" for c in hex_part)
+    return isinstance(value, str) and re.fullmatch(DIGEST_PREFIX + "[0-9a-f]{64}", value) is not None
 
 
 def dump_lock(lock: Lock) -> bytes:

@@ -11,18 +11,15 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import ConfigDict, Field, field_validator, model_validator
+
+from hub.config.model import Strict
 
 # An exposed name's suffix: what the host's rule for names allows (the child's prefix is put before it).
 SUFFIX_PATTERN = r"[A-Za-z0-9_-]{1,64}"
-GLOB_CHARS = frozenset("*?[")
 
 
-class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
-
-
-class DescriptionEdit(_Strict):
+class DescriptionEdit(Strict):
     """A change to a child's description: replaced, or text put before or after it."""
 
     replace: str | None = None
@@ -44,7 +41,7 @@ class DescriptionEdit(_Strict):
         return "\n\n".join(p for p in parts if p)
 
 
-class ArgumentConstraint(_Strict):
+class ArgumentConstraint(Strict):
     """What one argument's value must be, checked by the hub before the call leaves it (JSON Schema's keywords,
     added to the schema the host sees too)."""
 
@@ -70,8 +67,10 @@ class ArgumentConstraint(_Strict):
         return self.model_dump(exclude_none=True, mode="json")
 
 
-class ToolOverride(_Strict):
+class ToolOverride(Strict):
     """What the operator says about the tools a key matches."""
+
+    model_config = ConfigDict(populate_by_name=True)  # `meta` is read as well as its alias `_meta`
 
     name: str | None = Field(
         default=None, pattern=f"^{SUFFIX_PATTERN}$", description="The exposed name, still under the child's prefix."
@@ -105,10 +104,3 @@ class ToolOverride(_Strict):
         if both:
             raise ValueError(f"argument {both[0]!r} is fixed: it cannot also have constraints")
         return self
-
-
-def check_override_keys(overrides: dict[str, ToolOverride]) -> None:
-    """A renaming override must name one tool: its key has no glob characters."""
-    for key, override in overrides.items():
-        if override.name is not None and GLOB_CHARS & set(key):
-            raise ValueError(f"overrides.{key}: 'name' needs a key naming one tool, not a glob")

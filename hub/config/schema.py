@@ -2,13 +2,13 @@
 
 Here: the document (`HubConfig`), each child server (`ServerConfig`), `secrets:` and `state:`, and `LoadedConfig`
 (the document with what is derived from its place on disk). The `hub:` section is `hub.config.settings`, `auth:` and
-`policies:` are `hub.config.access`; every model derives `hub.config.model.Strict`, so a misspelt key is an error
-that hub/config/loader.py turns into a message naming the file, the line and the closest allowed key.
+`policies:` are `hub.config.access`; every model derives `hub.config.model.Strict`.
 """
 
 from __future__ import annotations
 
 import fnmatch
+import glob
 import re
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -22,7 +22,7 @@ from hub.access.secrets import Secrets
 from hub.config.access import AuthConfig, PolicyRule
 from hub.config.lock import Lock
 from hub.config.model import ExposureMode, OutputMode, Strict
-from hub.config.overrides import ToolOverride, check_override_keys
+from hub.config.overrides import ToolOverride
 from hub.config.settings import HubSettings
 
 # A prefix: a letter, then letters, digits or '-'. No '_' or '+': they separate the prefix from names and URIs.
@@ -209,7 +209,9 @@ class ServerConfig(Strict):
     @field_validator("overrides")
     @classmethod
     def _check_overrides(cls, value: dict[str, ToolOverride]) -> dict[str, ToolOverride]:
-        check_override_keys(value)
+        for key, override in value.items():
+            if override.name is not None and glob.has_magic(key):
+                raise ValueError(f"overrides.{key}: 'name' needs a key naming one tool, not a glob")
         return value
 
     @model_validator(mode="after")
@@ -355,29 +357,24 @@ class LoadedConfig:
         per_identity = config.hub.per_identity
         return Policy(rules, default, Limits(per_identity.max_concurrency, per_identity.requests_per_minute))
 
+    # The paths servers.yaml names; relative ones are taken from its directory.
+
     @cached_property
     def token_path(self) -> Path | None:
-        """The token file, relative paths taken from the directory of servers.yaml."""
         auth = self.config.auth
-        if auth is None or auth.tokens is None:
-            return None
-        return self.path.parent / Path(auth.tokens).expanduser()
+        return None if auth is None else self._place(auth.tokens)
 
     @cached_property
     def log_path(self) -> Path | None:
-        """`hub.log_file`, relative paths taken from the directory of servers.yaml."""
-        value = self.config.hub.log_file
-        return None if value is None else self.path.parent / Path(value).expanduser()
+        return self._place(self.config.hub.log_file)
 
     @cached_property
     def secrets(self) -> Secrets:
-        """Where `${secret:NAME}` is looked up, relative paths taken from the directory of servers.yaml."""
-        where = self.config.secrets
+        """Where `${secret:NAME}` is looked up."""
+        return Secrets(self._place(self.config.secrets.dir), self._place(self.config.secrets.file))
 
-        def place(path: str | None) -> Path | None:
-            return None if path is None else self.path.parent / Path(path).expanduser()
-
-        return Secrets(place(where.dir), place(where.file))
+    def _place(self, path: str | None) -> Path | None:
+        return None if path is None else self.path.parent / Path(path).expanduser()
 
     def prefix_of(self, name: str) -> str:
         server = self.config.servers[name]

@@ -44,7 +44,6 @@ CONNECTION_CLOSED = -32000
 REQUEST_TIMEOUT = -32001
 REQUEST_CANCELLED = -32800
 HEADER_MISMATCH = -32020
-MISSING_REQUIRED_CLIENT_CAPABILITY = -32021
 UNSUPPORTED_PROTOCOL_VERSION = -32022
 
 _UTF8 = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False, allow_nan=False)
@@ -187,12 +186,8 @@ def parse_answer(line: bytes) -> Message | list[Message]:
             try:
                 result, end = _DECODER.raw_decode(text, head.end())
             except RecursionError:
-                return Invalid(
-                    INVALID_REQUEST,
-                    "invalid response: the result is nested too deeply to decode",
-                    int(head.group(1)),
-                    response=True,
-                )
+                reason = "invalid response: the result is nested too deeply to decode"
+                return Invalid(INVALID_REQUEST, reason, int(head.group(1)), response=True)
             except ValueError:
                 result, end = None, 0
             if type(result) is dict and text[end:].strip() == "}":
@@ -239,11 +234,8 @@ def _with_id(kept: str, replaced: str, reason: str) -> Invalid:
 
 
 def _too_deep(text: str) -> Message:
-    """A line nested beyond what the decoder can take: its top level, member by member, for the id.
-
-    The id is usable if it comes before the member that is too deep, or is the last member (as most writers put
-    it first or last). The error names the member; a top level that is itself too deep has no id to answer.
-    """
+    """A line nested beyond what the decoder can take, answered as the module's docstring says (most writers put
+    the id first or last); the error names the member that is too deep."""
     members, deep = _top_level(text)
     if deep is None:
         return Invalid(PARSE_ERROR, "parse error: the message is nested too deeply to decode")
@@ -259,10 +251,8 @@ def _too_deep(text: str) -> Message:
         return Invalid(INVALID_PARAMS, 'invalid params: "params" is nested too deeply to decode', usable, request=True)
     response = deep in ("result", "error") and "method" not in members
     kind = "response" if response else "request"
-    request = "method" in members or deep == "method"
-    return Invalid(
-        INVALID_REQUEST, f"invalid {kind}: {quote(deep)} is nested too deeply to decode", usable, response, request
-    )
+    reason = f"invalid {kind}: {quote(deep)} is nested too deeply to decode"
+    return Invalid(INVALID_REQUEST, reason, usable, response, "method" in members or deep == "method")
 
 
 def _top_level(text: str) -> tuple[dict[str, Any], str | None]:
@@ -294,7 +284,6 @@ def _top_level(text: str) -> tuple[dict[str, Any], str | None]:
 
 
 def _skip(text: str, at: int) -> int:
-    """The index of the first character at or after `at` that is not JSON whitespace."""
     space = _SPACE.match(text, at)
     return space.end() if space is not None else at
 
@@ -319,16 +308,11 @@ def classify(data: Any, raw: bytes) -> Message:
         return Response(usable, result, None)
     if "error" in data and type(error) is dict and "result" not in data:
         return Response(usable, None, error)
-    return Invalid(
-        INVALID_REQUEST,
-        "invalid response: it needs exactly one of an object 'result' or 'error'",
-        usable,
-        response=_answer_shaped(data),
-    )
+    reason = "invalid response: it needs exactly one of an object 'result' or 'error'"
+    return Invalid(INVALID_REQUEST, reason, usable, response=_answer_shaped(data))
 
 
 def _request(data: dict[str, Any], usable: RequestId | None, raw: bytes) -> Message:
-    """A request or a notification (the message has a method)."""
     method = data["method"]
     if type(method) is not str:
         reason = f'invalid request: "method" must be a string, not {_kind(method)}'
@@ -365,17 +349,15 @@ def _first_line(exc: Exception) -> str:
 
 
 def request_line(request_id: RequestId, method: str, params: dict[str, Any] | None) -> bytes:
-    message: dict[str, Any] = {"jsonrpc": VERSION, "id": request_id, "method": method}
-    if params is not None:
-        message["params"] = params
-    return encode(message) + b"\n"
+    return _line({"jsonrpc": VERSION, "id": request_id, "method": method}, params)
 
 
 def notification_line(method: str, params: dict[str, Any] | None) -> bytes:
-    message: dict[str, Any] = {"jsonrpc": VERSION, "method": method}
-    if params is not None:
-        message["params"] = params
-    return encode(message) + b"\n"
+    return _line({"jsonrpc": VERSION, "method": method}, params)
+
+
+def _line(message: dict[str, Any], params: dict[str, Any] | None) -> bytes:
+    return encode(message if params is None else {**message, "params": params}) + b"\n"
 
 
 def result_line(request_id: RequestId, result: dict[str, Any] | bytes) -> bytes:
@@ -403,15 +385,10 @@ def batch_refusals(items: list[Message]) -> list[bytes]:
     """The answers to a JSON-RPC batch, which MCP does not have: each request in it (and each invalid message with
     an id) is told so; notifications and answers in it get nothing."""
     lines = []
+    refusal = "invalid request: JSON-RPC batches are not supported; send one message per line"
     for item in items:
         if isinstance(item, Request):
-            lines.append(
-                error_line(
-                    item.id,
-                    INVALID_REQUEST,
-                    "invalid request: JSON-RPC batches are not supported; send one message per line",
-                )
-            )
+            lines.append(error_line(item.id, INVALID_REQUEST, refusal))
         elif isinstance(item, Invalid) and item.id is not None and not item.response:
             lines.append(error_line(item.id, item.code, item.reason))
     return lines

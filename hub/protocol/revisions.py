@@ -59,8 +59,6 @@ CLIENT_CAPABILITIES: dict[str, Any] = {
 }
 # Methods whose 2026-07-28 results say how long they may be cached: the hub's change whenever a child's do.
 CACHEABLE = frozenset({"tools/list", "prompts/list", "resources/list", "resources/templates/list", "resources/read"})
-# Methods whose results may be `input_required` at 2026-07-28.
-INPUT_METHODS = frozenset({"tools/call", "prompts/get", "resources/read"})
 
 
 def is_modern(version: str | None) -> bool:
