@@ -192,7 +192,7 @@ REMOTE: dict[str, Callable[[str, str], dict[str, Any]]] = {
 
 
 def connect_command(executable: list[str], url: str, variable: str) -> list[str]:
-    """The command line of a stdio bridge to a team hub (`hub connect`), the token from `variable`."""
+    """The command line of `hub connect` (hub.connect: a stdio host to a team hub), the token from `variable`."""
     return [*executable, "connect", url, "--token-env", variable]
 
 

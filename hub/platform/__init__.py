@@ -17,10 +17,16 @@ path.
 from __future__ import annotations
 
 import os
+import subprocess
 import sys
 
 LINUX = sys.platform.startswith("linux")
 WINDOWS = os.name == "nt"
+# How the hub starts a process on Windows: in a process group of its own (a Ctrl-C to the hub's console is the hub's)
+# and without a console window of its own (getattr: the names exist only there).
+WINDOWS_CREATION_FLAGS: int = getattr(subprocess, "CREATE_NEW_PROCESS_GROUP", 0x00000200) | getattr(
+    subprocess, "CREATE_NO_WINDOW", 0x08000000
+)
 
 
 def portable() -> bool:

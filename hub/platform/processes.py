@@ -11,8 +11,7 @@ Stopping is bounded: stdin closed, EXIT_GRACE to exit, then the process and its 
 killed after KILL_GRACE. Its descendants are noted before its stdin closes too, as one that outlives it is no longer
 its descendant. POSIX runs each child in a process group of its own, which is signalled as well; Linux lists the
 descendants from /proc, other systems with psutil. The portable path (Windows, and HUB_PORTABLE=1) signals only the
-psutil process tree, as Windows has no process groups; a child there gets a process group of its own for Ctrl-C
-(CREATE_NEW_PROCESS_GROUP) and no console window (CREATE_NO_WINDOW).
+psutil process tree, as Windows has no process groups.
 """
 
 from __future__ import annotations
@@ -31,7 +30,7 @@ from typing import Any
 import anyio
 from anyio.abc import TaskGroup
 
-from hub.platform import LINUX, WINDOWS, portable
+from hub.platform import LINUX, WINDOWS, WINDOWS_CREATION_FLAGS, portable
 from hub.platform.pipes import FdReader, FdWriter, StreamReader, StreamWriter, Writer
 
 POSIX_ENV = ("HOME", "LOGNAME", "PATH", "SHELL", "TERM", "USER", "LANG", "LC_ALL", "LC_CTYPE", "TZ", "TMPDIR")
@@ -265,11 +264,7 @@ async def spawn(spec: ProcessSpec, instance: str) -> ChildProcess:
         return _spawn_fast(spec, env)
     import psutil
 
-    kwargs: dict[str, Any] = (
-        # Its own process group (a Ctrl-C to the hub's console is the hub's), and no console window of its own
-        # when the hub has none (a desktop host starts it so).
-        {"creationflags": CREATE_NEW_PROCESS_GROUP | CREATE_NO_WINDOW} if WINDOWS else {"start_new_session": True}
-    )
+    kwargs: dict[str, Any] = {"creationflags": WINDOWS_CREATION_FLAGS} if WINDOWS else {"start_new_session": True}
     process = await anyio.open_process(
         list(spec.argv),
         stdin=subprocess.PIPE,
@@ -322,10 +317,6 @@ def _spawn_fast(spec: ProcessSpec, env: dict[str, str]) -> ChildProcess:
 
 
 # ---- ending a process tree --------------------------------------------------------------------------------------
-
-# Windows' process creation flags (getattr: the names exist only there).
-CREATE_NEW_PROCESS_GROUP: int = getattr(subprocess, "CREATE_NEW_PROCESS_GROUP", 0x00000200)
-CREATE_NO_WINDOW: int = getattr(subprocess, "CREATE_NO_WINDOW", 0x08000000)
 
 
 class _Family:

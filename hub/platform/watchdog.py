@@ -24,11 +24,7 @@ import threading
 import time
 from contextlib import suppress
 
-from hub.platform import LINUX, WINDOWS, portable
-
-# Windows' process creation flags (getattr: the names exist only there).
-CREATE_NEW_PROCESS_GROUP: int = getattr(subprocess, "CREATE_NEW_PROCESS_GROUP", 0x00000200)
-CREATE_NO_WINDOW: int = getattr(subprocess, "CREATE_NO_WINDOW", 0x08000000)
+from hub.platform import LINUX, WINDOWS, WINDOWS_CREATION_FLAGS, portable
 
 GRACE = 2.0
 SCAN_INTERVAL = 1.0
@@ -46,7 +42,7 @@ class Watchdog:
 
     def start(self) -> None:
         """Start the watchdog (before the first child: from then on no child can be left behind)."""
-        # Its own group (a new process group on Windows): a Ctrl-C to the hub's terminal must not end it first.
+        # Its own group: a Ctrl-C to the hub's terminal must not end it first.
         self._process = subprocess.Popen(
             [sys.executable, "-m", "hub.platform.watchdog", self.mark],
             stdin=subprocess.PIPE,
@@ -54,7 +50,7 @@ class Watchdog:
             stderr=subprocess.DEVNULL,
             close_fds=True,
             start_new_session=not WINDOWS,
-            creationflags=(CREATE_NEW_PROCESS_GROUP | CREATE_NO_WINDOW) if WINDOWS else 0,
+            creationflags=WINDOWS_CREATION_FLAGS if WINDOWS else 0,
         )
 
     def _tell(self, line: str) -> None:
