@@ -1,16 +1,12 @@
 """The hub's log file on disk: appended one whole line at a time, rotated by size, reopened on SIGHUP; and read
 back across its rotations (`hub logs`).
 
-Rotation renames `hub.log` to `hub.log.1` (and `hub.log.1` to `hub.log.2`, ..., the oldest beyond `backups` is
-deleted), as logrotate and Python's `RotatingFileHandler` name them, so `hub logs` and other tools find the siblings.
-The rule of the names is here, once, for the writer and for the reader (`rotated_siblings`).
+Rotation renames `hub.log` to `hub.log.1` (and `hub.log.1` to `hub.log.2`, ...), as logrotate and Python's
+`RotatingFileHandler` name them; the rule of the names is here once, for the writer and the reader.
 
-A line is never split across two files and never written twice: the size is checked before a line is written, and
-a line goes out in one `write` of the descriptor (opened for appending, unbuffered), so what a reader sees in any
-file is whole lines only. Writers hand over text in pieces: structlog's `PrintLogger` prints a message and then its
-newline (two writes), the call log and stdlib's `StreamHandler` write a line at once. Each thread's text is kept until
-its newline comes, so that two threads writing at once (the event loop, the OpenTelemetry exporter's thread logging
-through stdlib logging) interleave whole lines, never halves of them.
+A line is never split across two files nor written twice, and goes out in one `write` of an unbuffered append-mode
+descriptor, so a reader sees whole lines only. Writers hand over text in pieces (structlog prints a message, then
+its newline), so each thread's text is kept until its newline: two threads writing at once interleave whole lines.
 """
 
 from __future__ import annotations

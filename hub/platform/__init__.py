@@ -1,12 +1,5 @@
-"""Where the hub meets the operating system, one module per concern, each with a fast path and a portable one.
-
-- `pipes`: reading and writing a pipe without blocking the event loop (POSIX: the loop watches the descriptor;
-  portable: anyio streams for a child's pipes, a daemon thread per direction for the hub's own stdin and stdout).
-- `processes`: finding a command (PATHEXT on Windows), starting a child, watching it exit, and stopping it with
-  its descendants (Linux: a pidfd says when it exits, /proc lists its descendants; POSIX: process groups;
-  portable: psutil's process tree, exits polled).
-- `watchdog`: the small process that ends the children of a hub that was killed (Linux: /proc; elsewhere psutil).
-- `linux`: /proc and pipe sizes, used only by the Linux fast paths.
+"""Where the hub meets the operating system (`pipes`, `processes`, `watchdog`, `linux`), each with a fast path and
+a portable one.
 
 The portable path is chosen where the fast one does not exist (Windows) and wherever `HUB_PORTABLE=1` is set, so
 that it is tested on Linux too (docs/platforms.md). Nothing Linux- or POSIX-only (fcntl, /proc, pidfd, process
