@@ -11,6 +11,7 @@ nor the relay: observe sits below them.
 
 from __future__ import annotations
 
+import dataclasses
 import datetime
 import json
 import time
@@ -115,31 +116,15 @@ def snapshot(hub: StatusSource, recent: Recent, tokens: ListingTokens, redact: C
     ]
     windows = recent.windows(s["name"] for s in servers)
     activity = [
-        {
-            "child": w.child,
-            "calls": w.calls,
-            "errors": w.errors,
-            "error_rate": round(w.error_rate, 4),
-            "per_minute": w.per_minute,
-            "p50_ms": w.p50_ms,
-            "p95_ms": w.p95_ms,
-            "minutes": list(w.minutes),
-        }
+        {**dataclasses.asdict(w), "error_rate": round(w.error_rate, 4), "minutes": list(w.minutes)}
         for w in windows.values()
     ]
     calls = []
     for c in recent.calls():
-        call: dict[str, Any] = {
-            "at": _when(c.at),
-            "identity": c.identity,
-            "child": c.child,
-            "method": c.method,
-            "name": redact(c.name),
-            "outcome": c.outcome,
-            "duration_ms": c.duration_ms,
-            "error": redact(c.error),
-        }
-        if c.arguments is not None:
+        call = {**c._asdict(), "at": _when(c.at), "name": redact(c.name), "error": redact(c.error)}
+        if c.arguments is None:
+            del call["arguments"]
+        else:
             call["arguments"] = redact(c.arguments)
         calls.append(call)
     return {
