@@ -45,13 +45,10 @@ def _numbered_siblings(path: Path) -> list[tuple[int, Path]]:
 
 
 class LogFile:
-    """A text stream for structlog, stdlib logging and the call log, appending whole lines to `path`.
+    """A text stream for structlog, stdlib logging and the call log, appending whole lines to `path`; thread-safe.
 
-    `max_bytes` 0 never rotates (rotation left to logrotate, which then sends SIGHUP: `reopen`). Otherwise a line
-    that would take the file past `max_bytes` goes to a fresh file; a single line longer than `max_bytes` is
-    written whole, alone in its file. `backups` (at least 1) rotated files are kept.
-
-    Every method may be called from any thread.
+    `max_bytes` 0 never rotates (logrotate does, then sends SIGHUP: `reopen`). Otherwise a line that would take the
+    file past `max_bytes` goes to a fresh file (a longer line is written whole, alone); `backups` (at least 1) kept.
     """
 
     def __init__(self, path: str | Path, max_bytes: int = 0, backups: int = 1) -> None:

@@ -188,12 +188,9 @@ ENTRY_FOR_KEY: dict[str, Callable[[list[str]], dict[str, Any]]] = {
 
 
 def hub_executable(executable: str | None = None, windows: bool = sys.platform == "win32") -> list[str]:
-    """The command that runs this hub, by absolute path: the `hub` script next to the interpreter (a venv's bin/
-    or Scripts\\), else the interpreter with `-m hub`. A host starts it with a PATH of its own, often minimal.
-
-    The interpreter's path is made absolute but not resolved: in a venv it is a link to the base interpreter, and
-    only the link's directory has the venv's packages.
-    """
+    """The command that runs this hub, by absolute path (a host starts it with a PATH of its own): the `hub` script
+    next to the interpreter, else the interpreter with `-m hub`. Not resolved: a venv's interpreter is a link, and
+    only the link's directory has the venv's packages."""
     python = os.path.abspath(executable or sys.executable)
     script = Path(python).parent / ("hub.exe" if windows else "hub")
     return [str(script)] if script.is_file() else [python, "-m", "hub"]

@@ -70,14 +70,12 @@ def process_spec(
 
 
 def resolve_command(command: str, environ: Mapping[str, str], windows: bool = WINDOWS) -> str:
-    """`command` as the system finds it on the child's PATH; else the one installed next to the hub; else as given
-    (and starting it fails with the usual "command not found").
+    """`command` as the system finds it on the child's PATH; else the one installed next to the hub (a desktop host
+    starts the venv's `hub` with a PATH of its own, without the venv); else as given.
 
-    A desktop host starts `/path/to/.venv/bin/hub` with a PATH of its own, without that venv on it, so servers
-    installed into the hub's venv (the default servers.yaml's `mcp-server-time`) would not be found. On Windows a
-    command is found with each extension of PATHEXT (`npx` is `npx.cmd`, `uvx` is `uvx.exe`), never as the bare
-    name (npm's `npx` next to `npx.cmd` is a shell script), and its full path is returned: the system starts only
-    `.exe` files by a bare name, and looks on the hub's PATH, not the child's.
+    On Windows a command is found with each extension of PATHEXT (`npx` is `npx.cmd`), never as the bare name (npm's
+    `npx` beside `npx.cmd` is a shell script), and its full path is returned: the system starts only `.exe` files by
+    a bare name, and looks on the hub's PATH, not the child's.
     """
     path = environ.get("PATH", os.defpath)
     if windows:

@@ -79,13 +79,9 @@ Known = dict[int, float]  # pid -> start time (to tell a process from a later on
 
 
 class ProcessTable:
-    """The process table (also the hub's, to stop a child with its descendants): /proc on Linux; psutil elsewhere
-    and with HUB_PORTABLE=1.
-
+    """The process table (also the hub's, to stop a child): /proc on Linux; psutil elsewhere and with HUB_PORTABLE=1.
     Signals go to each process whose start time is still the one noted (a pid reused meanwhile is left alone) and,
-    where there are process groups (POSIX, not forced portable), to the group it leads (a child's helpers that stayed
-    in its group).
-    """
+    where there are process groups, to the group it leads (a child's helpers that stayed in it)."""
 
     def __init__(self) -> None:
         self._proc = LINUX and not portable()
