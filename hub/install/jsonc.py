@@ -279,8 +279,6 @@ def _nested(path: Sequence[str], value: Any) -> Any:
 def set_value(text: str, path: Sequence[str], value: Any) -> str:
     """`text` with the member at `path` (object keys from the top) set to `value`, creating the objects on the way.
 
-    Only that member's text changes (or is inserted): comments, layout and every other member stay as they were.
-
     Raises:
         JsoncError: the text is not JSON with comments, or something on the path is not an object.
     """

@@ -66,10 +66,8 @@ class _Minute:
     def add(self, duration_ms: float, error: bool) -> None:
         self.calls += 1
         self.errors += error
-        if duration_ms < self.low:
-            self.low = duration_ms
-        if duration_ms > self.high:
-            self.high = duration_ms
+        self.low = min(self.low, duration_ms)
+        self.high = max(self.high, duration_ms)
         cell = _cell(duration_ms)
         self.cells[cell] = self.cells.get(cell, 0) + 1
 
@@ -131,7 +129,7 @@ class Recent:
         self._series: dict[str, deque[_Minute]] = {}
 
     def record(self, line: Mapping[str, Any]) -> None:
-        """One call-log line's call (`hub.relay.router`: the fields as written, redacted by the call log)."""
+        """One call-log line's call (the fields as written, redacted by the call log)."""
         now = self._clock()
         child = line.get("child")
         outcome = str(line.get("outcome"))
