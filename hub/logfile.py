@@ -59,11 +59,11 @@ class LogFile:
         self._lock = threading.Lock()
         self._pending: dict[int, str] = {}  # per thread: text written since its last newline
         self.path.parent.mkdir(parents=True, exist_ok=True)  # hub.log_file: ~/.local/state/hub/hub.log
-        self._file: IO[bytes] = self._open()
-        self._size = os.fstat(self._file.fileno()).st_size
+        self._open()
 
-    def _open(self) -> IO[bytes]:
-        return open(self.path, "ab", buffering=0)
+    def _open(self) -> None:
+        self._file: IO[bytes] = open(self.path, "ab", buffering=0)  # noqa: SIM115 - held until close or reopen
+        self._size = os.fstat(self._file.fileno()).st_size
 
     def write(self, text: str) -> int:
         """Take `text`; every line it completes is written, the rest waits for its newline."""
@@ -99,15 +99,13 @@ class LogFile:
             # file another process holds open cannot be renamed). Said on stderr: never stdout, the protocol's.
             self._limit = self._size + self.max_bytes
             print(f"hub: cannot rotate {self.path} ({exc}); trying again later", file=sys.stderr)
-        self._file = self._open()
-        self._size = os.fstat(self._file.fileno()).st_size
+        self._open()
 
     def reopen(self) -> None:
         """Close the file and open `path` again: after logrotate (or a person) moved it away, a new file is begun."""
         with self._lock:
             self._file.close()
-            self._file = self._open()
-            self._size = os.fstat(self._file.fileno()).st_size
+            self._open()
 
     def flush(self) -> None:
         """Nothing to do: every whole line is written at once, and a part of a line waits for its end."""
