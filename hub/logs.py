@@ -1,6 +1,6 @@
 """Logging setup: structlog to stderr or a file, never stdout (stdout carries the protocol in stdio mode).
 
-One call, from the CLI, configures everything; the SDK's stdlib logging is bridged into the same output.
+One call, from the CLI, configures everything; the SDK's stdlib logging goes to the same output.
 """
 
 from __future__ import annotations

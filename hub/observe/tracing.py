@@ -64,17 +64,6 @@ DEFAULT_TRACES_PATH = "v1/traces"
 SUPPORTED_PROTOCOL = "http/protobuf"
 RESOURCE_METHODS = frozenset({"resources/read", "resources/subscribe", "resources/unsubscribe"})
 
-ATTR_METHOD = "mcp.method.name"
-ATTR_SESSION = "mcp.session.id"
-ATTR_RESOURCE_URI = "mcp.resource.uri"
-ATTR_TOOL = "gen_ai.tool.name"
-ATTR_PROMPT = "gen_ai.prompt.name"
-ATTR_OPERATION = "gen_ai.operation.name"
-ATTR_ERROR_TYPE = "error.type"
-ATTR_STATUS_CODE = "rpc.response.status_code"
-ATTR_CHILD = "hub.child"
-ATTR_OUTCOME = "hub.outcome"
-
 
 class Tracing:
     """Starts the hub's request spans on one provider and ends that provider's life (`shutdown`)."""
@@ -117,8 +106,9 @@ class Tracing:
         """The span of one routed request, begun now; the caller ends it."""
         from opentelemetry.trace import SpanKind
 
-        attributes, named = _request_attributes(_cut(method), _cut(target) if target else None, session_id)
-        name = f"{attributes[ATTR_METHOD]} {named}" if named else attributes[ATTR_METHOD]
+        method = _cut(method)
+        attributes, named = _request_attributes(method, _cut(target) if target else None, session_id)
+        name = f"{method} {named}" if named else method
         span = self._tracer.start_span(
             name, context=self._parent(host_meta), kind=SpanKind.SERVER, attributes=attributes
         )
@@ -190,7 +180,7 @@ class RequestSpan:
 
     def set_child(self, child: str) -> None:
         if not self._ended:
-            self._span.set_attribute(ATTR_CHILD, _cut(child))
+            self._span.set_attribute("hub.child", _cut(child))
 
     def end(self, outcome: str, error_type: str | None, *, message: str | None = None) -> None:
         """Ends the span with the hub's outcome, and status ERROR described by `message` with `error_type`. Only the
@@ -201,31 +191,31 @@ class RequestSpan:
             if self._ended:
                 return
             self._ended = True
-        self._span.set_attribute(ATTR_OUTCOME, _cut(outcome))
+        self._span.set_attribute("hub.outcome", _cut(outcome))
         if error_type:
             error_type = _cut(error_type)
-            self._span.set_attribute(ATTR_ERROR_TYPE, error_type)
+            self._span.set_attribute("error.type", error_type)
             if _is_jsonrpc_code(error_type):
-                self._span.set_attribute(ATTR_STATUS_CODE, error_type)
+                self._span.set_attribute("rpc.response.status_code", error_type)
             self._span.set_status(Status(StatusCode.ERROR, _cut(message) if message else None))
         self._span.end()
 
 
 def _request_attributes(method: str, target: str | None, session_id: str | None) -> tuple[dict[str, str], str | None]:
     """A request span's attributes at its start, and the target that goes into its name (None: the method alone)."""
-    attributes = {ATTR_METHOD: method}
+    attributes = {"mcp.method.name": method}
     if session_id:
-        attributes[ATTR_SESSION] = _cut(session_id)
+        attributes["mcp.session.id"] = _cut(session_id)
     if method == "tools/call":
-        attributes[ATTR_OPERATION] = "execute_tool"
+        attributes["gen_ai.operation.name"] = "execute_tool"
         if target:
-            attributes[ATTR_TOOL] = target
+            attributes["gen_ai.tool.name"] = target
             return attributes, target
     elif method == "prompts/get" and target:
-        attributes[ATTR_PROMPT] = target
+        attributes["gen_ai.prompt.name"] = target
         return attributes, target
     elif method in RESOURCE_METHODS and target:
-        attributes[ATTR_RESOURCE_URI] = target
+        attributes["mcp.resource.uri"] = target
     return attributes, None
 
 
