@@ -91,15 +91,10 @@ class ProcessTable:
         if self._proc:
             from hub.platform import linux
 
-            table = linux.processes()
-            found: Known = {}
-            for root in roots:
-                for pid in linux.descendants(root, table):
-                    found[pid] = float(table[pid][1])
-            return found
+            return {pid: float(start) for pid, start in linux.descendants(roots).items()}
         import psutil
 
-        found = {}
+        found: Known = {}
         for root in roots:
             with suppress(psutil.Error):
                 for child in psutil.Process(root).children(recursive=True):
