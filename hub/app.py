@@ -1,9 +1,8 @@
 """The hub: its children, the merged catalog, the router, the host sessions, and the configuration they follow.
 
-`async with Hub(config).running():` starts the watchdog, then every child concurrently, and returns at once: the
-host is served while slow children are still starting, and their tools appear (with list_changed) when they are
-ready. Leaving the block stops every child, each stop bounded in time. The host fronts (`hub.host`) serve hosts
-on top of a running hub; nothing here knows how a host is connected.
+`async with Hub(config).running():` starts the watchdog, then every child concurrently, and returns at once: slow
+children's tools appear (with list_changed) when they are ready. Leaving the block stops every child, each stop
+bounded in time. Nothing here knows how a host is connected (`hub.host`).
 """
 
 from __future__ import annotations
@@ -167,7 +166,6 @@ class Hub:
         self._scopes: dict[str, anyio.CancelScope] = {}
 
     def _metrics(self) -> Metrics:
-        """The HTTP front's /metrics: counted by the record sink, the children and sessions read at each scrape."""
         from hub.observe.metrics import Metrics  # prometheus_client: only the HTTP front's start-up pays for it
 
         return Metrics(self._child_stats, lambda: len(self.hosts.sessions))
@@ -195,8 +193,6 @@ class Hub:
 
     @property
     def replica(self) -> str:
-        """This process among replicas of one hub (`hub serve --replica-id`): in session ids, input-round states and
-        the call log."""
         return self.record.replica
 
     @asynccontextmanager
@@ -229,7 +225,7 @@ class Hub:
             self.watchdog.close()
 
     async def _shared_pins_changed(self) -> None:
-        """Another replica (or `hub pin --approve`) stored approvals: the namespace is made again with them."""
+        """Another replica (or `hub pin --approve`) stored approvals."""
         stored = await self.shared.approved_pins()
         pins: dict[str, SharedApproval] = {}
         for child, entry in stored.items():
@@ -281,10 +277,8 @@ class Hub:
         )
 
     async def reload(self, loaded: LoadedConfig) -> dict[str, list[str]]:
-        """Apply a new configuration: start added children, stop removed ones, restart changed ones.
-
-        Unchanged children are not touched, so their calls in flight finish. Returns what changed.
-        """
+        """Start added children, stop removed ones, restart changed ones; unchanged ones are not touched, so their
+        calls in flight finish. Returns what changed."""
         old = dict(self._enabled(self.loaded))
         new = dict(self._enabled(loaded))
         # A failed child is retried by any reload: its command may have been fixed outside the file.
@@ -346,11 +340,9 @@ class Hub:
     # ---- what the host sees of the hub itself -----------------------------------------------------------------
 
     def builtin_tools(self) -> tuple[dict[str, Any], ...]:
-        """The hub's own tools as a listing shows them (hub.relay.builtins)."""
         return self.builtins.tools()
 
     def instructions(self, view: View) -> str:
-        """What the hub tells a host at initialize (hub.relay.builtins)."""
         return self.builtins.instructions(view)
 
     def health(self) -> dict[str, Any]:

@@ -1,16 +1,12 @@
 """The hub's log file on disk: appended one whole line at a time, rotated by size, reopened on SIGHUP; and read
 back across its rotations (`hub logs`).
 
-Rotation renames `hub.log` to `hub.log.1` (and `hub.log.1` to `hub.log.2`, ..., the oldest beyond `backups` is
-deleted), as logrotate and Python's `RotatingFileHandler` name them, so `hub logs` and other tools find the siblings.
-The rule of the names is here, once, for the writer and for the reader (`rotated_siblings`).
+Rotation renames `hub.log` to `hub.log.1` (and `hub.log.1` to `hub.log.2`, ...), as logrotate and Python's
+`RotatingFileHandler` name them; the rule of the names is here once, for the writer and the reader.
 
-A line is never split across two files and never written twice: the size is checked before a line is written, and
-a line goes out in one `write` of the descriptor (opened for appending, unbuffered), so what a reader sees in any
-file is whole lines only. Writers hand over text in pieces: structlog's `PrintLogger` prints a message and then its
-newline (two writes), the call log and stdlib's `StreamHandler` write a line at once. Each thread's text is kept until
-its newline comes, so that two threads writing at once (the event loop, the OpenTelemetry exporter's thread logging
-through stdlib logging) interleave whole lines, never halves of them.
+A line is never split across two files nor written twice, and goes out in one `write` of an unbuffered append-mode
+descriptor, so a reader sees whole lines only. Writers hand over text in pieces (structlog prints a message, then
+its newline), so each thread's text is kept until its newline: two threads writing at once interleave whole lines.
 """
 
 from __future__ import annotations
@@ -49,13 +45,10 @@ def _numbered_siblings(path: Path) -> list[tuple[int, Path]]:
 
 
 class LogFile:
-    """A text stream for structlog, stdlib logging and the call log, appending whole lines to `path`.
+    """A text stream for structlog, stdlib logging and the call log, appending whole lines to `path`; thread-safe.
 
-    `max_bytes` 0 never rotates (rotation left to logrotate, which then sends SIGHUP: `reopen`). Otherwise a line
-    that would take the file past `max_bytes` goes to a fresh file; a single line longer than `max_bytes` is
-    written whole, alone in its file. `backups` (at least 1) rotated files are kept.
-
-    Every method may be called from any thread.
+    `max_bytes` 0 never rotates (logrotate does, then sends SIGHUP: `reopen`). Otherwise a line that would take the
+    file past `max_bytes` goes to a fresh file (a longer line is written whole, alone); `backups` (at least 1) kept.
     """
 
     def __init__(self, path: str | Path, max_bytes: int = 0, backups: int = 1) -> None:
@@ -66,11 +59,11 @@ class LogFile:
         self._lock = threading.Lock()
         self._pending: dict[int, str] = {}  # per thread: text written since its last newline
         self.path.parent.mkdir(parents=True, exist_ok=True)  # hub.log_file: ~/.local/state/hub/hub.log
-        self._file: IO[bytes] = self._open()
-        self._size = os.fstat(self._file.fileno()).st_size
+        self._open()
 
-    def _open(self) -> IO[bytes]:
-        return open(self.path, "ab", buffering=0)
+    def _open(self) -> None:
+        self._file: IO[bytes] = open(self.path, "ab", buffering=0)  # noqa: SIM115 - held until close or reopen
+        self._size = os.fstat(self._file.fileno()).st_size
 
     def write(self, text: str) -> int:
         """Take `text`; every line it completes is written, the rest waits for its newline."""
@@ -106,15 +99,13 @@ class LogFile:
             # file another process holds open cannot be renamed). Said on stderr: never stdout, the protocol's.
             self._limit = self._size + self.max_bytes
             print(f"hub: cannot rotate {self.path} ({exc}); trying again later", file=sys.stderr)
-        self._file = self._open()
-        self._size = os.fstat(self._file.fileno()).st_size
+        self._open()
 
     def reopen(self) -> None:
         """Close the file and open `path` again: after logrotate (or a person) moved it away, a new file is begun."""
         with self._lock:
             self._file.close()
-            self._file = self._open()
-            self._size = os.fstat(self._file.fileno()).st_size
+            self._open()
 
     def flush(self) -> None:
         """Nothing to do: every whole line is written at once, and a part of a line waits for its end."""

@@ -1,6 +1,6 @@
 """Logging setup: structlog to stderr or a file, never stdout (stdout carries the protocol in stdio mode).
 
-One call, from the CLI, configures everything; the SDK's stdlib logging is bridged into the same output.
+One call, from the CLI, configures everything; the SDK's stdlib logging goes to the same output.
 """
 
 from __future__ import annotations
@@ -62,10 +62,9 @@ class Throttle:
 class CallLog:
     """Writes the call log's line for each routed request (docs/call-log.md).
 
-    It runs on every call, so its cost is part of every call's: structlog's full chain (context variables, exception
-    formatting, the renderer's fallbacks) is several times the cost of the line itself. With `stream` (JSON format,
-    info enabled) the line is rendered here, with the same keys in the same order and the same timestamp. Without
-    it, it goes through structlog like any other line (console format, or a level that filters it out).
+    With `stream` (JSON format, info enabled) the line is rendered here, with the keys, order and timestamp structlog
+    would give it: structlog's full chain costs several times the line itself, on every call. Without it, the line
+    goes through structlog like any other (console format, or a level that filters it out).
     """
 
     def __init__(

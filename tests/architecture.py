@@ -87,7 +87,7 @@ class Layer:
 
 def layers(doc: Path = ARCHITECTURE_DOC) -> list[Layer]:
     """The layers in the ```layers block of docs/architecture.md, from the top one to the bottom one: each line is
-    a layer's name and the modules or packages it holds (`app   hub.app, hub.reload`)."""
+    a layer's name and the modules or packages it holds (`app   hub.app, hub.serve`)."""
     text = doc.read_text(encoding="utf-8")
     block = re.search(r"```layers\n(.*?)```", text, re.DOTALL)
     if block is None:

@@ -1,23 +1,8 @@
-"""The hosts `hub install` and `hub import` know: where each keeps its MCP servers, in which format, and what the
-hub's entry looks like there.
+"""The hosts `hub install` and `hub import` know (`CLIENTS`): where each keeps its MCP servers for each scope, in
+which format, and what the hub's entry looks like there.
 
 Every location is computed from a `Paths` (home directory, platform, environment, working directory), never from
 the running system directly, so that tests can lay out a Windows or macOS home in a temporary directory.
-
-- claude-desktop: `mcpServers` in `Claude/claude_desktop_config.json` under the desktop applications' directory
-  (`~/Library/Application Support` on macOS, `%APPDATA%` on Windows, `$XDG_CONFIG_HOME` else `~/.config` on Linux);
-  no project scope.
-- claude-code: `mcpServers` at the top of `~/.claude.json` (`$CLAUDE_CONFIG_DIR/.claude.json`); project: `.mcp.json`.
-- cursor: `mcpServers` in `~/.cursor/mcp.json`; project: `.cursor/mcp.json`.
-- vscode: `servers` (entries with `"type": "stdio"`) in `Code/User/mcp.json` under the same directory as Claude
-  Desktop's; project: `.vscode/mcp.json`.
-- windsurf: `mcpServers` in `~/.codeium/windsurf/mcp_config.json`; no project scope.
-- zed: `context_servers` (entries with `"source": "custom"`) in `~/.config/zed/settings.json` on macOS,
-  `%APPDATA%\\Zed\\settings.json` on Windows, `$XDG_CONFIG_HOME/zed/settings.json` on Linux; project:
-  `.zed/settings.json`.
-- gemini: `mcpServers` in `~/.gemini/settings.json`; project: `.gemini/settings.json`.
-- codex: `[mcp_servers.NAME]` tables in `~/.codex/config.toml` (`$CODEX_HOME/config.toml`); project:
-  `.codex/config.toml` (read by Codex in trusted projects only).
 
 Every JSON file is edited as JSON with comments (hub.install.jsonc): Zed's and VS Code's settings have comments,
 Gemini's may, and an edit that keeps comments keeps plain JSON as it was too.
@@ -50,7 +35,8 @@ class Paths:
     def current(cls) -> Paths:
         return cls(Path.home(), sys.platform, dict(os.environ), Path.cwd())
 
-    def _variable(self, name: str) -> Path | None:
+    def variable(self, name: str) -> Path | None:
+        """The directory an environment variable names, if it is absolute."""
         value = self.env.get(name, "")
         return Path(value) if value and Path(value).is_absolute() else None
 
@@ -60,12 +46,8 @@ class Paths:
         if self.platform == "darwin":
             return self.home / "Library" / "Application Support"
         if self.platform == "win32":
-            return self._variable("APPDATA") or self.home / "AppData" / "Roaming"
-        return self._variable("XDG_CONFIG_HOME") or self.home / ".config"
-
-    def variable_or(self, name: str, default: Path) -> Path:
-        """The directory an environment variable names (if absolute), else `default`."""
-        return self._variable(name) or default
+            return self.variable("APPDATA") or self.home / "AppData" / "Roaming"
+        return self.variable("XDG_CONFIG_HOME") or self.home / ".config"
 
     def which(self, program: str) -> str | None:
         """`program` as found on this environment's PATH (None when there is no PATH)."""
@@ -134,7 +116,7 @@ CLIENTS: dict[str, Client] = {
             "claude-code",
             "Claude Code",
             ("mcpServers",),
-            lambda p: p.variable_or("CLAUDE_CONFIG_DIR", p.home) / ".claude.json",
+            lambda p: (p.variable("CLAUDE_CONFIG_DIR") or p.home) / ".claude.json",
             ".mcp.json",
             _typed,
             cli="claude",
@@ -171,7 +153,7 @@ CLIENTS: dict[str, Client] = {
             "codex",
             "Codex",
             ("mcp_servers",),
-            lambda p: p.variable_or("CODEX_HOME", p.home / ".codex") / "config.toml",
+            lambda p: (p.variable("CODEX_HOME") or p.home / ".codex") / "config.toml",
             ".codex/config.toml",
             _plain,
             toml=True,
@@ -192,7 +174,7 @@ REMOTE: dict[str, Callable[[str, str], dict[str, Any]]] = {
 
 
 def connect_command(executable: list[str], url: str, variable: str) -> list[str]:
-    """The command line of a stdio bridge to a team hub (`hub connect`), the token from `variable`."""
+    """The command line of `hub connect` (hub.connect: a stdio host to a team hub), the token from `variable`."""
     return [*executable, "connect", url, "--token-env", variable]
 
 
@@ -206,12 +188,9 @@ ENTRY_FOR_KEY: dict[str, Callable[[list[str]], dict[str, Any]]] = {
 
 
 def hub_executable(executable: str | None = None, windows: bool = sys.platform == "win32") -> list[str]:
-    """The command that runs this hub, by absolute path: the `hub` script next to the interpreter (a venv's bin/
-    or Scripts\\), else the interpreter with `-m hub`. A host starts it with a PATH of its own, often minimal.
-
-    The interpreter's path is made absolute but not resolved: in a venv it is a link to the base interpreter, and
-    only the link's directory has the venv's packages.
-    """
+    """The command that runs this hub, by absolute path (a host starts it with a PATH of its own): the `hub` script
+    next to the interpreter, else the interpreter with `-m hub`. Not resolved: a venv's interpreter is a link, and
+    only the link's directory has the venv's packages."""
     python = os.path.abspath(executable or sys.executable)
     script = Path(python).parent / ("hub.exe" if windows else "hub")
     return [str(script)] if script.is_file() else [python, "-m", "hub"]

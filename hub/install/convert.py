@@ -36,33 +36,12 @@ from hub.install.secrets import (
     variable_name,
 )
 
-PREFIX = re.compile(r"[a-z][a-z0-9-]{0,31}")
-_KNOWN = frozenset(
-    {
-        "command",
-        "args",
-        "env",
-        "cwd",
-        "url",
-        "serverUrl",
-        "httpUrl",
-        "headers",
-        "type",
-        "transport",
-        "source",
-        "enabled",
-        "disabled",
-        "env_vars",
-        "bearer_token_env_var",
-        "http_headers",
-        "env_http_headers",
-        "includeTools",
-        "excludeTools",
-        "enabled_tools",
-        "disabled_tools",
-        "settings",
-    }
-)
+# The keys of a host's entry that the conversion reads; any other is named in the notes.
+_KNOWN = frozenset({
+    "command", "args", "env", "cwd", "url", "serverUrl", "httpUrl", "headers", "type", "transport", "source",
+    "enabled", "disabled", "env_vars", "bearer_token_env_var", "http_headers", "env_http_headers", "includeTools",
+    "excludeTools", "enabled_tools", "disabled_tools", "settings",
+})  # fmt: skip
 _TRANSPORTS = {
     "sse": "sse",
     "http": "streamable-http",

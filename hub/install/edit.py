@@ -1,12 +1,7 @@
-"""Changing a host's config file safely: atomic writes, timestamped backups, the restore of the latest one, and
-the servers' mapping of a JSON (with comments) or TOML file edited entry by entry.
-
-- A write goes to a temporary file in the same directory, then `os.replace`s the old one: a host (or a crash)
-  never sees half a file. The old file's mode is kept (`~/.claude.json` is the user's alone).
-- Before a file is changed, its bytes are copied to `<name>.bak-<YYYYmmddTHHMMSS>` beside it (`-2`, `-3` ... when
-  two changes fall in one second). A change that changes nothing writes nothing and backs nothing up.
-- Text is read and written as bytes decoded as UTF-8, without newline translation, so that a file with Windows
-  line ends keeps them.
+"""Changing a host's config file safely: atomic writes that keep the file's mode, timestamped backups
+(`<name>.bak-<YYYYmmddTHHMMSS>`, `-2` ... within one second), and the servers' mapping of a JSON (with comments) or
+TOML file edited entry by entry. A change that changes nothing writes nothing and backs nothing up. Text is read and
+written as UTF-8 bytes without newline translation, so Windows line ends stay.
 """
 
 from __future__ import annotations

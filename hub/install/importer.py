@@ -1,17 +1,12 @@
 """`hub import`: the servers a host already has, as children in servers.yaml; their secrets in the env file.
 
-What happens to each entry of the host's file (`Item.state`):
+Each entry of the host's file is `added` (under a prefix fitted from its name, `-2`, `-3` ... when taken),
+`present` (servers.yaml has a child with the same command and arguments, or URL: importing twice changes nothing)
+or `skipped` (the hub's own entry, or one the hub cannot run).
 
-- `added`: converted (hub.install.convert) under a prefix fitted from its name; a prefix already taken (by a
-  child of servers.yaml or an earlier entry of this import) gets `-2`, `-3` ... and the collision is reported;
-- `present`: servers.yaml already has a child with the same command and arguments (or URL), under any name: it is
-  not added again, so importing twice changes nothing;
-- `skipped`: the hub's own entry, or an entry the hub cannot run (the reason is given).
-
-servers.yaml is edited with ruamel.yaml's round trip, so its comments and order stay; the result is validated
-against the hub's schema before anything is written. Secrets go to the env file beside it (`servers.env`, mode
-0600, hub.config.envfile), which a `.gitignore` beside it keeps out of git: servers.yaml stays shareable, and the
-hub reads the env file when it loads servers.yaml, so the imported servers run as they did in the host.
+servers.yaml is edited with ruamel.yaml's round trip, so its comments and order stay, and the result is validated
+before anything is written. Secrets go to the env file beside it (mode 0600, hub.config.envfile), which a
+`.gitignore` keeps out of git: servers.yaml stays shareable, and the imported servers run as they did in the host.
 """
 
 from __future__ import annotations

@@ -237,7 +237,7 @@ def _rows(client: Client, scope: Scope, file: Path, name: str, expected: list[st
 
 
 def _remote(entry: Mapping[str, Any], command: list[str]) -> str | None:
-    """The URL of a hub entry that reaches a team hub: a host's own HTTP entry, or a `hub connect URL` bridge."""
+    """The URL of a hub entry that reaches a team hub: a host's own HTTP entry, or a `hub connect URL` command."""
     for key in ("url", "serverUrl"):
         if isinstance(entry.get(key), str):
             return str(entry[key])

@@ -279,8 +279,6 @@ def _nested(path: Sequence[str], value: Any) -> Any:
 def set_value(text: str, path: Sequence[str], value: Any) -> str:
     """`text` with the member at `path` (object keys from the top) set to `value`, creating the objects on the way.
 
-    Only that member's text changes (or is inserted): comments, layout and every other member stay as they were.
-
     Raises:
         JsoncError: the text is not JSON with comments, or something on the path is not an object.
     """
@@ -335,11 +333,7 @@ def remove_member(text: str, path: Sequence[str]) -> str:
     Raises:
         JsoncError: the text is not JSON with comments.
     """
-    root = parse(text)
-    node = root
-    for key in path[:-1]:
-        member = node.member(key) if node is not None and node.is_object else None
-        node = member.value if member is not None else None
+    node = _find(parse(text), path[:-1])
     if node is None or not node.is_object or node.member(path[-1]) is None:
         return text
     target = node.member(path[-1])

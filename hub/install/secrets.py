@@ -73,12 +73,9 @@ def variable_name(*parts: str) -> str:
 
 @dataclass
 class SecretStore:
-    """The env file's values and the ones an import adds: each secret value gets one variable name.
-
-    A value already in the file keeps its name (so importing twice writes nothing new). A name is not reused for
-    another value, nor taken when the environment the import runs in has it with another value (the environment
-    wins over the file when the hub starts, so that value would replace the secret).
-    """
+    """The env file's values and the ones an import adds: each secret value gets one variable name, the one it has
+    in the file if any. A name is not taken when the environment has it with another value: the environment wins
+    over the file when the hub starts."""
 
     existing: Mapping[str, str]
     environment: Mapping[str, str] = field(default_factory=dict)

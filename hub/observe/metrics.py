@@ -1,36 +1,19 @@
 """Prometheus metrics for the hub: what it routed, what it refused, and how its children are doing.
 
 One `Metrics` per hub, each with its own `CollectorRegistry` (never prometheus_client's global one): two hubs in one
-process (tests, an embedding application) do not see or clash with each other's series, and nothing here is module
-state. `render()` is the scrape: the text exposition format and its content type, for whatever serves /metrics.
+process (tests, an embedding application) do not see or clash with each other's series. `render()` is the scrape.
 
-Counted as they happen (the hub's code calls these):
-
-- `request(child, method, outcome, seconds)`: every routed request and every listing, `child` None for what the hub
-  answers itself (label "hub"). Feeds `hub_requests_total{child,method,outcome}` and
-  `hub_request_duration_seconds{child,method}`, a histogram on the OpenTelemetry MCP semantic conventions' bucket
-  boundaries for `mcp.server.operation.duration`, so that the hub's latencies line up with other MCP servers'.
-- `tool_call(exposed, outcome)`: `hub_tool_calls_total{tool,outcome}` by the tool's exposed (namespaced) name.
-- `rejection(reason)`: `hub_rejections_total{reason}`: busy, denied, unauthenticated, rate_limited, invalid,
-  too_large, unavailable.
-- `reload(outcome)`: `hub_reloads_total{outcome}`, applied or rejected.
-- `auth_failure(kind)`: `hub_auth_failures_total{kind}`: token_unknown, token_expired, jwt_invalid, jwks_fetch...
-
-Read at scrape time, through the two callables given to the constructor (the numbers live where the work is done;
-copying them here on every change would be a second, drifting record):
-
-- `hub_child_up{child}` (1 or 0), `hub_child_restarts_total{child}`, `hub_child_in_flight{child}`,
-  `hub_child_queued{child}`, `hub_child_quarantined{child}` (tools and prompts held back for differing from
-  servers.lock), one series per `ChildStats` the `children` callable yields;
-- `hub_sessions`, the `sessions` callable's count of open host sessions.
+Counted as they happen, by the methods of `Metrics`. `hub_request_duration_seconds` uses the OpenTelemetry MCP
+semantic conventions' bucket boundaries for `mcp.server.operation.duration`, so that the hub's latencies line up
+with other MCP servers'. The children's gauges and the session count are read at scrape time through the two
+callables given to the constructor: the numbers live where the work is done, and a copy kept here would drift.
 
 Label values are bounded, because every distinct value is a series kept in memory for the life of the process and
 scraped every time: a tool name or a method comes from a host or a child, and a hostile or broken one must not grow
 the registry without limit. So a method outside the MCP method set is labelled "other"; a tool name is cut to
 `LABEL_LIMIT` characters, and past `TOOL_LIMIT` distinct names the further ones are counted under "other"; every
-other label value is cut to `LABEL_LIMIT` characters too (those are the hub's own words, a child's configured name).
-No label names a person, a token or a session: identities are unbounded (a series per user, kept for the life of the
-process) and they are not the metrics' to publish to whoever can scrape the endpoint.
+other label value is cut to `LABEL_LIMIT` characters too. No label names a person, a token or a session: identities
+are unbounded, and they are not the metrics' to publish to whoever can scrape the endpoint.
 """
 
 from __future__ import annotations
@@ -49,24 +32,11 @@ LABEL_LIMIT = 200
 TOOL_LIMIT = 1000
 OTHER = "other"
 HUB = "hub"
-MCP_METHODS = frozenset(
-    {
-        "tools/call",
-        "tools/list",
-        "resources/read",
-        "resources/list",
-        "resources/templates/list",
-        "resources/subscribe",
-        "resources/unsubscribe",
-        "prompts/get",
-        "prompts/list",
-        "completion/complete",
-        "initialize",
-        "ping",
-        "logging/setLevel",
-        "subscriptions/listen",
-    }
-)
+MCP_METHODS = frozenset({
+    "tools/call", "tools/list", "resources/read", "resources/list", "resources/templates/list", "resources/subscribe",
+    "resources/unsubscribe", "prompts/get", "prompts/list", "completion/complete", "initialize", "ping",
+    "logging/setLevel", "subscriptions/listen",
+})  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -108,6 +78,21 @@ class _Capped:
         return OTHER
 
 
+# The children's series, read at each scrape: (family, name, help, the ChildStats field it shows).
+_CHILD_SERIES: tuple[tuple[type[GaugeMetricFamily | CounterMetricFamily], str, str, str], ...] = (
+    (GaugeMetricFamily, "hub_child_up", "Whether the child is connected and answering (1) or not (0).", "up"),
+    (CounterMetricFamily, "hub_child_restarts_total", "Times the hub restarted the child.", "restarts"),
+    (GaugeMetricFamily, "hub_child_in_flight", "Requests the child is working on now.", "in_flight"),
+    (GaugeMetricFamily, "hub_child_queued", "Requests waiting for one of the child's slots.", "queued"),
+    (
+        GaugeMetricFamily,
+        "hub_child_quarantined",
+        "Tools and prompts of the child held back for differing from servers.lock.",
+        "quarantined",
+    ),
+)
+
+
 class _ChildCollector(Collector):
     """The children's gauges and the session count, read from the hub's callables at each scrape."""
 
@@ -117,44 +102,21 @@ class _ChildCollector(Collector):
 
     def describe(self) -> Iterable[Metric]:
         # The names alone, so that the registry refuses a clash when this is registered (no callable is called).
-        return list(self._families())
+        return self._families((), None)
 
     def collect(self) -> Iterable[Metric]:
-        up, restarts, in_flight, queued, quarantined, sessions = self._families()
-        for child in self._children():
-            name = [_cut(child.name)]
-            up.add_metric(name, 1 if child.up else 0)
-            restarts.add_metric(name, child.restarts)
-            in_flight.add_metric(name, child.in_flight)
-            queued.add_metric(name, child.queued)
-            quarantined.add_metric(name, child.quarantined)
-        sessions.add_metric([], self._sessions())
-        return [up, restarts, in_flight, queued, quarantined, sessions]
+        return self._families(self._children(), self._sessions())
 
     @staticmethod
-    def _families() -> tuple[
-        GaugeMetricFamily,
-        CounterMetricFamily,
-        GaugeMetricFamily,
-        GaugeMetricFamily,
-        GaugeMetricFamily,
-        GaugeMetricFamily,
-    ]:
-        child = ["child"]
-        return (
-            GaugeMetricFamily(
-                "hub_child_up", "Whether the child is connected and answering (1) or not (0).", labels=child
-            ),
-            CounterMetricFamily("hub_child_restarts_total", "Times the hub restarted the child.", labels=child),
-            GaugeMetricFamily("hub_child_in_flight", "Requests the child is working on now.", labels=child),
-            GaugeMetricFamily("hub_child_queued", "Requests waiting for one of the child's slots.", labels=child),
-            GaugeMetricFamily(
-                "hub_child_quarantined",
-                "Tools and prompts of the child held back for differing from servers.lock.",
-                labels=child,
-            ),
-            GaugeMetricFamily("hub_sessions", "Host sessions open now.", labels=[]),
-        )
+    def _families(children: Iterable[ChildStats], sessions: int | None) -> list[Metric]:
+        families = [(kind(name, text, labels=["child"]), field) for kind, name, text, field in _CHILD_SERIES]
+        for child in children:
+            for family, field in families:
+                family.add_metric([_cut(child.name)], int(getattr(child, field)))
+        open_sessions = GaugeMetricFamily("hub_sessions", "Host sessions open now.", labels=[])
+        if sessions is not None:
+            open_sessions.add_metric([], sessions)
+        return [*(family for family, _ in families), open_sessions]
 
 
 class Metrics:
@@ -197,14 +159,14 @@ class Metrics:
         self.registry.register(_ChildCollector(children, sessions))
 
     def request(self, child: str | None, method: str, outcome: str, seconds: float) -> None:
-        """A routed request or listing ended; `child` None for one the hub answered itself."""
+        """A routed request or listing ended; `child` None for one the hub answered itself (label "hub")."""
         child_label = HUB if child is None else _cut(child)
         method_label = _method(method)
         self._requests.labels(child_label, method_label, _cut(outcome)).inc()
         self._durations.labels(child_label, method_label).observe(max(seconds, 0.0))
 
     def tool_call(self, exposed: str, outcome: str) -> None:
-        """A tools/call ended, by the tool's exposed name."""
+        """A tools/call ended, by the tool's exposed (namespaced) name."""
         self._tool_calls.labels(self._tool(exposed), _cut(outcome)).inc()
 
     def rejection(self, reason: str) -> None:

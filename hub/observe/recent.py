@@ -1,21 +1,17 @@
 """What the status page shows of the calls: the last `LAST_CALLS` calls, and per child the last `WINDOW_MINUTES`
 minutes as per-minute counts, errors and latency quantiles.
 
-Everything else on the page is read where the work is done (the children, the catalog); this is the one record
-that is new, because nothing else keeps recent calls. It is fed from the one place every call-log line is made
-(`hub.relay.record.Record.line`), with the same fields after the call log's redactor has seen them, so it cannot
-drift from the log: a call is on the page exactly when it has a call-log line.
+It is fed from the one place every call-log line is made (`hub.relay.record.Record.line`), with the fields the call
+log's redactor has seen: a call is on the page exactly when it has a call-log line.
 
-Memory is bounded whatever the traffic: `LAST_CALLS` records (each field cut to `FIELD_CHARS`; arguments kept
-only when the line carried them, i.e. `log_arguments` is on for that child, as JSON cut to `ARGUMENT_CHARS`); per
-child, at most `WINDOW_MINUTES` minute buckets, each a count, an error count and a sparse latency histogram of at
-most `_BUCKETS` cells (log-spaced, `_FACTOR` apart, so a quantile read from it is within 5 % of the true one, and
-clamped to the minute's smallest and largest duration); at most `MAX_SERIES` children (more, which only a
-configuration with that many can make, are counted under "other"). A child with no call in the window is forgotten.
+Memory is bounded whatever the traffic: `LAST_CALLS` records, fields cut to `FIELD_CHARS` (arguments, kept only
+when the line carried them, to `ARGUMENT_CHARS`); per child, at most `WINDOW_MINUTES` minute buckets, each with a
+sparse latency histogram of at most `_BUCKETS` log-spaced cells (a quantile read from it is within 5 % of the true
+one); at most `MAX_SERIES` children, further ones counted under "other". A child with no call in the window is
+forgotten.
 
-An error is any outcome other than `ok`, as in `hub logs`. Time is the injected `clock` (wall-clock seconds), so a
-minute is the minute people read on a clock; one that goes back is counted in the newest minute. Records and
-snapshots are made on the event loop: there is no lock.
+An error is any outcome other than `ok`, as in `hub logs`. Time is the injected `clock` (wall-clock seconds); a
+clock that goes back counts in the newest minute. Used on the event loop only: there is no lock.
 """
 
 from __future__ import annotations
@@ -70,10 +66,8 @@ class _Minute:
     def add(self, duration_ms: float, error: bool) -> None:
         self.calls += 1
         self.errors += error
-        if duration_ms < self.low:
-            self.low = duration_ms
-        if duration_ms > self.high:
-            self.high = duration_ms
+        self.low = min(self.low, duration_ms)
+        self.high = max(self.high, duration_ms)
         cell = _cell(duration_ms)
         self.cells[cell] = self.cells.get(cell, 0) + 1
 
@@ -135,7 +129,7 @@ class Recent:
         self._series: dict[str, deque[_Minute]] = {}
 
     def record(self, line: Mapping[str, Any]) -> None:
-        """One call-log line's call (`hub.relay.router`: the fields as written, redacted by the call log)."""
+        """One call-log line's call (the fields as written, redacted by the call log)."""
         now = self._clock()
         child = line.get("child")
         outcome = str(line.get("outcome"))

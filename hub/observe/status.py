@@ -1,24 +1,17 @@
 """The status page's numbers, as one JSON-ready snapshot (`GET /status.json`, and what `GET /` renders).
 
-Read where the work is done, at the moment of the request: each child's state, restarts, current error and uptime
-from `Hub.health()`, and the error that ended its last run (`Child.last_failure`, kept once it is back); readiness
-from `Hub.readiness()`; tool counts and token cost from the catalog's namespace (what hosts are shown); calls from
-the recent-calls recorder (`hub.observe.recent`), the only record kept for the page.
+Read where the work is done, at the moment of the request (the hub's health and readiness, the namespace, the
+recent-calls recorder). Every text that came from a host or a child goes through the call log's redactor, so the
+page shows no more than the log does. Token cost is the listing's, counted as `hub cost` counts it; tools found only
+through search cost nothing until found.
 
-Every text that came from a host or a child (tool names, error messages, a child's last error, logged arguments)
-goes through the call log's redactor here, the same one every log line goes through, so the page shows no more
-than the log does.
-
-Token cost is the listing's: per child, the compact JSON of each tool it has listed, counted as `hub cost` counts
-it (`hub.observe.tokens.counter`: tiktoken's cl100k_base when installed and cached, else bytes / 4); tools found only
-through search (`exposure: search`) cost nothing until found. It is computed once per namespace.
-
-What it reads of the hub and its namespace is named by the protocols `StatusSource` and `ToolListing` (hub.app.Hub and
-hub.relay.catalog.Namespace satisfy them), so this module imports neither: observe sits below the relay and the app.
+What it reads is named by the protocols `StatusSource` and `ToolListing`, so this module imports neither the app
+nor the relay: observe sits below them.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import datetime
 import json
 import time
@@ -123,31 +116,15 @@ def snapshot(hub: StatusSource, recent: Recent, tokens: ListingTokens, redact: C
     ]
     windows = recent.windows(s["name"] for s in servers)
     activity = [
-        {
-            "child": w.child,
-            "calls": w.calls,
-            "errors": w.errors,
-            "error_rate": round(w.error_rate, 4),
-            "per_minute": w.per_minute,
-            "p50_ms": w.p50_ms,
-            "p95_ms": w.p95_ms,
-            "minutes": list(w.minutes),
-        }
+        {**dataclasses.asdict(w), "error_rate": round(w.error_rate, 4), "minutes": list(w.minutes)}
         for w in windows.values()
     ]
     calls = []
     for c in recent.calls():
-        call: dict[str, Any] = {
-            "at": _when(c.at),
-            "identity": c.identity,
-            "child": c.child,
-            "method": c.method,
-            "name": redact(c.name),
-            "outcome": c.outcome,
-            "duration_ms": c.duration_ms,
-            "error": redact(c.error),
-        }
-        if c.arguments is not None:
+        call = {**c._asdict(), "at": _when(c.at), "name": redact(c.name), "error": redact(c.error)}
+        if c.arguments is None:
+            del call["arguments"]
+        else:
             call["arguments"] = redact(c.arguments)
         calls.append(call)
     return {

@@ -1,10 +1,6 @@
 """How many tokens a text costs a model: tiktoken's `cl100k_base` when that optional package is installed and its
-encoding is already on disk, else the text's UTF-8 size divided by four (the usual rule of thumb for English and
-JSON). Both are approximations of what a given host and model charge, good for comparing servers.
-
-tiktoken fetches an encoding it has not cached from the network, synchronously and without a timeout; the hub
-never lets it: the encoding is used only if its file is where tiktoken keeps its cache (`TIKTOKEN_CACHE_DIR`,
-else `DATA_GYM_CACHE_DIR`, else `data-gym-cache` in the temporary directory, named by the SHA-1 of its URL).
+encoding is cached on disk, else the UTF-8 size divided by four. tiktoken would fetch an encoding it has not cached
+from the network, synchronously and without a timeout: the hub uses it only if its file is in tiktoken's cache.
 """
 
 from __future__ import annotations

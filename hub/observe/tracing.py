@@ -13,36 +13,26 @@ given (default `os.environ`): that decision, the endpoint, `OTEL_EXPORTER_OTLP_[
 
 Its own `TracerProvider`, never the global one: the hub may be embedded in an application (or run twice in one test
 process) that has, or will set, a global provider of its own; setting it is once-only and process-wide, and taking
-it over would send that application's spans to our exporter or ours to theirs. Owning the provider also means owning
-its end: the provider is built without the SDK's exit hook (which waits unbounded on an unreachable collector), and
-`shutdown()` flushes and stops it within a bounded time. Spans are never made "current" either: the hub's requests
-are interleaved asyncio tasks, and the context they run in is not the request's.
+it over would send that application's spans to our exporter or ours to theirs. The provider is built without the
+SDK's exit hook (which waits unbounded on an unreachable collector): `shutdown()` ends it in bounded time. Spans are
+never made "current" either: the hub's requests are interleaved asyncio tasks, and the context they run in is not
+the request's.
 
 One `RequestSpan` per routed request (`start`), following the OpenTelemetry semantic conventions for MCP server
-spans (kind SERVER):
+spans (kind SERVER): named `"{mcp.method.name} {target}"` for a tool (tools/call) or a prompt (prompts/get), else
+`"{mcp.method.name}"` (a resource URI is high cardinality: it is the attribute `mcp.resource.uri`, not in the name);
+`mcp.session.id`, `gen_ai.tool.name` with `gen_ai.operation.name="execute_tool"`, `gen_ai.prompt.name`;
+`jsonrpc.protocol.version` is not set (recommended only when it is not "2.0"). At the end, `error.type` is the
+JSON-RPC code as a string (then `rpc.response.status_code` too) or "tool_error". The hub's own attributes are under
+its own prefix, not the conventions' `mcp.*`: `hub.child`, `hub.outcome`.
 
-- name `"{mcp.method.name} {target}"` where the target is a tool name (tools/call) or a prompt name (prompts/get),
-  else `"{mcp.method.name}"`. A resource URI is not put in the name (the conventions: not by default, it is high
-  cardinality); it is the attribute `mcp.resource.uri` (resources/read, resources/subscribe, resources/unsubscribe).
-- `mcp.method.name`; `mcp.session.id` when there is a session; `gen_ai.tool.name` and
-  `gen_ai.operation.name="execute_tool"` for tools/call; `gen_ai.prompt.name` for prompts/get.
-  `jsonrpc.protocol.version` is not set: the conventions recommend it only when it is not "2.0", and MCP is 2.0.
-- at `end(outcome, error_type, message=...)`: `error.type` and status ERROR (described by the JSON-RPC error's
-  message, when given) if there was an error; `rpc.response.status_code` too when `error_type` is a JSON-RPC error
-  code (the conventions: `error.type` is the code as a string, or "tool_error" for a CallToolResult with isError).
-- the hub's own words, under the hub's own prefix (the conventions advise against inventing names in their `mcp.*`
-  namespace): `hub.child`, the configured server the request went to (`set_child`), and `hub.outcome`.
-
-The parent is the W3C trace context in the request's `params._meta` (`traceparent`, `tracestate`): the conventions'
-propagation for MCP, because MCP runs over stdio as well as HTTP and one HTTP request can carry several MCP messages,
-so transport headers do not identify one request's caller. An absent or invalid traceparent starts a new trace (not
-the ambient context's). `child_meta()` is what goes into the child's `params._meta` in its place, with this span as
-the parent, so the child's server span joins the same trace.
+The parent is the W3C trace context in the request's `params._meta` (`traceparent`, `tracestate`), the conventions'
+propagation for MCP: one HTTP request can carry several MCP messages, and stdio has no headers. `child_meta()` puts
+this span there as the parent for the child, so the child's server span joins the same trace.
 
 Strings from a host (method, tool and prompt names, URIs, session ids, error messages) are cut to `VALUE_LIMIT`
-characters. This module imports no OpenTelemetry package until it is used: the SDK is imported by
-`from_environment` (and by whoever builds a provider for `Tracing(provider)`), so a hub without the extra, or
-without the variables, pays nothing at start-up.
+characters. No OpenTelemetry package is imported until it is used, so a hub without the extra, or without the
+variables, pays nothing at start-up.
 """
 
 from __future__ import annotations
@@ -74,17 +64,6 @@ DEFAULT_TRACES_PATH = "v1/traces"
 SUPPORTED_PROTOCOL = "http/protobuf"
 RESOURCE_METHODS = frozenset({"resources/read", "resources/subscribe", "resources/unsubscribe"})
 
-ATTR_METHOD = "mcp.method.name"
-ATTR_SESSION = "mcp.session.id"
-ATTR_RESOURCE_URI = "mcp.resource.uri"
-ATTR_TOOL = "gen_ai.tool.name"
-ATTR_PROMPT = "gen_ai.prompt.name"
-ATTR_OPERATION = "gen_ai.operation.name"
-ATTR_ERROR_TYPE = "error.type"
-ATTR_STATUS_CODE = "rpc.response.status_code"
-ATTR_CHILD = "hub.child"
-ATTR_OUTCOME = "hub.outcome"
-
 
 class Tracing:
     """Starts the hub's request spans on one provider and ends that provider's life (`shutdown`)."""
@@ -102,8 +81,7 @@ class Tracing:
 
     @classmethod
     def from_environment(cls, environ: Mapping[str, str] | None = None) -> Tracing | None:
-        """A `Tracing` exporting where the standard OTEL_* variables say, or None if they do not ask for traces or
-        the SDK is not installed (see the module's docstring for which variables and how)."""
+        """A `Tracing` exporting where the OTEL_* variables say (the module's docstring), or None."""
         env: Mapping[str, str] = os.environ if environ is None else environ
         exporters = _wanted_exporters(env)
         if not exporters:
@@ -128,8 +106,9 @@ class Tracing:
         """The span of one routed request, begun now; the caller ends it."""
         from opentelemetry.trace import SpanKind
 
-        attributes, named = _request_attributes(_cut(method), _cut(target) if target else None, session_id)
-        name = f"{attributes[ATTR_METHOD]} {named}" if named else attributes[ATTR_METHOD]
+        method = _cut(method)
+        attributes, named = _request_attributes(method, _cut(target) if target else None, session_id)
+        name = f"{method} {named}" if named else method
         span = self._tracer.start_span(
             name, context=self._parent(host_meta), kind=SpanKind.SERVER, attributes=attributes
         )
@@ -160,8 +139,8 @@ class Tracing:
             _log.warning("tracing_shutdown_failed", error=repr(exc)[:200])
 
     def _parent(self, host_meta: Mapping[str, Any] | None) -> Context:
-        """The remote parent from the host's W3C trace context, or an empty context (a new trace) if there is none or
-        it is invalid. Never the ambient context: the hub's current context is not the request's caller."""
+        """The remote parent from the host's W3C trace context; else an empty context (a new trace), never the
+        ambient one."""
         from opentelemetry.context import Context
 
         if not host_meta:
@@ -200,44 +179,43 @@ class RequestSpan:
         return carrier
 
     def set_child(self, child: str) -> None:
-        """The configured server the request went to (`hub.child`)."""
         if not self._ended:
-            self._span.set_attribute(ATTR_CHILD, _cut(child))
+            self._span.set_attribute("hub.child", _cut(child))
 
     def end(self, outcome: str, error_type: str | None, *, message: str | None = None) -> None:
-        """Ends the span with the hub's outcome; with `error_type`, `error.type` and status ERROR (described by
-        `message`, the JSON-RPC error's message, when given). Only the first call counts."""
+        """Ends the span with the hub's outcome, and status ERROR described by `message` with `error_type`. Only the
+        first call counts."""
         from opentelemetry.trace import Status, StatusCode
 
         with self._lock:
             if self._ended:
                 return
             self._ended = True
-        self._span.set_attribute(ATTR_OUTCOME, _cut(outcome))
+        self._span.set_attribute("hub.outcome", _cut(outcome))
         if error_type:
             error_type = _cut(error_type)
-            self._span.set_attribute(ATTR_ERROR_TYPE, error_type)
+            self._span.set_attribute("error.type", error_type)
             if _is_jsonrpc_code(error_type):
-                self._span.set_attribute(ATTR_STATUS_CODE, error_type)
+                self._span.set_attribute("rpc.response.status_code", error_type)
             self._span.set_status(Status(StatusCode.ERROR, _cut(message) if message else None))
         self._span.end()
 
 
 def _request_attributes(method: str, target: str | None, session_id: str | None) -> tuple[dict[str, str], str | None]:
     """A request span's attributes at its start, and the target that goes into its name (None: the method alone)."""
-    attributes = {ATTR_METHOD: method}
+    attributes = {"mcp.method.name": method}
     if session_id:
-        attributes[ATTR_SESSION] = _cut(session_id)
+        attributes["mcp.session.id"] = _cut(session_id)
     if method == "tools/call":
-        attributes[ATTR_OPERATION] = "execute_tool"
+        attributes["gen_ai.operation.name"] = "execute_tool"
         if target:
-            attributes[ATTR_TOOL] = target
+            attributes["gen_ai.tool.name"] = target
             return attributes, target
     elif method == "prompts/get" and target:
-        attributes[ATTR_PROMPT] = target
+        attributes["gen_ai.prompt.name"] = target
         return attributes, target
     elif method in RESOURCE_METHODS and target:
-        attributes[ATTR_RESOURCE_URI] = target
+        attributes["mcp.resource.uri"] = target
     return attributes, None
 
 

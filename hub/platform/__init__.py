@@ -1,12 +1,5 @@
-"""Where the hub meets the operating system, one module per concern, each with a fast path and a portable one.
-
-- `pipes`: reading and writing a pipe without blocking the event loop (POSIX: the loop watches the descriptor;
-  portable: anyio streams for a child's pipes, a daemon thread per direction for the hub's own stdin and stdout).
-- `processes`: finding a command (PATHEXT on Windows), starting a child, watching it exit, and stopping it with
-  its descendants (Linux: a pidfd says when it exits, /proc lists its descendants; POSIX: process groups;
-  portable: psutil's process tree, exits polled).
-- `watchdog`: the small process that ends the children of a hub that was killed (Linux: /proc; elsewhere psutil).
-- `linux`: /proc and pipe sizes, used only by the Linux fast paths.
+"""Where the hub meets the operating system (`pipes`, `processes`, `watchdog`, `linux`), each with a fast path and
+a portable one.
 
 The portable path is chosen where the fast one does not exist (Windows) and wherever `HUB_PORTABLE=1` is set, so
 that it is tested on Linux too (docs/platforms.md). Nothing Linux- or POSIX-only (fcntl, /proc, pidfd, process
@@ -17,10 +10,16 @@ path.
 from __future__ import annotations
 
 import os
+import subprocess
 import sys
 
 LINUX = sys.platform.startswith("linux")
 WINDOWS = os.name == "nt"
+# How the hub starts a process on Windows: in a process group of its own (a Ctrl-C to the hub's console is the hub's)
+# and without a console window of its own (getattr: the names exist only there).
+WINDOWS_CREATION_FLAGS: int = getattr(subprocess, "CREATE_NEW_PROCESS_GROUP", 0x00000200) | getattr(
+    subprocess, "CREATE_NO_WINDOW", 0x08000000
+)
 
 
 def portable() -> bool:

@@ -39,16 +39,17 @@ def _stat(pid: int) -> list[str] | None:
     return text[text.rindex(")") + 2 :].split()
 
 
-def descendants(pid: int, table: dict[int, tuple[int, int]] | None = None) -> list[int]:
-    """Every descendant of `pid` now, whatever its process group."""
+def descendants(roots: set[int]) -> dict[int, int]:
+    """Every descendant of `roots` now, whatever its process group: pid -> start time in clock ticks."""
+    table = processes()
     children: dict[int, list[int]] = {}
-    for child, (parent, _) in (table if table is not None else processes()).items():
+    for child, (parent, _) in table.items():
         children.setdefault(parent, []).append(child)
-    found: list[int] = []
-    stack = [pid]
+    found: dict[int, int] = {}
+    stack = list(roots)
     while stack:
         for child in children.get(stack.pop(), ()):
-            found.append(child)
+            found[child] = table[child][1]
             stack.append(child)
     return found
 

@@ -1,14 +1,13 @@
 """Newline-delimited messages over pipes: one splitter, and a reader and a writer per platform path.
 
-A reader hands every chunk it reads to a `Lines` splitter, which calls `on_line` for each complete line, in order,
-synchronously. A line over the limit is never held in memory: only its first and last bytes are kept, so that its
-request id can still be found, and `on_oversized` is told its size. A writer never blocks its caller: what the
-pipe cannot take now is buffered, up to a bound past which the peer is deemed stuck and the pipe broken.
+A line over the limit is never held in memory: only its first and last bytes are kept, so that its request id can
+still be found. A writer never blocks its caller: what the pipe cannot take now is buffered, up to a bound past
+which the peer is deemed stuck and the pipe broken.
 
 The fast path (POSIX) reads and writes non-blocking descriptors from the event loop's own callbacks: a message
 that can be forwarded at once costs no task switch. The portable path runs one task per direction over anyio byte
-streams (a child's pipes) or over a daemon thread per direction (the hub's own stdin and stdout, which cannot be
-polled everywhere). The consumer's code is the same on both.
+streams (a child's pipes) or a daemon thread per direction (the hub's own stdin and stdout, which cannot be polled
+everywhere).
 """
 
 from __future__ import annotations
@@ -334,12 +333,8 @@ class StreamWriter:
 
 
 class ThreadReader:
-    """Reads a blocking descriptor in a thread of its own (the hub's stdin where it cannot be polled).
-
-    The thread is a daemon, not one of anyio's workers: a read that blocks for as long as the host keeps its end
-    open must not hold the hub's exit (a stop signal, say). Chunks reach `feed` in a task of `tg`, one at a time
-    (the thread waits for each to be taken).
-    """
+    """Reads a blocking descriptor in a daemon thread of its own, not one of anyio's workers: a read that blocks as
+    long as the host keeps its end open must not hold the hub's exit. Chunks reach `feed` in a task of `tg`."""
 
     def __init__(self, fd: int, feed: Callable[[bytes], None], on_end: Callable[[], None], tg: TaskGroup) -> None:
         self._fd = fd

@@ -1,18 +1,13 @@
 """A child's process: how it is started, how its exit is noticed, and how it is stopped with its descendants.
 
 Environment: only the `BASE_ENV` names of the hub's environment, the names listed in `inherit_env`, and `env` reach
-a child; nothing else of the hub's (its secrets stay its own). One more variable, `HUB_INSTANCE`, marks the
-children of this hub so that the watchdog can find every one of them, even one the hub had no time to register.
-
-Commands are resolved as the system does (`PATH`, and `PATHEXT` on Windows, so `npx` finds `npx.cmd`); a command
-installed next to the hub (in its virtual environment) is found without that directory on `PATH`.
+a child; nothing else of the hub's (its secrets stay its own). `HUB_INSTANCE` marks the children of this hub so that
+the watchdog can find every one of them, even one the hub had no time to register.
 
 Stopping is bounded: stdin closed, EXIT_GRACE to exit, then the process and its descendants are terminated, and
 killed after KILL_GRACE. Its descendants are noted before its stdin closes too, as one that outlives it is no longer
-its descendant. POSIX runs each child in a process group of its own, which is signalled as well; Linux lists the
-descendants from /proc, other systems with psutil. The portable path (Windows, and HUB_PORTABLE=1) signals only the
-psutil process tree, as Windows has no process groups; a child there gets a process group of its own for Ctrl-C
-(CREATE_NEW_PROCESS_GROUP) and no console window (CREATE_NO_WINDOW).
+its descendant. POSIX runs each child in a process group of its own, which is signalled as well; the portable path
+(Windows, and HUB_PORTABLE=1) signals only the psutil process tree, as Windows has no process groups.
 """
 
 from __future__ import annotations
@@ -31,8 +26,9 @@ from typing import Any
 import anyio
 from anyio.abc import TaskGroup
 
-from hub.platform import LINUX, WINDOWS, portable
+from hub.platform import LINUX, WINDOWS, WINDOWS_CREATION_FLAGS, portable
 from hub.platform.pipes import FdReader, FdWriter, StreamReader, StreamWriter, Writer
+from hub.platform.watchdog import Known, ProcessTable
 
 POSIX_ENV = ("HOME", "LOGNAME", "PATH", "SHELL", "TERM", "USER", "LANG", "LC_ALL", "LC_CTYPE", "TZ", "TMPDIR")
 WINDOWS_ENV = (
@@ -74,14 +70,12 @@ def process_spec(
 
 
 def resolve_command(command: str, environ: Mapping[str, str], windows: bool = WINDOWS) -> str:
-    """`command` as the system finds it on the child's PATH; else the one installed next to the hub; else as given
-    (and starting it fails with the usual "command not found").
+    """`command` as the system finds it on the child's PATH; else the one installed next to the hub (a desktop host
+    starts the venv's `hub` with a PATH of its own, without the venv); else as given.
 
-    A desktop host starts `/path/to/.venv/bin/hub` with a PATH of its own, without that venv on it, so servers
-    installed into the hub's venv (the default servers.yaml's `mcp-server-time`) would not be found. On Windows a
-    command is found with each extension of PATHEXT (`npx` is `npx.cmd`, `uvx` is `uvx.exe`), never as the bare
-    name (npm's `npx` next to `npx.cmd` is a shell script), and its full path is returned: the system starts only
-    `.exe` files by a bare name, and looks on the hub's PATH, not the child's.
+    On Windows a command is found with each extension of PATHEXT (`npx` is `npx.cmd`), never as the bare name (npm's
+    `npx` beside `npx.cmd` is a shell script), and its full path is returned: the system starts only `.exe` files by
+    a bare name, and looks on the hub's PATH, not the child's.
     """
     path = environ.get("PATH", os.defpath)
     if windows:
@@ -127,7 +121,6 @@ class ChildProcess:
         popen: subprocess.Popen[bytes] | None = None,
         fds: list[int] | None = None,
         process: Any = None,
-        leader: Any = None,
     ) -> None:
         self.pid = pid
         self.returncode: int | None = None
@@ -135,7 +128,8 @@ class ChildProcess:
         self._popen = popen  # the fast path's, with its pipes' descriptors (stdin, stdout, stderr)
         self._fds = fds or []
         self._process = process  # the portable path's anyio Process
-        self._leader = leader  # and its psutil.Process (signalled safely after pid reuse)
+        self._table = ProcessTable()
+        self._start = self._table.start(pid)  # what tells it from a later process with its pid
         self._readers: list[FdReader | StreamReader] = []
         self._stdin: Writer | None = None
 
@@ -217,25 +211,30 @@ class ChildProcess:
     async def stop(self) -> None:
         """Close stdin, wait, then terminate and kill the child and its descendants; every wait bounded."""
         with anyio.CancelScope(shield=True):
-            family = _Family(self.pid, self._leader)
-            family.note()  # its helpers, while they are still its descendants (they may not be once it exits)
+            table = self._table
+            family = table.descendants({self.pid})  # its helpers, while they are still its descendants
             await self.close_stdin()
             await self._wait(EXIT_GRACE)
-            family.note()
+            family = table.descendants({self.pid}) | family
             for kill in (False, True):
-                if self.returncode is not None and not family.alive():
+                family = table.living(family)
+                if self.returncode is not None and not family:
                     break
-                family.signal(kill, leader=self.returncode is None)
-                await self._wait_family(family, KILL_GRACE)
-            if family.alive():
-                family.signal(True, leader=False)  # what outlived every grace period
+                self._signal(family, kill)
+                with anyio.move_on_after(KILL_GRACE):
+                    while self.poll() is None or table.living(family):  # noqa: ASYNC110 - an end has no portable event
+                        await anyio.sleep(STOP_POLL)
+            if family := table.living(family):
+                self._signal(family, kill=True)  # what outlived every grace period
             self.release()
 
-    async def _wait_family(self, family: _Family, limit_s: float) -> None:
-        """Wait at most `limit_s` for the child and its known descendants to be gone; polled (no event exists)."""
-        with anyio.move_on_after(limit_s):
-            while self.poll() is None or family.alive():  # noqa: ASYNC110 - a process's end has no portable event
-                await anyio.sleep(STOP_POLL)
+    def _signal(self, family: Known, kill: bool) -> None:
+        """Terminate (or kill) the child, while it is not reaped, its process group and its known descendants."""
+        if self._table.groups:
+            with suppress(ProcessLookupError, PermissionError):
+                os.killpg(self.pid, signal.SIGKILL if kill else signal.SIGTERM)  # what stayed in it, known or not
+        leader = {self.pid: self._start} if self.returncode is None and self._start is not None else {}
+        self._table.signal(leader | family, kill)
 
     def release(self) -> None:
         """Let go of the pipes (after the process has ended)."""
@@ -263,13 +262,7 @@ async def spawn(spec: ProcessSpec, instance: str) -> ChildProcess:
     env = {**spec.env, INSTANCE_VAR: instance}
     if not portable():
         return _spawn_fast(spec, env)
-    import psutil
-
-    kwargs: dict[str, Any] = (
-        # Its own process group (a Ctrl-C to the hub's console is the hub's), and no console window of its own
-        # when the hub has none (a desktop host starts it so).
-        {"creationflags": CREATE_NEW_PROCESS_GROUP | CREATE_NO_WINDOW} if WINDOWS else {"start_new_session": True}
-    )
+    kwargs: dict[str, Any] = {"creationflags": WINDOWS_CREATION_FLAGS} if WINDOWS else {"start_new_session": True}
     process = await anyio.open_process(
         list(spec.argv),
         stdin=subprocess.PIPE,
@@ -279,10 +272,7 @@ async def spawn(spec: ProcessSpec, instance: str) -> ChildProcess:
         cwd=spec.cwd,
         **kwargs,
     )
-    leader = None
-    with suppress(psutil.Error):
-        leader = psutil.Process(process.pid)
-    return ChildProcess(process.pid, process=process, leader=leader)
+    return ChildProcess(process.pid, process=process)
 
 
 def _spawn_fast(spec: ProcessSpec, env: dict[str, str]) -> ChildProcess:
@@ -319,83 +309,6 @@ def _spawn_fast(spec: ProcessSpec, env: dict[str, str]) -> ChildProcess:
 
         widen_pipe(out_read)
     return ChildProcess(popen.pid, popen=popen, fds=[in_write, out_read, err_read])
-
-
-# ---- ending a process tree --------------------------------------------------------------------------------------
-
-# Windows' process creation flags (getattr: the names exist only there).
-CREATE_NEW_PROCESS_GROUP: int = getattr(subprocess, "CREATE_NEW_PROCESS_GROUP", 0x00000200)
-CREATE_NO_WINDOW: int = getattr(subprocess, "CREATE_NO_WINDOW", 0x08000000)
-
-
-class _Family:
-    """A child's descendants as they are found, kept until they end, and signalled with it.
-
-    Linux (fast path): /proc, and the child's process group. POSIX elsewhere: psutil, and the process group.
-    Portable (Windows, HUB_PORTABLE=1): psutil's process tree only, as there are no process groups to signal; a
-    descendant is signalled through its psutil handle, which refuses a pid that was reused meanwhile.
-    """
-
-    def __init__(self, pid: int, leader: Any) -> None:
-        self.pid = pid
-        self.leader = leader  # psutil.Process on the portable path, else None (the pid is signalled)
-        self.proc = LINUX and not portable()
-        self.groups = not WINDOWS and not portable()
-        self.members: dict[int, Any] = {}  # pid -> start time (/proc) or psutil.Process
-
-    def note(self) -> None:
-        """Add the child's descendants now (those that left its process group too)."""
-        if self.proc:
-            from hub.platform import linux
-
-            table = linux.processes()
-            for pid in linux.descendants(self.pid, table):
-                self.members.setdefault(pid, table[pid][1])
-            return
-        import psutil
-
-        with suppress(psutil.Error):
-            for process in psutil.Process(self.pid).children(recursive=True):
-                self.members.setdefault(process.pid, process)
-
-    def alive(self) -> bool:
-        """Whether any known descendant is still running (those that ended are forgotten)."""
-        self.members = {pid: m for pid, m in self.members.items() if _member_alive(pid, m, self.proc)}
-        return bool(self.members)
-
-    def signal(self, kill: bool, leader: bool) -> None:
-        """Terminate (or kill) the child (`leader`: it has not been reaped) and every known descendant."""
-        sig = _KILL if kill else _TERM
-        if self.groups:
-            with suppress(ProcessLookupError, PermissionError):
-                os.killpg(self.pid, sig)  # what stayed in its group, known or not
-        targets = [*([(self.pid, self.leader)] if leader else []), *self.members.items()]
-        for pid, member in targets:
-            if member is None or isinstance(member, int):
-                with suppress(ProcessLookupError, PermissionError, OSError):
-                    os.kill(pid, sig)
-            else:
-                import psutil
-
-                with suppress(psutil.Error):
-                    member.kill() if kill else member.terminate()
-
-
-def _member_alive(pid: int, member: Any, proc: bool) -> bool:
-    if proc:
-        from hub.platform import linux
-
-        return linux.alive(pid, member)
-    import psutil
-
-    try:
-        return bool(member.is_running() and member.status() != psutil.STATUS_ZOMBIE)
-    except psutil.Error:
-        return False
-
-
-_TERM = signal.SIGTERM
-_KILL = getattr(signal, "SIGKILL", signal.SIGTERM)
 
 
 def describe_exit(returncode: int | None) -> str:

@@ -1,11 +1,9 @@
 """This process's stdin and stdout as a wire of newline-delimited JSON-RPC, for the hub's stdio front and for
-`hub connect`'s bridge alike.
+`hub connect` (hub.connect) alike.
 
 Like the SDK's `stdio_server`, the wire is kept on private duplicates of fd 0 and 1 while it is in use, and fd 0 is
 pointed at the null device and fd 1 at stderr, so that nothing printed by accident (by the hub, a library or a
-child) can corrupt the protocol. The duplicates are read and written with the hub's pipe machinery
-(`hub.platform.pipes`): without blocking, from the event loop's own callbacks, on POSIX; by a daemon thread per
-direction elsewhere (and with HUB_PORTABLE=1).
+child) can corrupt the protocol.
 """
 
 from __future__ import annotations

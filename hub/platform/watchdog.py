@@ -1,16 +1,13 @@
 """No child outlives the hub, even a SIGKILLed one: a small watchdog process ends them when the hub is gone.
 
-A killed hub runs no cleanup, and its children (each with descendants of its own, such as `npx` -> `node`) would
-live on, reparented to init. So before it starts its first child, the hub starts this watchdog with a pipe on its
-stdin, and tells it about each child it starts (`+ PID`) and stops (`- PID`). The watchdog notes the descendants
-of those children as they appear (every 0.1 s for a while after a child starts, then every second), so that one
-that left its child's process group is still known. When the pipe reaches its end, the hub is gone: the
-watchdog terminates every registered child, every known descendant still alive, and every process that carries
-this hub's `HUB_INSTANCE` mark in its environment (which catches a child started in the instant before the hub
-could register it), then kills what is left after a grace period, and exits.
+The hub starts it before its first child, with a pipe on its stdin, and tells it about each child it starts
+(`+ PID`) and stops (`- PID`). The watchdog notes the descendants of those children as they appear (closely for a
+while after a child starts), so that one that left its child's process group is still known. When the pipe ends,
+the hub is gone: the watchdog terminates every registered child, every known descendant, and every process that
+carries this hub's `HUB_INSTANCE` mark (a child started in the instant before the hub could register it), kills
+what is left after a grace period, and exits.
 
-The hub's side is `Watchdog`; the watchdog itself runs as `python -m hub.platform.watchdog MARK` and imports
-nothing heavy, so that it is up in milliseconds. Linux reads /proc; elsewhere (and with HUB_PORTABLE=1) psutil.
+It runs as `python -m hub.platform.watchdog MARK` and imports nothing heavy, so that it is up in milliseconds.
 """
 
 from __future__ import annotations
@@ -24,11 +21,7 @@ import threading
 import time
 from contextlib import suppress
 
-from hub.platform import LINUX, WINDOWS, portable
-
-# Windows' process creation flags (getattr: the names exist only there).
-CREATE_NEW_PROCESS_GROUP: int = getattr(subprocess, "CREATE_NEW_PROCESS_GROUP", 0x00000200)
-CREATE_NO_WINDOW: int = getattr(subprocess, "CREATE_NO_WINDOW", 0x08000000)
+from hub.platform import LINUX, WINDOWS, WINDOWS_CREATION_FLAGS, portable
 
 GRACE = 2.0
 SCAN_INTERVAL = 1.0
@@ -46,7 +39,7 @@ class Watchdog:
 
     def start(self) -> None:
         """Start the watchdog (before the first child: from then on no child can be left behind)."""
-        # Its own group (a new process group on Windows): a Ctrl-C to the hub's terminal must not end it first.
+        # Its own group: a Ctrl-C to the hub's terminal must not end it first.
         self._process = subprocess.Popen(
             [sys.executable, "-m", "hub.platform.watchdog", self.mark],
             stdin=subprocess.PIPE,
@@ -54,7 +47,7 @@ class Watchdog:
             stderr=subprocess.DEVNULL,
             close_fds=True,
             start_new_session=not WINDOWS,
-            creationflags=(CREATE_NEW_PROCESS_GROUP | CREATE_NO_WINDOW) if WINDOWS else 0,
+            creationflags=WINDOWS_CREATION_FLAGS if WINDOWS else 0,
         )
 
     def _tell(self, line: str) -> None:
@@ -85,31 +78,23 @@ class Watchdog:
 Known = dict[int, float]  # pid -> start time (to tell a process from a later one with its pid)
 
 
-class _Table:
-    """The process table: /proc on Linux; psutil elsewhere and with HUB_PORTABLE=1.
-
-    Signals go to each process and, where there are process groups (POSIX, not forced portable), to the group it
-    leads (a child's helpers that stayed in its group). On the portable path a process is signalled only through a
-    psutil handle whose start time is the one noted (a pid reused meanwhile is left alone).
-    """
+class ProcessTable:
+    """The process table (also the hub's, to stop a child): /proc on Linux; psutil elsewhere and with HUB_PORTABLE=1.
+    Signals go to each process whose start time is still the one noted (a pid reused meanwhile is left alone) and,
+    where there are process groups, to the group it leads (a child's helpers that stayed in it)."""
 
     def __init__(self) -> None:
         self._proc = LINUX and not portable()
-        self._groups = not WINDOWS and not portable()
+        self.groups = not WINDOWS and not portable()
 
     def descendants(self, roots: set[int]) -> Known:
         if self._proc:
             from hub.platform import linux
 
-            table = linux.processes()
-            found: Known = {}
-            for root in roots:
-                for pid in linux.descendants(root, table):
-                    found[pid] = float(table[pid][1])
-            return found
+            return {pid: float(start) for pid, start in linux.descendants(roots).items()}
         import psutil
 
-        found = {}
+        found: Known = {}
         for root in roots:
             with suppress(psutil.Error):
                 for child in psutil.Process(root).children(recursive=True):
@@ -132,6 +117,7 @@ class _Table:
             return None
 
     def alive(self, pid: int, start: float | None = None) -> bool:
+        """Running (not a zombie) and, if `start` is given, still the process noted with it."""
         if self._proc:
             from hub.platform import linux
 
@@ -163,10 +149,13 @@ class _Table:
                     found[process.pid] = process.create_time()
         return found
 
+    def living(self, noted: Known) -> Known:
+        return {pid: start for pid, start in noted.items() if self.alive(pid, start)}
+
     def signal(self, targets: Known, kill: bool) -> None:
         sig = getattr(signal, "SIGKILL", signal.SIGTERM) if kill else signal.SIGTERM
         for pid, start in targets.items():
-            if self._groups:
+            if self.groups:
                 with suppress(ProcessLookupError, PermissionError):
                     os.killpg(pid, sig)  # a child leads a group of its own: its helpers that stayed in it
             if self._proc:
@@ -196,7 +185,7 @@ def _read_lines(lines: queue.Queue[bytes | None]) -> None:
         lines.put(line)
 
 
-def _watch(table: _Table) -> tuple[set[int], Known]:
+def _watch(table: ProcessTable) -> tuple[set[int], Known]:
     """Follow the hub's registrations and note the children's descendants, until the hub's pipe ends."""
     children: set[int] = set()
     known: Known = {}
@@ -219,7 +208,7 @@ def _watch(table: _Table) -> tuple[set[int], Known]:
         if time.monotonic() >= next_scan:
             next_scan = time.monotonic() + (EARLY_SCAN_INTERVAL if time.monotonic() < early_until else SCAN_INTERVAL)
             if children:
-                known = {p: s for p, s in known.items() if table.alive(p, s)}
+                known = table.living(known)
                 known.update(table.descendants(children))
 
 
@@ -227,10 +216,10 @@ def main(mark: str) -> int:
     for name in ("SIGINT", "SIGHUP"):  # terminal signals are the hub's business; only the pipe's end counts
         if hasattr(signal, name):
             signal.signal(getattr(signal, name), signal.SIG_IGN)
-    table = _Table()
+    table = ProcessTable()
     children, known = _watch(table)
     targets: Known = {p: s for p in children if (s := table.start(p)) is not None}
-    targets |= {p: s for p, s in known.items() if table.alive(p, s)}
+    targets |= table.living(known)
     targets |= table.marked(mark)
     targets.pop(os.getpid(), None)
     if not targets:
@@ -239,7 +228,7 @@ def main(mark: str) -> int:
     deadline = time.monotonic() + GRACE
     while time.monotonic() < deadline and any(table.alive(p, s) for p, s in targets.items()):
         time.sleep(0.05)
-    left = {p: s for p, s in targets.items() if table.alive(p, s)} | table.marked(mark)
+    left = table.living(targets) | table.marked(mark)
     left.pop(os.getpid(), None)
     table.signal(left, kill=True)
     return 0
