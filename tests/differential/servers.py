@@ -1,0 +1,481 @@
+"""The third-party servers of the differential suite, each with its script (harness.ServerSpec).
+
+Pinned: the npm servers in tests/npm/package.json, the Python ones in pyproject.toml's `[test]` extra.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import anyio
+import mcp_types as types
+
+from tests.differential.harness import NEW, Outcome, ServerSpec, Side, read
+from tests.support.paths import REPO
+from tests.support.waits import WAIT
+
+# A 2026-07-28 host learns each tool's execution.taskSupport from the server directly, not through the hub.
+TASK_SUPPORT_DROPPED = {
+    ("lists", None, NEW): "tools/list to a 2026-07-28 host drops every tool's `execution` (taskSupport: forbidden, "
+    "required), which the server lists and a 2025-11-25 host gets"
+}
+NPM_BIN = REPO / "tests" / "npm" / "node_modules" / ".bin"
+
+
+def npm_missing(program: str) -> str | None:
+    if (NPM_BIN / program).exists():
+        return None
+    return f"{NPM_BIN / program} is missing: run `npm ci --prefix tests/npm` (as .ci/run does)"
+
+
+def python_missing(module: str) -> str | None:
+    found = subprocess.run([sys.executable, "-c", f"import {module}"], capture_output=True, check=False)
+    return None if found.returncode == 0 else f"{module} is not installed: pip install -e '.[test]'"
+
+
+def npm_entry(program: str, *args: str, **env: str) -> dict[str, Any]:
+    entry: dict[str, Any] = {"command": str(NPM_BIN / program), "args": list(args)}
+    if env:
+        entry["env"] = env
+    return entry
+
+
+# mcp-server-time ---------------------------------------------------------------------------------------------------
+
+TIME = ServerSpec(
+    name="time",
+    entry=lambda workspace: {"command": sys.executable, "args": ["-m", "mcp_server_time"]},
+    missing=lambda: python_missing("mcp_server_time"),
+    calls=lambda workspace: [
+        ("get_current_time", {"timezone": "Europe/Paris"}),
+        ("get_current_time", {"timezone": "Not/AZone"}),
+        ("convert_time", {"source_timezone": "Europe/Paris", "time": "12:30", "target_timezone": "Asia/Tokyo"}),
+        ("convert_time", {"source_timezone": "Etc/UTC", "time": "25:99", "target_timezone": "Asia/Tokyo"}),
+    ],
+    # The clock: get_current_time answers the time of the call (to the second), and convert_time today's date.
+    volatile=[
+        (r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d", "<datetime>"),
+        (r'"day_of_week\\?": \\?"\w+', '"day_of_week": "<day>'),
+    ],
+)
+
+
+# @modelcontextprotocol/server-memory --------------------------------------------------------------------------------
+
+
+def _memory_reset(workspace: Path) -> None:
+    (workspace / "memory.jsonl").write_text("")
+
+
+MEMORY = ServerSpec(
+    name="memory",
+    entry=lambda workspace: npm_entry("mcp-server-memory", MEMORY_FILE_PATH=str(workspace / "memory.jsonl")),
+    missing=lambda: npm_missing("mcp-server-memory"),
+    reset=_memory_reset,
+    gaps=TASK_SUPPORT_DROPPED,
+    calls=lambda workspace: [
+        ("read_graph", {}),
+        (
+            "create_entities",
+            {
+                "entities": [
+                    {"name": "Ada", "entityType": "person", "observations": ["wrote the first program"]},
+                    {"name": "Engine", "entityType": "machine", "observations": ["analytical"]},
+                ]
+            },
+        ),
+        ("create_relations", {"relations": [{"from": "Ada", "to": "Engine", "relationType": "programmed"}]}),
+        ("add_observations", {"observations": [{"entityName": "Ada", "contents": ["born 1815", "née Byron"]}]}),
+        ("add_observations", {"observations": [{"entityName": "Nobody", "contents": ["x"]}]}),
+        ("search_nodes", {"query": "1815"}),
+        ("open_nodes", {"names": ["Engine", "Missing"]}),
+        ("read_graph", {}),
+        ("delete_observations", {"deletions": [{"entityName": "Ada", "observations": ["née Byron"]}]}),
+        ("delete_relations", {"relations": [{"from": "Ada", "to": "Engine", "relationType": "programmed"}]}),
+        ("delete_entities", {"entityNames": ["Engine"]}),
+        ("read_graph", {}),
+    ],
+)
+
+
+# @modelcontextprotocol/server-filesystem ---------------------------------------------------------------------------
+
+# A 1x1 PNG, for read_media_file.
+PNG = bytes.fromhex(
+    "89504e470d0a1a0a0000000d4948445200000001000000010806000000"
+    "1f15c4890000000d49444154789c6360f8cfc0f01f0005000201e2a4b1b50000000049454e44ae426082"
+)
+# Fixed times for the files the script finds, so that get_file_info reads the same on both runs; access times lie in
+# the future, so that reading a file does not move them (relatime).
+MTIME, ATIME = 1_767_225_600, 1_924_992_000
+
+
+def _filesystem_reset(workspace: Path) -> None:
+    for path in sorted(workspace.rglob("*"), key=lambda p: len(p.parts), reverse=True):
+        path.rmdir() if path.is_dir() else path.unlink()
+    (workspace / "docs").mkdir()
+    (workspace / "notes.txt").write_text("alpha\nbeta\ngamma\ndelta\n")
+    (workspace / "docs" / "guide.md").write_text("# Guide\n\nRead me.\n")
+    (workspace / "pixel.png").write_bytes(PNG)
+    for path in [workspace, *workspace.rglob("*")]:
+        os.utime(path, (ATIME, MTIME))
+
+
+def _filesystem_calls(workspace: Path) -> list[tuple[str, dict[str, Any]]]:
+    w = str(workspace)
+    return [
+        ("list_allowed_directories", {}),
+        ("list_directory", {"path": w}),
+        ("list_directory_with_sizes", {"path": w, "sortBy": "size"}),
+        ("directory_tree", {"path": w}),
+        ("read_file", {"path": f"{w}/notes.txt"}),
+        ("read_text_file", {"path": f"{w}/notes.txt", "head": 2}),
+        ("read_text_file", {"path": f"{w}/notes.txt", "tail": 1}),
+        ("read_media_file", {"path": f"{w}/pixel.png"}),
+        ("read_multiple_files", {"paths": [f"{w}/notes.txt", f"{w}/docs/guide.md", f"{w}/missing.txt"]}),
+        ("get_file_info", {"path": f"{w}/docs/guide.md"}),
+        ("search_files", {"path": w, "pattern": "**/*.md"}),
+        ("write_file", {"path": f"{w}/docs/new.txt", "content": "fresh\n"}),
+        ("edit_file", {"path": f"{w}/notes.txt", "edits": [{"oldText": "beta", "newText": "BETA"}], "dryRun": True}),
+        ("edit_file", {"path": f"{w}/notes.txt", "edits": [{"oldText": "gamma", "newText": "GAMMA"}]}),
+        ("create_directory", {"path": f"{w}/made/deep"}),
+        ("move_file", {"source": f"{w}/docs/new.txt", "destination": f"{w}/made/deep/moved.txt"}),
+        ("read_text_file", {"path": f"{w}/made/deep/moved.txt"}),
+        ("read_text_file", {"path": "/etc/hostname"}),
+    ]
+
+
+FILESYSTEM = ServerSpec(
+    name="filesystem",
+    entry=lambda workspace: npm_entry("mcp-server-filesystem", str(workspace)),
+    missing=lambda: npm_missing("mcp-server-filesystem"),
+    reset=_filesystem_reset,
+    gaps=TASK_SUPPORT_DROPPED,
+    calls=_filesystem_calls,
+    # get_file_info: a file's birth time cannot be set, and files the script writes get the time of the call.
+    volatile=[(r"(created|modified|accessed): [^\\\"]+", r"\1: <time>"), (r'"(birthtime|mtime|atime)[^,}]+', "<t>")],
+)
+
+
+# mcp-server-git ----------------------------------------------------------------------------------------------------
+
+# The dates of every commit, the script's own included (GitPython reads them from the server's environment): the
+# same commits get the same ids on both runs.
+GIT_DATES = {"GIT_AUTHOR_DATE": "2026-01-01T12:00:00+00:00", "GIT_COMMITTER_DATE": "2026-01-01T12:00:00+00:00"}
+
+
+def _git(repo: Path, *args: str) -> None:
+    env = {**os.environ, **GIT_DATES, "GIT_CONFIG_GLOBAL": os.devnull, "GIT_CONFIG_NOSYSTEM": "1"}
+    subprocess.run(["git", "-C", str(repo), *args], check=True, capture_output=True, env=env)
+
+
+def _git_reset(workspace: Path) -> None:
+    repo = workspace / "repo"
+    if repo.exists():
+        subprocess.run(["rm", "-rf", str(repo)], check=True)
+    repo.mkdir()
+    _git(repo, "init", "-q", "-b", "main")
+    _git(repo, "config", "user.name", "Differential")
+    _git(repo, "config", "user.email", "differential@example.com")
+    (repo / "README.md").write_text("hello\n")
+    _git(repo, "add", "README.md")
+    _git(repo, "commit", "-q", "-m", "first")
+    (repo / "README.md").write_text("hello\nworld\n")
+    _git(repo, "commit", "-q", "-am", "second")
+    (repo / "README.md").write_text("hello\nworld\nagain\n")
+    (repo / "new.txt").write_text("new file\n")
+
+
+def _git_calls(workspace: Path) -> list[tuple[str, dict[str, Any]]]:
+    repo = str(workspace / "repo")
+    return [
+        ("git_status", {"repo_path": repo}),
+        ("git_diff_unstaged", {"repo_path": repo}),
+        ("git_diff", {"repo_path": repo, "target": "HEAD~1", "context_lines": 1}),
+        ("git_add", {"repo_path": repo, "files": ["new.txt"]}),
+        ("git_diff_staged", {"repo_path": repo}),
+        ("git_reset", {"repo_path": repo}),
+        ("git_add", {"repo_path": repo, "files": ["new.txt", "README.md"]}),
+        ("git_commit", {"repo_path": repo, "message": "third"}),
+        ("git_log", {"repo_path": repo, "max_count": 5}),
+        ("git_create_branch", {"repo_path": repo, "branch_name": "feature"}),
+        ("git_checkout", {"repo_path": repo, "branch_name": "feature"}),
+        ("git_branch", {"repo_path": repo, "branch_type": "local"}),
+        ("git_show", {"repo_path": repo, "revision": "HEAD~1"}),
+        ("git_show", {"repo_path": repo, "revision": "HEAD:new.txt"}),
+        ("git_checkout", {"repo_path": repo, "branch_name": "no-such-branch"}),
+    ]
+
+
+GIT = ServerSpec(
+    name="git",
+    entry=lambda workspace: {
+        "command": sys.executable,
+        "args": ["-m", "mcp_server_git", "--repository", str(workspace / "repo")],
+        "env": {**GIT_DATES, "GIT_CONFIG_GLOBAL": os.devnull, "GIT_CONFIG_NOSYSTEM": "1"},
+    },
+    missing=lambda: python_missing("mcp_server_git"),
+    reset=_git_reset,
+    calls=_git_calls,
+)
+
+
+# An MCP Apps example: @modelcontextprotocol/server-basic-vanillajs (ext-apps) ---------------------------------------
+
+
+async def _apps(side: Side) -> Outcome:
+    """What a host that renders apps does: read the UI resource the tool advertises, by the URI it advertises; then
+    the app's own call to its server's tool, by the server's name for it (the host relays it as the app made it)."""
+    listed = (await side.list_all("tools/list"))["result"]["tools"]
+    (tool,) = [t for t in listed if t["name"] == side.tool("get-time")]
+    meta = tool["_meta"]
+    read_ui = [await read(side, uri) for uri in (meta["ui"]["resourceUri"], meta["ui/resourceUri"])]
+    own_call = await side.send(types.CallToolRequest(params=types.CallToolRequestParams(name="get-time", arguments={})))
+    return {"resourceUri": read_ui[0], "ui/resourceUri": read_ui[1], "app's own tools/call get-time": own_call}
+
+
+ISO_TIME = (r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?Z?", "<datetime>")
+INHERITED = {"LANG": "C.UTF-8", "LC_ALL": "C.UTF-8", "LC_CTYPE": "C.UTF-8", "TZ": "UTC", "TMPDIR": "/tmp"}
+# The hub's mark in its children's environment (docs/configuration.md, the child's environment).
+HUB_INSTANCE = (r'\n\s*"HUB_INSTANCE": "[^"]*",', "")
+TASK_ID = (r'"taskId": "[^"]+"', '"taskId": "<task>"')
+CLOCK = (r"\d\d?:\d\d:\d\d [AP]M", "<clock>")
+UUID = (r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}", "<uuid>")
+
+APPS = ServerSpec(
+    name="apps",
+    entry=lambda workspace: npm_entry("mcp-server-basic-vanillajs", "--stdio"),
+    missing=lambda: npm_missing("mcp-server-basic-vanillajs"),
+    calls=lambda workspace: [("get-time", {})],
+    features={"apps": _apps},
+    volatile=[ISO_TIME],
+    gaps={
+        (
+            "apps",
+            None,
+            None,
+        ): "the tool keeps `_meta.ui.resourceUri` (and `ui/resourceUri`) `ui://get-time/mcp-app.html` "
+        "while the hub lists the resource as `apps+ui://get-time/mcp-app.html`: reading the advertised URI answers "
+        "-32602 Unknown resource; and the app's own tools/call `get-time` (the server's name) answers Unknown tool"
+    },
+)
+
+
+# @modelcontextprotocol/server-everything ---------------------------------------------------------------------------
+
+DOCUMENT = "demo://resource/static/document/architecture.md"
+
+
+async def _progress(side: Side) -> Outcome:
+    seen: list[list[Any]] = []
+
+    async def on_progress(progress: float, total: float | None, message: str | None) -> None:
+        seen.append([progress, total, message])
+
+    answer = await side.call(
+        "trigger-long-running-operation", {"duration": 0.3, "steps": 3}, progress_callback=on_progress
+    )
+    return {"answer": answer, "progress": seen}
+
+
+async def _cancel(side: Side) -> Outcome:
+    """The host cancels a call in flight (after its first progress): no answer, and the server goes on serving."""
+    started = anyio.Event()
+    answered: list[Outcome] = []
+
+    async def on_progress(progress: float, total: float | None, message: str | None) -> None:
+        started.set()
+
+    async def call() -> None:
+        arguments = {"duration": 30, "steps": 30}
+        answered.append(await side.call("trigger-long-running-operation", arguments, progress_callback=on_progress))
+
+    async with anyio.create_task_group() as group:
+        group.start_soon(call)
+        with anyio.fail_after(WAIT):
+            await started.wait()
+        group.cancel_scope.cancel()
+    return {"answered": answered, "after": await side.call("echo", {"message": "after the cancel"})}
+
+
+async def _logging(side: Side) -> Outcome:
+    """logging/setLevel, then the server's simulated log messages (a random level each: only who logs is compared)."""
+    level = await side.send(types.SetLevelRequest(params=types.SetLevelRequestParams(level="debug")))
+    on = await side.call("toggle-simulated-logging", {})
+    await side.host.wait_for(lambda: bool(side.host.logs), "a log message", limit=15)
+    off = await side.call("toggle-simulated-logging", {})
+    first = side.host.logs[0].model_dump(by_alias=True, exclude_none=True, mode="json")
+    return {"setLevel": level, "on": on, "off": off, "log": {**first, "level": "<random>", "data": "<random>"}}
+
+
+async def _subscribe(side: Side) -> Outcome:
+    """A resource subscription and the server's update of it: resources/subscribe on a handshake connection,
+    subscriptions/listen on a 2026-07-28 one (the revision's own way)."""
+    uri = side.uri(DOCUMENT)
+    if side.modern:
+        return await _listen_for_update(side, uri)
+    subscribed = await side.send(types.SubscribeRequest(params=types.SubscribeRequestParams(uri=uri)))
+    on = await side.call("toggle-subscriber-updates", {})
+
+    def updates() -> list[Any]:
+        return [n for n in side.host.notifications if isinstance(n, types.ResourceUpdatedNotification)]
+
+    await side.host.wait_for(lambda: bool(updates()), "resources/updated", limit=15)
+    off = await side.call("toggle-subscriber-updates", {})
+    await side.send(types.UnsubscribeRequest(params=types.UnsubscribeRequestParams(uri=uri)))
+    assert subscribed == {"result": {}}, subscribed
+    return {"on": on, "off": off, "updated": {"uri": updates()[0].params.uri}}
+
+
+async def _listen_for_update(side: Side, uri: str) -> Outcome:
+    updated: Any = "no notification within 12 s (the server sends one at once, then every 5 s)"
+    async with side.client.listen(resource_subscriptions=[uri]) as subscription:
+        on = await side.call("toggle-subscriber-updates", {})
+        with anyio.move_on_after(12):
+            async for event in subscription:
+                updated = {"uri": getattr(event, "uri", repr(event))}
+                break
+        off = await side.call("toggle-subscriber-updates", {})
+    return {"on": on, "off": off, "updated": updated}
+
+
+def _asked(records: list[Any]) -> list[Any]:
+    return [r.model_dump(by_alias=True, exclude_none=True, mode="json") for r in records]
+
+
+async def _sampling(side: Side) -> Outcome:
+    answer = await side.call_driven("trigger-sampling-request", {"prompt": "Say hi", "maxTokens": 10})
+    return {"answer": answer, "host was asked": _asked(side.host.sampled)}
+
+
+async def _elicit(side: Side) -> Outcome:
+    """Form mode, URL mode, and URL mode's -32042 error path (its retry goes through: the server's marker is reset)."""
+    form = await side.call_driven("trigger-elicitation-request", {})
+    url = {"url": "https://example.com/consent", "elicitationId": "differential"}
+    by_url = await side.call_driven("trigger-url-elicitation", url)
+    error_path = await side.call("trigger-url-elicitation", {**url, "errorPath": True})
+    retried = await side.call_driven("trigger-url-elicitation", {**url, "errorPath": True})
+    completions = [n for n in side.host.notifications if type(n).__name__ == "ElicitCompleteNotification"]
+    return {
+        "form": form,
+        "url": by_url,
+        "-32042": error_path,
+        "retry": retried,
+        "host was asked": _asked(side.host.elicited),
+        "notifications/elicitation/complete": _asked(completions),
+    }
+
+
+async def _roots(side: Side) -> Outcome:
+    return await side.call_driven("get-roots-list", {})
+
+
+async def _tasks(side: Side) -> Outcome:
+    """A task-augmented tools/call, then tasks/get, tasks/list, tasks/cancel and tasks/result on the task."""
+    params = types.CallToolRequestParams(
+        name=side.tool("simulate-research-query"), arguments={"topic": "tides"}, task=types.TaskMetadata(ttl=60_000)
+    )
+    created = await side.send_unchecked("tools/call", params.model_dump(by_alias=True, exclude_none=True, mode="json"))
+    steps: dict[str, Outcome] = {"tools/call with task": created}
+    task_id = created.get("result", {}).get("task", {}).get("taskId")
+    if not isinstance(task_id, str):
+        return steps
+    steps["tasks/get"] = await side.send(types.GetTaskRequest(params=types.GetTaskRequestParams(task_id=task_id)))
+    listed = await side.send(types.ListTasksRequest())
+    if "result" in listed:  # this run's task (the server's connection outlives one run)
+        listed["result"]["tasks"] = [t for t in listed["result"]["tasks"] if t.get("taskId") == task_id]
+    steps["tasks/list"] = listed
+    steps["tasks/cancel"] = await side.send(
+        types.CancelTaskRequest(params=types.CancelTaskRequestParams(task_id=task_id))
+    )
+    steps["tasks/result"] = await side.send(
+        types.GetTaskPayloadRequest(params=types.GetTaskPayloadRequestParams(task_id=task_id))
+    )
+    return steps
+
+
+EVERYTHING = ServerSpec(
+    name="everything",
+    # get-env answers the server's environment: the same variables on both sides. A child inherits a few of the hub's
+    # own (docs/configuration.md), which the SDK's client does not pass: they are set here, for both.
+    entry=lambda workspace: npm_entry("mcp-server-everything", "stdio", **INHERITED),
+    missing=lambda: npm_missing("mcp-server-everything"),
+    calls=lambda workspace: [
+        ("echo", {"message": "héllo ✓"}),
+        ("get-annotated-message", {"messageType": "error"}),
+        ("get-annotated-message", {"messageType": "success", "includeImage": True}),
+        ("get-env", {}),
+        ("get-resource-links", {"count": 4}),
+        ("get-resource-reference", {"resourceType": "Text", "resourceId": 2}),
+        ("get-resource-reference", {"resourceType": "Blob", "resourceId": 3}),
+        ("get-structured-content", {"location": "Chicago"}),
+        ("get-sum", {"a": 2, "b": 40.5}),
+        ("get-sum", {"a": "two"}),
+        ("get-tiny-image", {}),
+        # outputType resource: a resourceLink would add a resource to the server's list for the rest of its life,
+        # and the direct connection (one per era) outlives the hub's child of each front.
+        (
+            "gzip-file-as-resource",
+            {"name": "a.txt.gz", "data": "data:text/plain;base64,aGVsbG8K", "outputType": "resource"},
+        ),
+        (
+            "gzip-file-as-resource",
+            {"name": "b.txt.gz", "data": "data:text/plain;base64,aGk=", "outputType": "resource"},
+        ),
+        ("toggle-simulated-logging", {}),
+        ("toggle-simulated-logging", {}),
+        ("toggle-subscriber-updates", {}),
+        ("toggle-subscriber-updates", {}),
+        ("trigger-long-running-operation", {"duration": 0.2, "steps": 2}),
+        ("simulate-research-query", {"topic": "without a task"}),
+    ],
+    # The tools that ask the host for input are called by the features (sampling, elicit, roots), through the SDK's
+    # own loop: through the hub, a 2026-07-28 host gets their requests as input-required rounds.
+    prompts=[
+        ("simple-prompt", {}),
+        ("args-prompt", {"city": "Paris", "state": "Île-de-France"}),
+        ("completable-prompt", {"department": "Engineering", "name": "Alice"}),
+        ("resource-prompt", {"resourceType": "Text", "resourceId": "2"}),
+        ("resource-prompt", {"resourceType": "Blob", "resourceId": "5"}),
+    ],
+    templates={
+        "demo://resource/dynamic/text/{resourceId}": ["demo://resource/dynamic/text/1"],
+        "demo://resource/dynamic/blob/{resourceId}": ["demo://resource/dynamic/blob/2"],
+    },
+    completions=[
+        ({"type": "ref/prompt", "name": "completable-prompt"}, {"name": "department", "value": "E"}),
+        (
+            {"type": "ref/resource", "uri": "demo://resource/dynamic/text/{resourceId}"},
+            {"name": "resourceId", "value": "1"},
+        ),
+    ],
+    features={
+        "progress": _progress,
+        "cancel": _cancel,
+        "logging": _logging,
+        "subscribe": _subscribe,
+        "sampling": _sampling,
+        "elicit": _elicit,
+        "roots": _roots,
+        "tasks": _tasks,
+    },
+    feature_tools=frozenset(
+        {"trigger-sampling-request", "trigger-elicitation-request", "trigger-url-elicitation", "get-roots-list"}
+    ),
+    handshake_only=frozenset({"logging"}),
+    volatile=[ISO_TIME, CLOCK, UUID, TASK_ID, HUB_INSTANCE],
+    session_resources="demo://resource/session/",
+    gaps={
+        **TASK_SUPPORT_DROPPED,
+        ("subscribe", None, NEW): "found by this suite: a 2026-07-28 host's subscriptions/listen with "
+        "resourceSubscriptions is acknowledged as honoured, but the hub never sends the server resources/subscribe "
+        "(only a handshake host's resources/subscribe does), so no notifications/resources/updated ever comes",
+        ("tasks", None, None): "the hub forwards the task-augmented tools/call and hands the host the server's "
+        "task, but answers tasks/get, tasks/list, tasks/cancel and tasks/result with -32601 Method not found "
+        "(and does not declare the tasks capability)",
+    },
+)
