@@ -149,11 +149,41 @@ def _filesystem_calls(workspace: Path) -> list[tuple[str, dict[str, Any]]]:
     ]
 
 
+async def _allowed(side: Side, directory: Path) -> Outcome:
+    """list_allowed_directories until it names `directory` alone (the server re-reads the host's roots after
+    notifications/roots/list_changed, in its own time): the last answer after at most 10 s."""
+    answer: Outcome = None
+    with anyio.move_on_after(10):
+        while True:
+            answer = await side.call("list_allowed_directories", {})
+            text = answer.get("result", {}).get("content", [{}])[0].get("text", "")
+            if text.splitlines()[1:] == [str(directory)]:
+                return answer
+            await anyio.sleep(0.1)
+    return answer
+
+
+async def _filesystem_roots(side: Side) -> Outcome:
+    """The host's roots change (to the workspace's docs/, then back): the server asks for them again and serves
+    the new directories."""
+    narrowed = side.workspace / "docs"
+    side.host.root = narrowed.as_uri()
+    try:
+        await side.client.send_roots_list_changed()
+        return {"after the change": await _allowed(side, narrowed)}
+    finally:
+        side.host.root = side.workspace.as_uri()
+        await side.client.send_roots_list_changed()
+        await _allowed(side, side.workspace)
+
+
 FILESYSTEM = ServerSpec(
     name="filesystem",
     entry=lambda workspace: npm_entry("mcp-server-filesystem", str(workspace)),
     missing=lambda: npm_missing("mcp-server-filesystem"),
     reset=_filesystem_reset,
+    features={"roots": _filesystem_roots},
+    handshake_only=frozenset({"roots"}),
     gaps=TASK_SUPPORT_DROPPED,
     calls=_filesystem_calls,
     # get_file_info: a file's birth time cannot be set, and files the script writes get the time of the call.
@@ -474,6 +504,8 @@ EVERYTHING = ServerSpec(
         ("subscribe", None, NEW): "found by this suite: a 2026-07-28 host's subscriptions/listen with "
         "resourceSubscriptions is acknowledged as honoured, but the hub never sends the server resources/subscribe "
         "(only a handshake host's resources/subscribe does), so no notifications/resources/updated ever comes",
+        ("capabilities", None, None): "the server declares the `tasks` capability (list, cancel, tools/call); "
+        "the hub does not, though it forwards task-augmented calls",
         ("tasks", None, None): "the hub forwards the task-augmented tools/call and hands the host the server's "
         "task, but answers tasks/get, tasks/list, tasks/cancel and tasks/result with -32601 Method not found "
         "(and does not declare the tasks capability)",
