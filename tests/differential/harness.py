@@ -106,8 +106,11 @@ class DiffHost(Host):
     """The host of every side: the same answers to the server's requests, roots naming the server's workspace."""
 
     root: str = "file:///"
+    roots_asked: int = 0
 
     async def on_roots(self, ctx: ClientRequestContext) -> Any:
+        self.roots_asked += 1
+        self._tell()
         return types.ListRootsResult(roots=[types.Root(uri=self.root, name="workspace")])
 
 

@@ -5,6 +5,7 @@ Pinned: the npm servers in tests/npm/package.json, the Python ones in pyproject.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import subprocess
 import sys
@@ -163,17 +164,28 @@ async def _allowed(side: Side, directory: Path) -> Outcome:
     return answer
 
 
+async def _roots_changed(side: Side) -> bool:
+    """Tell the server the host's roots changed; whether it asked for them within 10 s. The script waits for that
+    before its next call: with a call in flight, the hub ties the server's roots/list to it (issue 30, "Roots";
+    tests/integration/test_roots.py), and this suite compares answers, not that race."""
+    asked = side.host.roots_asked
+    await side.client.send_roots_list_changed()
+    with contextlib.suppress(TimeoutError):
+        await side.host.wait_for(lambda: side.host.roots_asked > asked, "roots/list", limit=10)
+    return side.host.roots_asked > asked
+
+
 async def _filesystem_roots(side: Side) -> Outcome:
     """The host's roots change (to the workspace's docs/, then back): the server asks for them again and serves
     the new directories."""
     narrowed = side.workspace / "docs"
     side.host.root = narrowed.as_uri()
     try:
-        await side.client.send_roots_list_changed()
-        return {"after the change": await _allowed(side, narrowed)}
+        asked = await _roots_changed(side)
+        return {"server asked for roots": asked, "after the change": await _allowed(side, narrowed)}
     finally:
         side.host.root = side.workspace.as_uri()
-        await side.client.send_roots_list_changed()
+        await _roots_changed(side)
         await _allowed(side, side.workspace)
 
 
