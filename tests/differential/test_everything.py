@@ -6,8 +6,8 @@ from collections.abc import AsyncIterator
 
 import pytest
 
+from tests.differential.everything import EVERYTHING as SPEC
 from tests.differential.harness import Bench, cells, compare, open_bench
-from tests.differential.servers import EVERYTHING as SPEC
 
 pytestmark = pytest.mark.anyio
 
