@@ -1,0 +1,1 @@
+"""The differential suite (issue 30): third-party servers driven by the same script directly and through the hub."""
