@@ -227,7 +227,10 @@ class Router:
         if not confirmed:
             return  # a 2026-07-28 host was sent the question; its answer comes as a request of its own
         forwarded = {k: v for k, v in params.items() if k not in ("requestState", "inputResponses")}
-        self.start_call(request, route, exposed, forwarded, rule, "accepted")
+        try:  # its identity may have reached its limit in flight while its user was asked
+            self.start_call(request, route, exposed, forwarded, rule, "accepted")
+        except errors.HubError as error:
+            self.refuse(request, error, route.child, rule)
 
     def start_call(
         self,
