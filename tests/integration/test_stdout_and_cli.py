@@ -34,6 +34,7 @@ async def test_stdout_carries_nothing_but_json_rpc(tmp_path: Path) -> None:
     config = write_config(
         tmp_path,
         {"kitchen": python_child("tests.children.kitchen"), "broken": {"command": "/nonexistent", "max_restarts": 0}},
+        {"startup_listing_wait": 60},  # the listing below waits for kitchen on a loaded machine too (bounded)
     )
     process = await anyio.open_process(
         [sys.executable, "-m", "hub", "serve", "--config", str(config), "--log-level", "debug"], cwd=REPO

@@ -55,6 +55,9 @@ POLICIES = [
 def team_config(directory: Path, policies: list[dict[str, Any]] = POLICIES) -> Path:
     path = directory / "servers.yaml"
     document = {
+        # A first listing waits for both children however loaded the machine is (bounded): these tests check what
+        # each identity sees, not how fast the children start (tests/integration/test_startup_listing.py does).
+        "hub": {"startup_listing_wait": 60},
         "auth": {"tokens": "tokens.json"},
         "policies": policies,
         "default_policy": "deny",
