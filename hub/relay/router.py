@@ -220,14 +220,10 @@ class Router:
     ) -> None:
         """A call that needs its user's yes: forwarded only on an explicit yes (hub.relay.admission)."""
         try:
-            confirmed = await self.admission.confirmed(request, route, exposed, rule)
-        except errors.HubError as error:
-            self.refuse(request, error, route.child, rule)
-            return
-        if not confirmed:
-            return  # a 2026-07-28 host was sent the question; its answer comes as a request of its own
-        forwarded = {k: v for k, v in params.items() if k not in ("requestState", "inputResponses")}
-        try:  # its identity may have reached its limit in flight while its user was asked
+            if not await self.admission.confirmed(request, route, exposed, rule):
+                return  # a 2026-07-28 host was sent the question; its answer comes as a request of its own
+            forwarded = {k: v for k, v in params.items() if k not in ("requestState", "inputResponses")}
+            # Refused too if its identity reached its limit in flight while its user was asked.
             self.start_call(request, route, exposed, forwarded, rule, "accepted")
         except errors.HubError as error:
             self.refuse(request, error, route.child, rule)
