@@ -48,7 +48,8 @@ from jwt.algorithms import get_default_algorithms
 from jwt.types import Options
 from mcp.server.auth.provider import AccessToken
 
-DEFAULT_ALGORITHMS = ("RS256", "RS384", "RS512", "ES256", "ES384", "PS256", "PS384", "PS512", "EdDSA")
+from hub.access import ALGORITHMS
+
 # A JWK set is a few kilobytes; a larger answer is not one (and is not read into memory whole).
 JWKS_LIMIT = 1 << 20
 # An error's text in a rejection reason and the log is cut here.
@@ -194,7 +195,7 @@ class JwtVerifier:
         audience: str,
         jwks_url: str,
         groups_claim: str = "groups",
-        algorithms: tuple[str, ...] = DEFAULT_ALGORITHMS,
+        algorithms: tuple[str, ...] = ALGORITHMS,
         leeway_s: float = 30.0,
         fetch_timeout_s: float = 5.0,
         refetch_interval_s: float = 60.0,

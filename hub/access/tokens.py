@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from hub.access.identity import Identity
+from hub.platform.files import replace_file
 
 PREFIX = "hub_"
 NAME_PATTERN = re.compile(r"[A-Za-z0-9][A-Za-z0-9._@-]{0,63}")
@@ -138,14 +139,8 @@ class TokenFile:
                 for e in entries
             ]
         }
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        temporary = self.path.with_name(f".{self.path.name}.{os.getpid()}.tmp")
-        try:
-            fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-            with os.fdopen(fd, "w", encoding="utf-8") as out:
-                json.dump(document, out, indent=2)
-                out.write("\n")
-            os.replace(temporary, self.path)  # a running hub reads the old file or the new one, never half of one
+        try:  # a running hub reads the old file or the new one, never half of one
+            replace_file(self.path, (json.dumps(document, indent=2) + "\n").encode("utf-8"), 0o600)
         except OSError as exc:
             raise TokenFileError(f"cannot write the token file {self.path}: {exc.strerror}") from exc
         self._stamp = None

@@ -8,11 +8,8 @@ import re
 
 from pydantic import Field, field_validator, model_validator
 
+from hub.access import ALGORITHMS
 from hub.config.model import Strict
-
-# JWT signature algorithms a hub accepts unless told otherwise: asymmetric only. "none" and the HMAC family are
-# never accepted: a verifier that holds only public keys must not be talked into using one as a shared secret.
-JWT_ALGORITHMS = ("RS256", "RS384", "RS512", "PS256", "PS384", "PS512", "ES256", "ES384", "ES512", "EdDSA")
 
 
 class JwtConfig(Strict):
@@ -22,15 +19,15 @@ class JwtConfig(Strict):
     audience: str = Field(description="The hub's own URL (RFC 8707): a token's `aud` must contain it.")
     jwks_url: str = Field(description="Where the provider publishes its signing keys (JWKS).")
     groups_claim: str = Field(default="groups", description="The claim holding the groups (a dotted path allowed).")
-    algorithms: tuple[str, ...] = Field(default=JWT_ALGORITHMS, description="Signature algorithms accepted.")
+    algorithms: tuple[str, ...] = Field(default=ALGORITHMS, description="Signature algorithms accepted.")
     leeway: float = Field(default=30.0, ge=0, le=300, description="Seconds of clock skew allowed on exp and nbf.")
 
     @field_validator("algorithms")
     @classmethod
     def _asymmetric_only(cls, value: tuple[str, ...]) -> tuple[str, ...]:
-        refused = [a for a in value if a not in JWT_ALGORITHMS]
+        refused = [a for a in value if a not in ALGORITHMS]
         if refused or not value:
-            raise ValueError(f"algorithms may only be among {', '.join(JWT_ALGORITHMS)} (never none or HS*)")
+            raise ValueError(f"algorithms may only be among {', '.join(ALGORITHMS)} (never none or HS*)")
         return value
 
     @field_validator("issuer", "jwks_url", "audience")

@@ -19,12 +19,13 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import re
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
+
+from hub.platform.files import replace_file
 
 LOCK_VERSION = 1
 LOCK_SUFFIX = ".lock"
@@ -312,23 +313,15 @@ def dump_lock(lock: Lock) -> bytes:
 
 
 def save_lock(path: Path, lock: Lock) -> None:
-    """Write `lock` to `path` atomically (a temporary file in the same directory, then `os.replace`): a reader sees
+    """Write `lock` to `path` atomically (`hub.platform.files.replace_file`): a reader sees
     the old file or the new one, never half of one. The new file's mode follows the umask (it is meant for git).
 
     Raises:
         LockError: the file cannot be written; the message names it and why.
     """
-    data = dump_lock(lock)
-    temporary = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     try:
-        fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o666)
-        with os.fdopen(fd, "wb") as out:
-            out.write(data)
-            out.flush()
-            os.fsync(out.fileno())
-        os.replace(temporary, path)
+        replace_file(path, dump_lock(lock))
     except OSError as exc:
-        temporary.unlink(missing_ok=True)
         raise LockError(f"cannot write the lock file {path}: {exc.strerror or exc}") from exc
 
 

@@ -8,17 +8,15 @@ from __future__ import annotations
 
 import difflib
 import glob
-import os
 import re
 import shutil
-import stat
-import tempfile
 from abc import ABC, abstractmethod
 from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 from hub.install import jsonc
+from hub.platform.files import replace_file
 
 BACKUP_MARK = ".bak-"
 _STAMP = re.compile(r"\.bak-(\d{8}T\d{6})(?:-(\d+))?$")
@@ -45,37 +43,17 @@ def read_text(path: Path) -> str | None:
 
 
 def write_atomic(path: Path, data: str | bytes, mode: int | None = None) -> None:
-    """Replace `path` with `data` in one step (a temporary file, then `os.replace`), creating its directory.
+    """Replace `path` with `data` in one step (`hub.platform.files.replace_file`), creating its directory.
 
     `mode`: the new file's permission bits; default: the old file's, else what the umask gives.
 
     Raises:
         EditError: the directory or file cannot be written.
     """
-    raw = data.encode("utf-8") if isinstance(data, str) else data
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        if mode is None and path.exists():
-            mode = stat.S_IMODE(path.stat().st_mode)
-        fd, temporary = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-        try:
-            with os.fdopen(fd, "wb") as out:
-                out.write(raw)
-                out.flush()
-                os.fsync(out.fileno())
-            os.chmod(temporary, mode if mode is not None else 0o666 & ~_umask())
-            os.replace(temporary, path)
-        except BaseException:
-            Path(temporary).unlink(missing_ok=True)
-            raise
+        replace_file(path, data.encode("utf-8") if isinstance(data, str) else data, mode)
     except OSError as exc:
         raise EditError(f"{path}: cannot write it: {exc.strerror}") from None
-
-
-def _umask() -> int:
-    current = os.umask(0o022)
-    os.umask(current)
-    return current
 
 
 def backup(path: Path, now: datetime) -> Path | None:

@@ -277,8 +277,9 @@ def test_a_malformed_lock_is_a_lock_error_naming_the_file_and_the_fault(
 
 
 def test_an_unwritable_lock_is_a_lock_error(tmp_path: Path) -> None:
+    (tmp_path / "a-file").write_text("not a directory")
     with pytest.raises(LockError, match="cannot write the lock file"):
-        save_lock(tmp_path / "missing-dir" / "servers.lock", Lock())
+        save_lock(tmp_path / "a-file" / "servers.lock", Lock())
 
 
 def test_a_shared_approval_holds_only_while_the_file_entry_it_amended_is_unchanged() -> None:
