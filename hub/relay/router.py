@@ -20,6 +20,7 @@ from hub.access.policy import ALLOWED
 from hub.config.settings import HubSettings
 from hub.protocol import errors, revisions
 from hub.relay.admission import SUBSCRIPTIONS, Admission
+from hub.relay.apps import AmbiguousOwnName
 from hub.relay.builtins import HEALTH_TOOL, Builtins, Forwarded
 from hub.relay.call import Call, answer_error
 from hub.relay.catalog import CALL_TOOL, GATEWAY_TOOLS, SEARCH_TOOL, Catalog, Route
@@ -149,7 +150,24 @@ class Router:
             else:  # the named tool's own call, routed as if the host had sent it
                 self._tool_call(Forwarded(request), waited)
             return
+        if route is None and (app := self._own_name(request, name)) is not None:
+            name, route = app, self.catalog.namespace.tool_routes[app]
         self._dispatch(request, waited, "tool", name, route, {**params, "name": route.original} if route else params)
+
+    def _own_name(self, request: HostRequest, name: str) -> str | None:
+        """An app's call by its server's own tool name (hub.relay.apps): the exposed name of the one tool of that
+        own name the caller's policy lets it use, then routed and admitted as that name; never a guess."""
+        namespace, identity = self.catalog.namespace, request.session.identity
+        try:
+            return namespace.own_names.resolve(
+                name, lambda exposed: self.admission.decide(identity, exposed, namespace.writes(exposed)).allowed
+            )
+        except AmbiguousOwnName as exc:
+            raise errors.UnknownName(
+                f"AmbiguousOwnName tool: {named(name)} is the own name of tools of several servers "
+                f"({', '.join(exc.exposed)}): call one of them by that name",
+                {"candidates": list(exc.exposed)},
+            ) from None
 
     def _dispatch(
         self, request: HostRequest, waited: bool, kind: str, exposed: str, route: Route | None, params: dict[str, Any]
@@ -376,7 +394,7 @@ class Router:
         return [
             c
             for c in self.catalog.children.values()
-            if not c.prefix or name.startswith((c.prefix + "_", c.prefix + "+"))
+            if not c.prefix or name.startswith((c.prefix + "_", c.prefix + "+", f"ui://{c.prefix}+"))
         ]
 
     async def _after_start(self, request: HostRequest, starting: list[Child]) -> None:
