@@ -164,7 +164,7 @@ class Router:
             )
         except AmbiguousOwnName as exc:
             raise errors.UnknownName(
-                f"AmbiguousOwnName tool: {named(name)} is the own name of tools of several servers "
+                f"Ambiguous tool: {named(name)} is the own name of tools of several servers "
                 f"({', '.join(exc.exposed)}): call one of them by that name",
                 {"candidates": list(exc.exposed)},
             ) from None
@@ -390,12 +390,11 @@ class Router:
     # ---- children still starting ----------------------------------------------------------------------------
 
     def _possible_owners(self, name: str) -> list[Child]:
-        """The children whose prefix `name` carries (or that have none): one of them may own it once it is up."""
-        return [
-            c
-            for c in self.catalog.children.values()
-            if not c.prefix or name.startswith((c.prefix + "_", c.prefix + "+", f"ui://{c.prefix}+"))
-        ]
+        """The children whose prefix `name` carries (or that have none): one of them may own it once it is up. A
+        name with none of the prefixes may be any child's own name for a tool (an app's call: hub.relay.apps)."""
+        children = self.catalog.children.values()
+        owners = [c for c in children if name.startswith((c.prefix + "_", c.prefix + "+", f"ui://{c.prefix}+"))]
+        return [c for c in children if owners == [] or not c.prefix or c in owners]
 
     async def _after_start(self, request: HostRequest, starting: list[Child]) -> None:
         _log.info("call_waits_for_start", name=cut(_name(request)), servers=[c.name for c in starting])
