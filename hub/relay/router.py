@@ -301,7 +301,8 @@ class Router:
         if starting and not waited:
             self.spawn(self._after_start, request, starting)
             return
-        down = [c for c in self._possible_owners(exposed) if c.state is not ChildState.READY]
+        # Said of a name that carries the child's prefix (or of an unprefixed child): not of any name at all.
+        down = [c for c in self._possible_owners(exposed) if c.state is not ChildState.READY and _carries(exposed, c)]
         if down and kind == "tool":  # the host may know the name from before: say why it is gone
             raise errors.Unavailable(f"tool {named(exposed)} is not available: {down[0].unavailable_reason()}")
         raise errors.UnknownName(f"Unknown {kind}: {named(exposed)}")
@@ -393,7 +394,7 @@ class Router:
         """The children whose prefix `name` carries (or that have none): one of them may own it once it is up. A
         name with none of the prefixes may be any child's own name for a tool (an app's call: hub.relay.apps)."""
         children = self.catalog.children.values()
-        owners = [c for c in children if name.startswith((c.prefix + "_", c.prefix + "+", f"ui://{c.prefix}+"))]
+        owners = [c for c in children if c.prefix and _carries(name, c)]
         return [c for c in children if owners == [] or not c.prefix or c in owners]
 
     async def _after_start(self, request: HostRequest, starting: list[Child]) -> None:
@@ -424,6 +425,12 @@ class Router:
             call.span,
             call.confirmation,
         )
+
+
+def _carries(name: str, child: Child) -> bool:
+    """Whether an exposed name or URI carries the child's prefix (every name does, for an unprefixed child)."""
+    prefix = child.prefix
+    return not prefix or name.startswith((prefix + "_", prefix + "+", f"ui://{prefix}+"))
 
 
 def _owner(call: Call) -> object:
