@@ -1,9 +1,11 @@
-"""The cache hints of a merged list (2026-07-28 `ttlMs`, `cacheScope`) come from the children's, through
-`hub serve` over stdio: the smallest ttl; private when any child says private or says nothing (an older child).
+"""What a 2026-07-28 host's merged lists say, through `hub serve` over stdio: the cache hints (`ttlMs`,
+`cacheScope`) come from the children's (the smallest ttl; private when any child says private or says nothing, as
+an older child does); a tool with an invalid `x-mcp-header` is left out, and the hub's log names it.
 """
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -57,3 +59,18 @@ async def test_an_older_child_that_says_nothing_makes_it_0_and_private(tmp_path:
         "private",
         ["hub_health", "new_now", "old_now"],
     )
+
+
+async def test_a_tool_with_an_invalid_x_mcp_header_is_left_out_and_the_log_names_it(tmp_path: Path) -> None:
+    child = cached(0, "private")
+    child["args"].append("--bad-header")
+    for era in ("legacy", MODERN):
+        config = write_config(tmp_path, {"srv": child}, {"startup_listing_wait": 60})
+        log = tmp_path / f"hub-{era}.log"
+        async with connect_host(hub_params(config, log), Host(), mode=era) as client:
+            names = {t.name for t in (await client.list_tools()).tools}
+        assert names == {"hub_health", "srv_now"}, era
+        lines = [json.loads(line) for line in log.read_text().splitlines() if line.startswith("{")]
+        (rejected,) = [line for line in lines if line.get("event") == "tool_rejected"]
+        assert (rejected["child"], rejected["tool"]) == ("srv", "bad")
+        assert "number" in rejected["problem"]
