@@ -141,7 +141,12 @@ class Namespace(Listing):
     def _index(self) -> ToolIndex:
         """The search index of this namespace's tools, made on its first search (a namespace never changes). A tool
         for its app alone (`hub.relay.apps.app_only`) is never offered to the model, so never found."""
-        return ToolIndex([t for t in self.tools if not app_only(t)])
+        return ToolIndex([t for t in self.tools if t.get("name") not in self.app_only])
+
+    @functools.cached_property
+    def app_only(self) -> frozenset[str]:
+        """The exposed names of the tools for their app alone: never offered to the model (search, hub_call_tool)."""
+        return frozenset(str(t.get("name")) for t in self.tools if app_only(t))
 
     @functools.cached_property
     def own_names(self) -> OwnNames:

@@ -147,8 +147,13 @@ class Router:
                     self.builtins.search(request, decision.rule)
                 except errors.HubError as error:
                     self.refuse(request, error, "hub", decision.rule)
-            else:  # the named tool's own call, routed as if the host had sent it
-                self._tool_call(Forwarded(request), waited)
+            else:  # the named tool's own call, routed as if the host had sent it; the model's, so not an app's
+                forwarded = Forwarded(request)
+                if forwarded.params["name"] in self.catalog.namespace.app_only:
+                    raise errors.ArgumentRefused(
+                        f"tool {named(forwarded.params['name'])} is for its app only (_meta.ui.visibility)", "name"
+                    )
+                self._tool_call(forwarded, waited)
             return
         if route is None and (app := self._own_name(request, name)) is not None:
             name, route = app, self.catalog.namespace.tool_routes[app]

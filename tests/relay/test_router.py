@@ -1,12 +1,16 @@
 """The route step of the relay (hub.relay.router) for MCP Apps: an app's call by its server's own tool name, the
-app URIs of a tool result and of a read, renamed inside the ui:// scheme."""
+app URIs of a tool result and of a read, renamed inside the ui:// scheme, and app-only tools kept from the model's
+hub_call_tool."""
 
 from __future__ import annotations
+
+from dataclasses import replace
 
 import pytest
 
 from hub.access.identity import Identity
 from hub.access.policy import Policy, Rule
+from hub.relay.catalog import CALL_TOOL
 from tests.relay.harness import FakeSession, running_relay
 
 pytestmark = pytest.mark.anyio
@@ -80,3 +84,26 @@ async def test_a_tool_results_app_uri_and_a_read_of_the_app_are_renamed_inside_t
         html = {"uri": "ui://get-time/mcp-app.html", "mimeType": "text/html;profile=mcp-app", "text": "<html/>"}
         app.answer(2, {"contents": [html]})
         assert read.result == {"contents": [{**html, "uri": "ui://app+get-time/mcp-app.html"}]}
+
+
+async def test_hub_call_tool_is_the_models_and_cannot_call_a_tool_for_its_app_only() -> None:
+    async with running_relay() as relay:
+        relay.catalog.reserved = lambda: frozenset({CALL_TOOL})
+        app = relay.add_child("app", tools=("refresh", "get-time"))
+        tools = [dict(t) for t in app.child.listing.tools]
+        tools[0]["_meta"] = {"ui": {"visibility": ["app"]}}
+        app.child.listing = replace(app.child.listing, tools=tuple(tools))
+        relay.catalog.rebuild()
+        refused = relay.call_tool(CALL_TOOL, {"name": "app_refresh"})
+        await refused.answered()
+        assert refused.result["isError"] is True
+        assert "for its app only" in refused.result["content"][0]["text"]
+        assert app.wire.requests("tools/call") == []
+        allowed = relay.call_tool(CALL_TOOL, {"name": "app_get-time"})
+        assert app.last_request("tools/call")["params"]["name"] == "get-time"
+        app.answer(1, TEXT)
+        assert allowed.result == TEXT
+        by_app = relay.call_tool("refresh")  # the app itself, by its server's own name, through its host
+        assert app.last_request("tools/call")["params"]["name"] == "refresh"
+        app.answer(2, TEXT)
+        assert by_app.result == TEXT
