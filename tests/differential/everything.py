@@ -8,7 +8,7 @@ import anyio
 import mcp_types as types
 
 from tests.differential.harness import NEW, Outcome, ServerSpec, Side
-from tests.differential.servers import ISO_TIME, TASK_SUPPORT_DROPPED, npm_entry, npm_missing
+from tests.differential.servers import ISO_TIME, npm_entry, npm_missing
 from tests.support.waits import WAIT
 
 # Variables a child inherits from the hub (docs/configuration.md) that the SDK's client does not pass: get-env answers
@@ -221,7 +221,6 @@ EVERYTHING = ServerSpec(
     volatile=[ISO_TIME, CLOCK, UUID, TASK_ID, HUB_INSTANCE],
     session_resources="demo://resource/session/",
     gaps={
-        **TASK_SUPPORT_DROPPED,
         ("subscribe", None, NEW): "found by this suite: a 2026-07-28 host's subscriptions/listen with "
         "resourceSubscriptions is acknowledged as honoured, but the hub never sends the server resources/subscribe "
         "(only a handshake host's resources/subscribe does), so no notifications/resources/updated ever comes",
