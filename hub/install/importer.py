@@ -37,6 +37,7 @@ class Source:
     target: Target
     entries: dict[str, dict[str, Any]]
     client: Client | None
+    inputs: dict[str, str] = field(default_factory=dict)  # VS Code's prompts: id -> what it asks for
 
 
 def open_source(spec: str, paths: Paths, scope: Scope) -> Source:
@@ -60,7 +61,23 @@ def open_source(spec: str, paths: Paths, scope: Scope) -> Source:
         entries = open_servers(text, target.key, target.toml).entries()
     except EditError as exc:
         raise EditError(f"{target.file}: {exc}") from None
-    return Source(target, entries, client)
+    return Source(target, entries, client, {} if target.toml else _inputs(text))
+
+
+def _inputs(text: str) -> dict[str, str]:
+    """VS Code's `inputs` (`[{"id": "apiKey", "description": "Your API key", ...}]`): what each prompt asks for."""
+    from hub.install import jsonc
+
+    try:
+        data = jsonc.loads(text)
+    except jsonc.JsoncError:
+        return {}
+    found = data.get("inputs") if isinstance(data, dict) else None
+    return {
+        str(i["id"]): str(i.get("description") or i["id"])
+        for i in (found if isinstance(found, list) else [])
+        if isinstance(i, dict) and i.get("id")
+    }
 
 
 def _file_target(file: Path) -> Target:
@@ -140,8 +157,9 @@ def plan_import(source: Source, into: Path, paths: Paths) -> ImportPlan:
         yaml_text, [(i.prefix, i.converted.child, f"imported from {label} ({i.name!r})") for i in added]
     )
     _validate(after, into)
-    env_after = _env_text(env_text, store.added)
-    gitignore = _gitignore(into.parent / ".gitignore", env_path.name) if store.added or env_text else None
+    env_after = env_text_with(env_text, store.added, store.placeholders)
+    wrote_env = store.added or store.placeholders or env_text
+    gitignore = gitignore_change(into.parent / ".gitignore", env_path.name) if wrote_env else None
     return ImportPlan(
         source,
         items,
@@ -169,11 +187,12 @@ def _items(
             items.append(Item(name, "skipped", reason=str(exc)))
             continue
         prefix = _free_prefix(fit_prefix(name), taken)
-        kept = dict(store.added)
-        hide_secrets(prefix, converted, store)
+        kept, kept_placeholders = dict(store.added), dict(store.placeholders)
+        hide_secrets(prefix, converted, store, source.inputs)
         same = known.get(identity(converted.child))
         if same is not None:
-            store.added = kept  # servers.yaml's child has its own references: the env file gets nothing of this one
+            # servers.yaml's child has its own references: the env file gets nothing of this one
+            store.added, store.placeholders = kept, kept_placeholders
             items.append(Item(name, "present", same, converted, f"servers.yaml has it as {same!r}"))
             continue
         if prefix != fit_prefix(name):
@@ -278,16 +297,19 @@ def _validate(text: str, into: Path) -> None:
         raise EditError(f"the imported servers would not make a valid configuration: {exc}") from None
 
 
-def _env_text(before: str | None, added: Mapping[str, str]) -> str:
+def env_text_with(before: str | None, added: Mapping[str, str], placeholders: Mapping[str, str]) -> str:
+    """The env file's text with `added` values appended, then each placeholder as an empty `NAME=` line under a
+    comment saying what to fill in (empty, the hub still starts; the server may then refuse until it is filled)."""
     text = before or ""
-    if added and text and not text.endswith("\n"):
+    if (added or placeholders) and text and not text.endswith("\n"):
         text += "\n"
-    if added and not text:
-        text = "# Secrets of servers.yaml's servers (hub import). Keep this file out of git; the hub reads it.\n"
-    return text + "".join(format_env_line(name, value) + "\n" for name, value in added.items())
+    if (added or placeholders) and not text:
+        text = "# Secrets of servers.yaml's servers. Keep this file out of git; the hub reads it.\n"
+    text += "".join(format_env_line(name, value) + "\n" for name, value in added.items())
+    return text + "".join(f"# fill in: {what}\n{name}=\n" for name, what in placeholders.items())
 
 
-def _gitignore(path: Path, name: str) -> FileChange | None:
+def gitignore_change(path: Path, name: str) -> FileChange | None:
     """The .gitignore beside servers.yaml with the env file listed (None if it already is)."""
     before = read_text(path)
     patterns = [line.strip().lstrip("/") for line in (before or "").splitlines()]
