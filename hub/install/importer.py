@@ -14,7 +14,7 @@ from __future__ import annotations
 import fnmatch
 import io
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -148,7 +148,7 @@ def plan_import(source: Source, into: Path, paths: Paths) -> ImportPlan:
         store = SecretStore(parse_env_file(env_text or "", str(env_path)), paths.env)
     except EnvFileError as exc:
         raise EditError(str(exc)) from None
-    existing = _existing_children(yaml_text, into)
+    existing = existing_children(yaml_text, into)
     variables = {"userHome": str(paths.home), "workspaceFolder": str(paths.cwd)}
     items = _items(source, existing, store, variables)
     added = [i for i in items if i.state == "added"]
@@ -156,7 +156,7 @@ def plan_import(source: Source, into: Path, paths: Paths) -> ImportPlan:
     after = add_children(
         yaml_text, [(i.prefix, i.converted.child, f"imported from {label} ({i.name!r})") for i in added]
     )
-    _validate(after, into)
+    validate_servers(after, into)
     env_after = env_text_with(env_text, store.added, store.placeholders)
     wrote_env = store.added or store.placeholders or env_text
     gitignore = gitignore_change(into.parent / ".gitignore", env_path.name) if wrote_env else None
@@ -212,7 +212,7 @@ def _free_prefix(wanted: str, taken: set[str]) -> str:
     return f"{wanted[: 32 - len(str(number)) - 1]}-{number}"
 
 
-def _existing_children(text: str | None, into: Path) -> dict[str, dict[str, Any]]:
+def existing_children(text: str | None, into: Path) -> dict[str, dict[str, Any]]:
     if not text or not text.strip():
         return {}
     import yaml
@@ -229,6 +229,18 @@ def add_children(text: str | None, children: list[tuple[str, dict[str, Any], str
     """servers.yaml's text with `children` (prefix, keys, a comment) added under `servers:`, through ruamel.yaml's
     round trip: comments, order and quoting of the rest stay. Lists of plain values are written in flow style
     (`args: [-y, server]`), as the default servers.yaml does."""
+    return edit_servers(text, lambda servers, indent: _put(servers, children, indent))
+
+
+def _put(servers: Any, children: list[tuple[str, dict[str, Any], str]], indent: int) -> None:
+    for prefix, child, comment in children:
+        servers[prefix] = _commented(child)
+        servers.yaml_set_comment_before_after_key(prefix, before=comment, indent=indent)
+
+
+def edit_servers(text: str | None, change: Callable[[Any, int], None]) -> str:
+    """servers.yaml's text after `change(servers, indent)` edited its `servers:` mapping (ruamel.yaml's
+    CommentedMap, created when missing) in a round trip that keeps comments, order and quoting."""
     from ruamel.yaml import YAML
     from ruamel.yaml.comments import CommentedMap
     from ruamel.yaml.util import load_yaml_guess_indent
@@ -249,9 +261,7 @@ def add_children(text: str | None, children: list[tuple[str, dict[str, Any], str
     servers = document["servers"]
     if not servers:
         servers.fa.set_block_style()
-    for prefix, child, comment in children:
-        servers[prefix] = _commented(child)
-        servers.yaml_set_comment_before_after_key(prefix, before=comment, indent=indent)
+    change(servers, indent)
     out = io.StringIO()
     yaml.dump(document, out)
     return out.getvalue()
@@ -288,13 +298,14 @@ class _AnyValue(dict[str, str]):
         return "x"
 
 
-def _validate(text: str, into: Path) -> None:
+def validate_servers(text: str, into: Path, what: str = "the imported servers") -> None:
+    """Raises EditError when `text` is not a configuration the hub's loader takes (whatever the environment)."""
     from hub.config.loader import ConfigError, parse_config
 
     try:
         parse_config(text, into, _AnyValue())
     except ConfigError as exc:
-        raise EditError(f"the imported servers would not make a valid configuration: {exc}") from None
+        raise EditError(f"{what} would not make a valid configuration: {exc}") from None
 
 
 def env_text_with(before: str | None, added: Mapping[str, str], placeholders: Mapping[str, str]) -> str:

@@ -4,6 +4,9 @@ temporary directory, then the hub itself reading what they wrote.
 - `hub import` of the issue's three servers (a password in an argument's URL, in an env value's connection string,
   in an mcp-remote URL) and of a VS Code `${input:...}` prompt leaves no password in servers.yaml; servers.env holds
   each value, the prompt only as an empty variable under a note, and the resulting config loads.
+- `hub add` and `hub remove` edit servers.yaml in place (comments stay) while a hub serves it over stdio: the
+  host sees the new server's tools after list_changed, then the removed server's go. An edit the loader refuses
+  writes nothing; secrets of added servers go to servers.env.
 """
 
 from __future__ import annotations
@@ -14,13 +17,15 @@ import subprocess
 import sys
 from pathlib import Path
 
+import anyio
 import pytest
 
 from hub.config.envfile import parse_env_file
 from hub.config.loader import load_config
+from tests.support.mcp_client import Host, connect_hub, hub_params, wait_for_tools
 from tests.support.waits import WAIT
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.anyio, pytest.mark.integration]
 
 HOST_VARIABLES = ("XDG_CONFIG_HOME", "APPDATA", "HUB_CONFIG", "CLAUDE_CONFIG_DIR", "VIRTUAL_ENV")
 REPRO = {
@@ -75,3 +80,73 @@ def test_a_vs_code_prompt_becomes_a_variable_to_fill_in(tmp_path: Path) -> None:
     env_text = (tmp_path / "servers.env").read_text()
     assert "input:" not in env_text and "# fill in: Your Acme API key\nACME_API_KEY=\n" in env_text
     assert load_config(tmp_path / "servers.yaml", {}).config.servers["acme"].env == {"ACME_KEY": ""}
+
+
+async def test_a_running_hub_picks_up_hub_add_and_hub_remove(tmp_path: Path) -> None:
+    config = tmp_path / "servers.yaml"
+    config.write_text(
+        "# my servers\nservers:\n  time:\n    # the clock\n    command: mcp-server-time\n"
+        '    args: ["--local-timezone", "UTC"]\n'
+    )
+    host = Host()
+    async with connect_hub(hub_params(config, tmp_path / "calls.jsonl"), host) as client:
+        await wait_for_tools(client, host, {"time_get_current_time"})
+        added = await anyio.to_thread.run_sync(
+            lambda: run_hub(
+                tmp_path, "add", "clock", "-c", str(config), "--", "mcp-server-time", "--local-timezone", "Asia/Tokyo"
+            )
+        )
+        assert added.returncode == 0, added.stderr
+        assert "# my servers" in config.read_text() and "# the clock" in config.read_text()
+        tools = await wait_for_tools(client, host, {"clock_get_current_time"})
+        assert "time_get_current_time" in {t.name for t in tools}
+        result = await client.call_tool("clock_get_current_time", {"timezone": "Asia/Tokyo"})
+        assert "Asia/Tokyo" in str(result.content)
+        removed = await anyio.to_thread.run_sync(lambda: run_hub(tmp_path, "remove", "time", "-c", str(config)))
+        assert removed.returncode == 0, removed.stderr
+        with anyio.fail_after(WAIT):
+            while True:
+                changed = host.changed  # taken before listing: a list_changed during the listing is not missed
+                if "time_get_current_time" not in {t.name for t in (await client.list_tools()).tools}:
+                    break
+                await changed.wait()
+    assert "# my servers" in config.read_text() and "time:" not in config.read_text()
+
+
+def test_an_edit_that_would_break_the_config_writes_nothing(tmp_path: Path) -> None:
+    config = tmp_path / "servers.yaml"
+    config.write_text("servers:\n  time:\n    command: mcp-server-time\n")
+    before = config.read_text()
+    taken = run_hub(tmp_path, "add", "time", "-c", str(config), "--", "other")
+    assert taken.returncode == 1 and "already has a server named 'time'" in taken.stderr
+    bad = run_hub(tmp_path, "add", "Bad_Name!", "-c", str(config), "--", "x")
+    assert bad.returncode == 1 and "would not make a valid configuration" in bad.stderr
+    mixed = run_hub(tmp_path, "add", "r", "-c", str(config), "--url", "https://x.example/mcp", "--env", "A=1")
+    assert mixed.returncode == 1 and "env only apply to stdio children" in mixed.stderr
+    missing = run_hub(tmp_path, "remove", "nope", "-c", str(config))
+    assert missing.returncode == 1 and "has no server named 'nope' (it has: time)" in missing.stderr
+    assert config.read_text() == before and not (tmp_path / "servers.env").exists()
+
+
+def test_hub_add_puts_header_and_env_secrets_in_servers_env(tmp_path: Path) -> None:
+    config = tmp_path / "servers.yaml"
+    remote = run_hub(
+        tmp_path, "add", "linear", "-c", str(config), "--url", "https://mcp.linear.app/mcp",
+        "--header", "Authorization: Bearer lin_api_0123456789abcdef",
+    )  # fmt: skip
+    assert remote.returncode == 0, remote.stderr
+    assert "secrets to servers.env: LINEAR_TOKEN" in remote.stdout
+    local = run_hub(
+        tmp_path, "add", "pg", "-c", str(config), "--env", "DATABASE_URL=postgresql://app:pw0rd@db/app",
+        "--env", "LOG_LEVEL=info", "--", "npx", "-y", "@modelcontextprotocol/server-postgres",
+    )  # fmt: skip
+    assert local.returncode == 0, local.stderr
+    text = config.read_text()
+    assert "lin_api" not in text and "pw0rd" not in text and "Authorization: Bearer ${LINEAR_TOKEN}" in text
+    assert "DATABASE_URL: postgresql://app:${PG_PASSWORD}@db/app" in text and "LOG_LEVEL: info" in text
+    assert parse_env_file((tmp_path / "servers.env").read_text()) == {
+        "LINEAR_TOKEN": "lin_api_0123456789abcdef",
+        "PG_PASSWORD": "pw0rd",
+    }
+    assert "servers.env" in (tmp_path / ".gitignore").read_text()
+    assert (tmp_path / "servers.env").stat().st_mode & 0o077 == 0
