@@ -51,6 +51,12 @@ def add_commands(commands: Any, common: argparse.ArgumentParser) -> None:
         help=f"the registry (default: ${REGISTRY_ENV}, else {DEFAULT_REGISTRY})",
     )
     add.add_argument("--registry-file", metavar="PATH", help="a server.json on disk instead of the registry")
+    add.add_argument(
+        "--use",
+        choices=["npm", "pypi", "oci", "remote"],
+        help="with --registry: which of the server's packages or remotes to use (default: the first stdio package "
+        "whose runner, npx, uvx or docker, is installed; else the first remote)",
+    )
     add.add_argument("--dry-run", action="store_true", help="print what would be written; write nothing")
     remove = commands.add_parser(
         "remove",
@@ -103,7 +109,7 @@ def _add(args: argparse.Namespace, into: Path, out: TextIO) -> int:
         from hub.install.registry import RegistryError, entry_from_registry
 
         try:
-            found = entry_from_registry(args.registry, args.registry_file, args.registry_url)
+            found = entry_from_registry(args.registry, args.registry_file, args.registry_url, args.use)
         except RegistryError as exc:
             return fail(str(exc))
         name, child, comment = args.name or found.name, found.child, found.comment
