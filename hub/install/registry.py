@@ -212,7 +212,7 @@ def _pick_package(document: Mapping[str, Any], use: str | None) -> dict[str, Any
         and ((_get(p, "transport") or {}).get("type", "stdio") == "stdio")
     ]
     runnable = [p for p in packages if shutil.which(_runner(p))]
-    return (runnable or packages or [None])[0]
+    return (runnable or packages)[0] if packages else None
 
 
 def _literal(value: Any) -> str:
@@ -241,7 +241,8 @@ class _Builder:
 
         def one(match: re.Match[str]) -> str:
             key = match.group(1)
-            spec = variables.get(key) if isinstance(variables.get(key), dict) else {}
+            found = variables.get(key)
+            spec: Mapping[str, Any] = found if isinstance(found, dict) else {}
             if spec.get("default") is not None and not _get(spec, "isSecret"):
                 return _literal(spec["default"])
             prefix, _, _ = template.partition("=")
