@@ -109,10 +109,10 @@ def _add(args: argparse.Namespace, into: Path, out: TextIO) -> int:
         from hub.install.registry import RegistryError, entry_from_registry
 
         try:
-            found = entry_from_registry(args.registry, args.registry_file, args.registry_url, args.use)
+            found = entry_from_registry(args.registry, args.registry_file, args.registry_url, args.use, args.name)
         except RegistryError as exc:
             return fail(str(exc))
-        name, child, comment = args.name or found.name, found.child, found.comment
+        name, child, comment = found.name, found.child, found.comment
         placeholders, notes = found.placeholders, found.notes
         child.setdefault("env", {}).update(_pairs(args.env, "--env"))
         if not child["env"]:

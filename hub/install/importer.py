@@ -248,14 +248,18 @@ def edit_servers(text: str | None, change: Callable[[Any, int], None]) -> str:
     yaml = YAML()
     yaml.preserve_quotes = True
     yaml.width = 4096  # never fold a long command line
-    indent = 2
-    if text and text.strip():
+    indent, head = 2, ""
+    document = yaml.load(text) if text and text.strip() else None
+    if document is None:  # empty, or only comments: they stay on top
+        head = "".join(f"{line}\n" for line in (text or "").splitlines() if line.strip())
+        document = CommentedMap()
+    elif not isinstance(document, CommentedMap):
+        raise EditError("servers.yaml is not a mapping (`servers:` and the other top-level keys)")
+    else:
+        assert text is not None
         _, sequence, offset = load_yaml_guess_indent(text)
         indent = _mapping_indent(text)
         yaml.indent(mapping=indent, sequence=sequence or indent, offset=offset or 0)
-        document = yaml.load(text)
-    else:
-        document = CommentedMap()
     if document.get("servers") is None:
         document["servers"] = CommentedMap()
     servers = document["servers"]
@@ -264,7 +268,7 @@ def edit_servers(text: str | None, change: Callable[[Any, int], None]) -> str:
     change(servers, indent)
     out = io.StringIO()
     yaml.dump(document, out)
-    return out.getvalue()
+    return head + out.getvalue()
 
 
 def _mapping_indent(text: str) -> int:

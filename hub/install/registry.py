@@ -57,9 +57,12 @@ class RegistryEntry:
     notes: list[str] = field(default_factory=list)
 
 
-def entry_from_registry(spec: str | None, file: str | None, base_url: str, use: str | None = None) -> RegistryEntry:
+def entry_from_registry(
+    spec: str | None, file: str | None, base_url: str, use: str | None = None, name: str | None = None
+) -> RegistryEntry:
     """The entry for `spec` (`NAME` or `NAME@VERSION`) from the registry at `base_url`, or for the server.json at
-    `file`; `use` picks the kind (`npm`, `pypi`, `oci`, `remote`) when the server offers several.
+    `file`; `use` picks the kind (`npm`, `pypi`, `oci`, `remote`) when the server offers several; `name` is the
+    entry's name in servers.yaml (default: from the registry's name, `entry_name`).
 
     Raises:
         RegistryError: not found, not readable, or nothing in it the hub can run.
@@ -71,7 +74,7 @@ def entry_from_registry(spec: str | None, file: str | None, base_url: str, use: 
         assert spec is not None
         document, status = fetch_server(base_url, spec)
         source = f"{base_url.rstrip('/')} ({spec})"
-    return server_entry(document, source, status, use)
+    return server_entry(document, source, status, use, name)
 
 
 def fetch_server(base_url: str, spec: str) -> tuple[dict[str, Any], str | None]:
@@ -168,7 +171,11 @@ def entry_name(server_name: str) -> str:
 
 
 def server_entry(
-    document: Mapping[str, Any], source: str, status: str | None = None, use: str | None = None
+    document: Mapping[str, Any],
+    source: str,
+    status: str | None = None,
+    use: str | None = None,
+    name_in_config: str | None = None,
 ) -> RegistryEntry:
     """The entry for one server.json.
 
@@ -181,7 +188,9 @@ def server_entry(
     if status == "deleted":
         raise RegistryError(f"{name} is deleted from the registry")
     version = _get(document, "version") or (_get(document, "versionDetail") or {}).get("version", "")
-    entry = RegistryEntry(entry_name(name), {}, f"{name} {version} (MCP Registry: {source})".replace("  ", " "))
+    entry = RegistryEntry(
+        name_in_config or entry_name(name), {}, f"{name} {version} (MCP Registry: {source})".replace("  ", " ")
+    )
     if status == "deprecated":
         entry.notes.append(f"{name} is deprecated in the registry")
     builder = _Builder(entry)

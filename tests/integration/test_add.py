@@ -7,6 +7,9 @@ temporary directory, then the hub itself reading what they wrote.
 - `hub add` and `hub remove` edit servers.yaml in place (comments stay) while a hub serves it over stdio: the
   host sees the new server's tools after list_changed, then the removed server's go. An edit the loader refuses
   writes nothing; secrets of added servers go to servers.env.
+- `hub add --registry` against a local registry serving real published server.json documents
+  (tests/support/registry.py): the PyPI server is added, then `hub list` shows its tools; secrets and required
+  values become placeholders the command names; `--registry-file` reads a server.json from disk.
 """
 
 from __future__ import annotations
@@ -23,6 +26,7 @@ import pytest
 from hub.config.envfile import parse_env_file
 from hub.config.loader import load_config
 from tests.support.mcp_client import Host, connect_hub, hub_params, wait_for_tools
+from tests.support.registry import FIXTURES, fixture_registry, offline_uvx
 from tests.support.waits import WAIT
 
 pytestmark = [pytest.mark.anyio, pytest.mark.integration]
@@ -150,3 +154,77 @@ def test_hub_add_puts_header_and_env_secrets_in_servers_env(tmp_path: Path) -> N
     }
     assert "servers.env" in (tmp_path / ".gitignore").read_text()
     assert (tmp_path / "servers.env").stat().st_mode & 0o077 == 0
+
+
+def test_hub_add_from_the_registry_then_hub_list_shows_its_tools(tmp_path: Path) -> None:
+    """A real published server.json (mcp-server-time, PyPI) from a local registry; `uvx` runs the installed package
+    offline (tests/support/registry.py)."""
+    config = tmp_path / "servers.yaml"
+    config.write_text("# my hub\n")
+    path = f"{offline_uvx(tmp_path / 'bin')}{os.pathsep}{os.environ['PATH']}"
+    with fixture_registry() as (url, seen):
+        added = run_hub(
+            tmp_path, "add", "--registry", "io.github.modelcontextprotocol/server-time", "-c", str(config),
+            env={"HUB_REGISTRY_URL": url},
+        )  # fmt: skip
+        assert seen == ["/v0/servers/io.github.modelcontextprotocol%2Fserver-time/versions/latest"]
+    assert added.returncode == 0, added.stderr
+    assert "added 'time'" in added.stdout
+    text = config.read_text()
+    assert text.startswith("# my hub\n") and "command: uvx\n    args: [mcp-server-time==0.6.2]" in text
+    listed = run_hub(tmp_path, "list", "-c", str(config), env={"PATH": path})
+    assert listed.returncode == 0, listed.stderr
+    assert "time_get_current_time" in listed.stdout and "time_convert_time" in listed.stdout
+
+
+def test_registry_secrets_become_placeholders_the_command_names(tmp_path: Path) -> None:
+    config = tmp_path / "servers.yaml"
+    with fixture_registry() as (url, _seen):
+        brave = run_hub(
+            tmp_path, "add", "--registry", "io.github.brave/brave-search-mcp-server@2.1.3", "--registry-url", url,
+            "-c", str(config),
+        )  # fmt: skip
+        remote = run_hub(
+            tmp_path, "add", "weather", "--registry", "io.github.user/remote-weather", "--registry-url", url,
+            "-c", str(config),
+        )  # fmt: skip
+        wrong = run_hub(tmp_path, "add", "--registry", "io.github.brave/brave-search-mcp-server@9.9.9",
+                        "--registry-url", url, "-c", str(config))  # fmt: skip
+        no_remote = run_hub(tmp_path, "add", "--registry", "io.github.modelcontextprotocol/server-time",
+                            "--use", "remote", "--registry-url", url, "-c", str(config))  # fmt: skip
+    assert brave.returncode == 0, brave.stderr
+    assert "fill in BRAVE_API_KEY in servers.env: Your API key for the service" in brave.stdout
+    assert remote.returncode == 0, remote.stderr
+    assert "fill in WEATHER_AUTHORIZATION in servers.env" in remote.stdout
+    text = config.read_text()
+    assert "npx\n    args: [-y, '@brave/brave-search-mcp-server@2.1.3']" in text
+    assert "BRAVE_API_KEY: ${BRAVE_API_KEY}" in text and "Authorization: ${WEATHER_AUTHORIZATION}" in text
+    assert "url: https://api.example.com/mcp" in text
+    env_text = (tmp_path / "servers.env").read_text()
+    assert "# fill in: Your API key for the service\nBRAVE_API_KEY=\n" in env_text
+    assert parse_env_file(env_text) == {"BRAVE_API_KEY": "", "WEATHER_AUTHORIZATION": ""}
+    assert load_config(config, {}).config.servers["brave-search"].env == {"BRAVE_API_KEY": ""}
+    assert wrong.returncode == 1
+    assert "has no server io.github.brave/brave-search-mcp-server@9.9.9" in wrong.stderr
+    assert "named like it: io.github.brave/brave-search-mcp-server" in wrong.stderr
+    assert no_remote.returncode == 1 and "offers: pypi" in no_remote.stderr
+
+
+def test_registry_file_reads_a_server_json_from_disk(tmp_path: Path) -> None:
+    config = tmp_path / "servers.yaml"
+    added = run_hub(
+        tmp_path,
+        "add",
+        "--registry-file",
+        str(FIXTURES / "github-mcp-server.json"),
+        "-c",
+        str(config),
+        env={"HUB_REGISTRY_URL": "http://127.0.0.1:9"},
+    )  # fmt: skip  (never asked)
+    assert added.returncode == 0, added.stderr
+    assert "fill in GITHUB_PERSONAL_ACCESS_TOKEN" in added.stdout
+    child = load_config(config, {}).config.servers["github"]
+    assert child.command == "docker"
+    assert list(child.args) == ["run", "-i", "--rm", "-e", "GITHUB_PERSONAL_ACCESS_TOKEN",
+                                "ghcr.io/github/github-mcp-server:0.20.1"]  # fmt: skip
+    assert child.env == {"GITHUB_PERSONAL_ACCESS_TOKEN": ""}
