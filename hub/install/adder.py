@@ -13,6 +13,7 @@ line in the env file under a note saying what to fill in, unless the environment
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -101,9 +102,47 @@ def plan_remove(into: Path, name: str) -> ServerEdit:
     if name not in names:
         known = ", ".join(names) or "none"
         raise EditError(f"{into} has no server named {name!r} (it has: {known})")
-    after = edit_servers(text, lambda servers, _indent: servers.pop(name))
+    after = _cut(text, name)
+    if after is None:  # not the block layout `_cut` knows: ruamel.yaml's round trip (may leave a comment behind)
+        after = edit_servers(text, lambda servers, _indent: servers.pop(name))
     validate_servers(after, into, f"servers.yaml without {name!r}")
     return ServerEdit(name, FileChange(into, text, after))
+
+
+def _cut(text: str, name: str) -> str | None:
+    """`text` without the server `name`'s lines: its key, everything indented under it, and the comment lines right
+    above it (its own). None unless the result reads as the same document without that server (a flow mapping, an
+    anchor, a key spelled oddly): the caller then edits through the YAML round trip."""
+    import yaml
+
+    lines = text.splitlines(keepends=True)
+    top = next((i for i, line in enumerate(lines) if re.match(r"^servers:\s*(#.*)?$", line)), None)
+    key = re.compile(rf"^( +)(?:{re.escape(name)}|\"{re.escape(name)}\"|'{re.escape(name)}'):(\s|$)")
+    found = next(
+        ((i, m) for i, line in enumerate(lines) if top is not None and i > top and (m := key.match(line))), None
+    )
+    if found is None or top is None:
+        return None
+    index, match = found
+    indent = len(match.group(1))
+
+    def depth(line: str) -> int:
+        return len(line) - len(line.lstrip(" "))
+
+    end = index + 1
+    while end < len(lines) and (not lines[end].strip() or depth(lines[end]) > indent):
+        end += 1
+    begin = index
+    while begin - 1 > top and lines[begin - 1].lstrip().startswith("#") and depth(lines[begin - 1]) == indent:
+        begin -= 1
+    after = "".join(lines[:begin] + lines[end:])
+    try:
+        before_data, after_data = yaml.safe_load(text), yaml.safe_load(after)
+    except yaml.YAMLError:
+        return None
+    expected = dict(before_data)
+    expected["servers"] = {k: v for k, v in before_data["servers"].items() if k != name}
+    return after if after_data == expected else None
 
 
 def write_edit(edit: ServerEdit) -> list[Path]:
