@@ -16,6 +16,8 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -26,6 +28,7 @@ import pytest
 from hub.config.envfile import parse_env_file
 from hub.config.loader import load_config
 from tests.support.mcp_client import Host, connect_hub, hub_params, wait_for_tools
+from tests.support.paths import REPO
 from tests.support.registry import FIXTURES, fixture_registry, offline_uvx
 from tests.support.waits import WAIT
 
@@ -228,3 +231,36 @@ def test_registry_file_reads_a_server_json_from_disk(tmp_path: Path) -> None:
     assert list(child.args) == ["run", "-i", "--rm", "-e", "GITHUB_PERSONAL_ACCESS_TOKEN",
                                 "ghcr.io/github/github-mcp-server:0.20.1"]  # fmt: skip
     assert child.env == {"GITHUB_PERSONAL_ACCESS_TOKEN": ""}
+
+
+def documented() -> list[tuple[str, list[str]]]:
+    """The `$ hub add|remove ...` commands of docs/cli.md's ```text blocks, with the lines each prints."""
+    out: list[tuple[str, list[str]]] = []
+    inside = False
+    for line in (REPO / "docs" / "cli.md").read_text().splitlines():
+        if line.startswith("```"):
+            inside = line.startswith("```text") and not inside
+        elif inside and line.startswith(("$ hub add", "$ hub remove")):
+            out.append((line[2:], []))
+        elif inside and line.startswith("$ "):
+            inside = False  # a block of other commands
+        elif inside and out and line.strip():
+            out[-1][1].append(line)
+    return out
+
+
+def test_the_add_and_remove_examples_in_the_docs_print_what_they_show(tmp_path: Path) -> None:
+    """In order, in one directory (`/home/me/project` in the docs) holding the default servers.yaml and, as
+    `server.json`, the registry's remote example; the registry is the local fixture."""
+    examples = documented()
+    assert len(examples) >= 6, "docs/cli.md lost its hub add / hub remove examples"
+    shutil.copy(REPO / "servers.yaml", tmp_path / "servers.yaml")
+    shutil.copy(FIXTURES / "remote-weather.json", tmp_path / "server.json")
+    with fixture_registry() as (url, _seen):
+        for command, shown in examples:
+            result = run_hub(tmp_path, *shlex.split(command)[1:], env={"HUB_REGISTRY_URL": url})
+            printed = (result.stdout + result.stderr).replace(str(tmp_path), "/home/me/project")
+            assert [line for line in printed.splitlines() if line.strip()] == shown, command
+    assert load_config(tmp_path / "servers.yaml", {}).config.servers.keys() == {
+        "time", "git", "linear", "brave-search", "weather",
+    }  # fmt: skip
