@@ -34,6 +34,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         from hub.cli.install import run_install_command
 
         return run_install_command(args)
+    if args.command == "init":
+        from hub.cli.init import run_init
+
+        return run_init(args)
     if args.command in ("add", "remove"):
         from hub.cli.add import run_add_command
 

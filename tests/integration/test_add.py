@@ -233,14 +233,15 @@ def test_registry_file_reads_a_server_json_from_disk(tmp_path: Path) -> None:
     assert child.env == {"GITHUB_PERSONAL_ACCESS_TOKEN": ""}
 
 
-def documented() -> list[tuple[str, list[str]]]:
-    """The `$ hub add|remove ...` commands of docs/cli.md's ```text blocks, with the lines each prints."""
+def documented(commands: tuple[str, ...] = ("add", "remove")) -> list[tuple[str, list[str]]]:
+    """The `$ hub add|remove ...` commands (or others) of docs/cli.md's ```text blocks, with the lines each
+    prints."""
     out: list[tuple[str, list[str]]] = []
     inside = False
     for line in (REPO / "docs" / "cli.md").read_text().splitlines():
         if line.startswith("```"):
             inside = line.startswith("```text") and not inside
-        elif inside and line.startswith(("$ hub add", "$ hub remove")):
+        elif inside and line.startswith(tuple(f"$ hub {c}" for c in commands)):
             out.append((line[2:], []))
         elif inside and line.startswith("$ "):
             inside = False  # a block of other commands
@@ -264,3 +265,42 @@ def test_the_add_and_remove_examples_in_the_docs_print_what_they_show(tmp_path: 
     assert load_config(tmp_path / "servers.yaml", {}).config.servers.keys() == {
         "time", "git", "linear", "brave-search", "weather",
     }  # fmt: skip
+
+
+def test_hub_init_writes_a_commented_config_naming_what_hub_import_finds(tmp_path: Path) -> None:
+    desktop = tmp_path / ".config" / "Claude" / "claude_desktop_config.json"
+    desktop.parent.mkdir(parents=True)
+    desktop.write_text(json.dumps(REPRO))
+    first = tmp_path / "first"
+    first.mkdir()
+    created = run_hub(first, "init", env={"HOME": str(tmp_path)})
+    assert created.returncode == 0, created.stderr
+    assert f"claude-desktop ({desktop}) has pg, db, r: hub import claude-desktop" in created.stdout
+    text = (first / "servers.yaml").read_text()
+    assert text.startswith("# servers.yaml: the MCP servers this hub serves")
+    assert "#   hub import claude-desktop                pg, db, r\n" in text
+    assert list(load_config(first / "servers.yaml", {}).config.servers) == ["time"]
+    again = run_hub(first, "init", env={"HOME": str(tmp_path)})
+    assert again.returncode == 1 and "exists" in again.stderr and (first / "servers.yaml").read_text() == text
+    second = tmp_path / "second"
+    second.mkdir()
+    both = run_hub(second, "init", "--import", "claude-desktop", env={"HOME": str(tmp_path)})
+    assert both.returncode == 0, both.stderr
+    assert "imported from claude-desktop: pg, db, r" in both.stdout
+    assert "secrets to servers.env: PG_PASSWORD, R_PASSWORD" in both.stdout
+    text = (second / "servers.yaml").read_text()
+    assert "s3cretpw" not in text and "hunter22" not in text and "hub import claude-desktop" not in text
+    assert list(load_config(second / "servers.yaml", {}).config.servers) == ["time", "pg", "db", "r"]
+
+
+def test_the_init_example_in_the_docs_prints_what_it_shows(tmp_path: Path) -> None:
+    (examples,) = documented(("init",))
+    desktop = tmp_path / ".config" / "Claude" / "claude_desktop_config.json"
+    desktop.parent.mkdir(parents=True)
+    desktop.write_text(json.dumps(REPRO))
+    project = tmp_path / "project"
+    project.mkdir()
+    command, shown = examples
+    result = run_hub(project, *shlex.split(command)[1:], env={"HOME": str(tmp_path)})
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.replace(str(tmp_path), "/home/me").splitlines() == shown
