@@ -108,6 +108,11 @@ def _add(args: argparse.Namespace, into: Path, out: TextIO) -> int:
     if args.registry or args.registry_file:
         from hub.install.registry import RegistryError, entry_from_registry
 
+        if args.registry and args.registry_file:
+            return fail("give --registry or --registry-file, not both", EXIT_USAGE)
+        if args.argv or args.url or args.header or args.transport:
+            return fail("--registry and --registry-file take no command, --url, --header or --transport", EXIT_USAGE)
+
         try:
             found = entry_from_registry(args.registry, args.registry_file, args.registry_url, args.use, args.name)
         except RegistryError as exc:
