@@ -213,7 +213,8 @@ def _fill_inputs(
     def fill(match: re.Match[str]) -> str:
         key = match.group(1).rsplit(":", 1)[-1]  # `${input:id}`, or `${input:command:id}`
         what = inputs.get(key) or f"the value its host asked for as ${{input:{key}}}"
-        var = store.placeholder(what, variable_name(label, key))
+        own = variable_name(key)  # `github-token` of the server `github` is GITHUB_TOKEN, not GITHUB_GITHUB_TOKEN
+        var = store.placeholder(what, own if own.startswith(f"{label}_") else variable_name(label, key))
         note = f"fill in {var} in the env file ({what})"
         if note not in converted.notes:
             converted.notes.append(note)

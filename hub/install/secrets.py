@@ -58,7 +58,8 @@ def secret_env(name: str, value: str) -> bool:
 
 
 def secret_header(name: str, value: str) -> bool:
-    if not value or is_reference(value):
+    """Whether a header's value holds a secret (`Bearer ${TOKEN}` does not: its credential is a reference)."""
+    if not value or is_reference(value) or is_reference(split_scheme(value)[1].strip()):
         return False
     return name.lower() not in PLAIN_HEADERS or looks_secret(value)
 

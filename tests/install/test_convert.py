@@ -66,3 +66,16 @@ def test_a_host_prompt_becomes_a_placeholder_never_a_value() -> None:
     unknown = convert({"command": "x", "env": {"T": "${input:tok}"}}, HOME)
     hide_secrets("u", unknown, store)
     assert unknown.child["env"] == {"T": "${U_TOK}"} and "${input:tok}" in store.placeholders["U_TOK"]
+
+
+def test_a_reference_behind_a_scheme_stays_a_reference() -> None:
+    converted = convert(
+        {"url": "https://api.githubcopilot.com/mcp/", "headers": {"Authorization": "Bearer ${input:github-token}"}},
+        HOME,
+    )
+    store = SecretStore({})
+    hide_secrets("github", converted, store, {"github-token": "GitHub PAT"})
+    assert converted.child["headers"] == {"Authorization": "Bearer ${GITHUB_TOKEN}"}
+    assert store.added == {} and store.placeholders == {"GITHUB_TOKEN": "GitHub PAT"}
+    env_ref, store = hidden({"command": "x", "args": ["--header", "Authorization: Bearer ${env:GH}"]})
+    assert env_ref["args"] == ["--header", "Authorization: Bearer ${GH}"] and store.added == {}
