@@ -158,11 +158,12 @@ def _child(args: argparse.Namespace) -> dict[str, Any] | str:
 def _pairs(values: list[str], option: str) -> dict[str, str]:
     pairs = {}
     for value in values:
-        key, equals, item = value.partition("=")
-        if not equals or not key:
-            key, colon, item = value.partition(":")  # `--header "Authorization: Bearer x"`, as curl takes it
-            if not colon or not key:
-                raise SystemExit(fail(f"{option} takes K=V, not {value!r}", EXIT_USAGE))
+        colon, equals = value.find(":"), value.find("=")
+        # `--header "Authorization: Bearer x="` as curl takes it, when its `:` comes before any `=`
+        separator = ":" if option == "--header" and colon > 0 and (equals < 0 or colon < equals) else "="
+        key, found, item = value.partition(separator)
+        if not found or not key.strip():
+            raise SystemExit(fail(f"{option} takes K=V, not {value!r}", EXIT_USAGE))
         pairs[key.strip()] = item.strip()
     return pairs
 

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from hub.cli.add import run_add_command, split_command
+from hub.cli.add import _pairs, run_add_command, split_command
 from hub.cli.parser import build_parser
 
 
@@ -45,3 +45,13 @@ def test_contradictions_are_refused_before_anything_is_read(
     assert run_add_command(args) == 2
     assert message in capsys.readouterr().err
     assert not (tmp_path / "servers.yaml").exists()
+
+
+def test_pairs_take_both_header_spellings() -> None:
+    assert _pairs(["Authorization: Bearer abc==", "X-Key=k=1"], "--header") == {
+        "Authorization": "Bearer abc==",
+        "X-Key": "k=1",
+    }
+    assert _pairs(["URL=http://x:1/y"], "--env") == {"URL": "http://x:1/y"}
+    with pytest.raises(SystemExit):
+        _pairs(["nothing"], "--env")
