@@ -1,0 +1,198 @@
+"""A sandboxed child (docs/sandbox.md) under the real bubblewrap, through a real hub: it reads and writes only what
+it is granted, reaches no network unless granted, and is never started when its sandbox cannot be."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import anyio
+import mcp_types as types
+import pytest
+
+from tests.support.children import python_child, write_config
+from tests.support.mcp_client import connect_host, hub_params
+from tests.support.paths import REPO
+
+pytestmark = [pytest.mark.anyio, pytest.mark.integration]
+
+FILESYSTEM = REPO / "tests" / "npm" / "node_modules" / ".bin" / "mcp-server-filesystem"
+CHECK_LIMIT = 120
+
+
+def needs_bwrap() -> None:
+    if not sys.platform.startswith("linux"):
+        pytest.skip("bubblewrap sandboxes are Linux's")
+    if shutil.which("bwrap") is None:
+        message = "bwrap is missing: apt-get install bubblewrap (as .ci/run does)"
+        if os.environ.get("CI"):
+            pytest.fail(message)
+        pytest.skip(message)
+
+
+def text_of(result: types.CallToolResult) -> str:
+    return "".join(block.text for block in result.content if isinstance(block, types.TextContent))
+
+
+@pytest.fixture
+def listener() -> Iterator[int]:
+    """A TCP server on the host's loopback (a listening socket accepts into its backlog); yields its port."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as server:
+        server.bind(("127.0.0.1", 0))
+        server.listen(8)
+        yield server.getsockname()[1]
+
+
+async def test_a_strict_child_reaches_no_network_and_writes_only_its_grants(tmp_path: Path, listener: int) -> None:
+    needs_bwrap()
+    granted, outside = tmp_path / "granted", tmp_path / "outside"
+    granted.mkdir()
+    outside.mkdir()
+    servers = {
+        "jail": {**python_child("tests.children.escape"), "sandbox": {"write": [str(granted)]}},
+        "open": {**python_child("tests.children.escape"), "sandbox": {"network": True}},
+        "bare": {**python_child("tests.children.escape"), "sandbox": "none"},
+    }
+    config = write_config(tmp_path, servers, {"sandbox": "strict"})
+    async with connect_host(hub_params(config, tmp_path / "hub.log"), capabilities=False) as client:
+        here = {"host": "127.0.0.1", "port": listener}
+        assert text_of(await client.call_tool("jail_connect", here)).startswith("denied: ")
+        assert text_of(await client.call_tool("open_connect", here)).startswith("ok: connected")
+        assert text_of(await client.call_tool("bare_connect", here)).startswith("ok: connected")
+
+        escaped = outside / "escaped.txt"
+        answer = text_of(await client.call_tool("jail_write", {"path": str(escaped)}))
+        assert answer.startswith("denied: "), answer
+        assert not escaped.exists()
+        answer = text_of(await client.call_tool("open_write", {"path": str(escaped)}))  # only network is granted
+        assert answer.startswith("denied: ") and not escaped.exists(), answer
+        kept = granted / "kept.txt"
+        answer = text_of(await client.call_tool("jail_write", {"path": str(kept), "text": "inside"}))
+        assert answer.startswith("ok: ") and kept.read_text() == "inside", answer
+
+        (outside / "secret.txt").write_text("s3cret")
+        answer = text_of(await client.call_tool("jail_read", {"path": str(outside / "secret.txt")}))
+        assert answer.startswith("denied: "), answer
+        assert text_of(await client.call_tool("bare_read", {"path": str(outside / "secret.txt")})) == "ok: s3cret"
+        # Its /tmp is its own: writable, and not the host's.
+        answer = text_of(await client.call_tool("jail_write", {"path": "/tmp/scratch.txt"}))
+        assert answer.startswith("ok: ") and not Path("/tmp/scratch.txt").exists(), answer  # noqa: ASYNC240
+
+        health = await client.call_tool("hub_health", {})
+        assert '"sandbox": "bwrap (write 1)"' in text_of(health) or "bwrap (write 1)" in text_of(health)
+
+
+async def test_server_filesystem_given_root_sees_only_its_grant(tmp_path: Path) -> None:
+    """@modelcontextprotocol/server-filesystem given `/`: a file under the (fake) home is not there for it; the one
+    granted directory can be read and written."""
+    needs_bwrap()
+    if not FILESYSTEM.exists():
+        pytest.skip(f"{FILESYSTEM} is missing: run `npm ci --prefix tests/npm` (as .ci/run does)")
+    home, granted = tmp_path / "home", tmp_path / "granted"
+    (home / ".ssh").mkdir(parents=True)
+    (home / ".ssh" / "id_ed25519").write_text("PRIVATE KEY")
+    granted.mkdir()
+    (granted / "notes.txt").write_text("hello from the grant")
+    servers = {"fs": {"command": str(FILESYSTEM), "args": ["/"], "sandbox": {"write": ["~/../granted"]}}}
+    config = write_config(tmp_path, servers)
+    params = hub_params(config, tmp_path / "hub.log", env={**os.environ, "HOME": str(home)})
+    async with connect_host(params, capabilities=False) as client:
+        planted = await client.call_tool("fs_read_text_file", {"path": str(home / ".ssh" / "id_ed25519")})
+        assert planted.is_error and "PRIVATE KEY" not in text_of(planted), text_of(planted)
+        read = await client.call_tool("fs_read_text_file", {"path": str(granted / "notes.txt")})
+        assert text_of(read) == "hello from the grant"
+        wrote = await client.call_tool("fs_write_file", {"path": str(granted / "new.txt"), "content": "written"})
+        assert not wrote.is_error, text_of(wrote)
+        assert (granted / "new.txt").read_text() == "written"
+        # The home it sees is an empty one of its own (here under its private /tmp): what it writes there is gone.
+        await client.call_tool("fs_write_file", {"path": str(home / "dropped.txt"), "content": "x"})
+        assert not (home / "dropped.txt").exists()
+
+
+def hub_check(config: Path, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "hub", "check", "-c", str(config)],
+        cwd=REPO,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=CHECK_LIMIT,
+        check=False,
+    )
+
+
+def marker_child(marker: Path, sandbox: Any) -> dict[str, Any]:
+    """A child whose first act is to leave a marker on the host (its directory is granted): started or not."""
+    code = f"open({str(marker)!r}, 'w').close(); import time; time.sleep(60)"
+    return {"command": sys.executable, "args": ["-c", code], "sandbox": sandbox, "connect_timeout": 5}
+
+
+def test_a_sandbox_that_cannot_start_fails_the_child_which_is_never_started(tmp_path: Path) -> None:
+    """No bwrap on the hub's PATH: `hub check` names the cause and the fix, and the child did not run at all;
+    the same child without a sandbox does run (the marker is how the test would know)."""
+    needs_bwrap()
+    empty = tmp_path / "bin"
+    empty.mkdir()
+    marker = tmp_path / "started"
+    config = write_config(tmp_path, {"boxed": marker_child(marker, {"write": [str(tmp_path)]})})
+    done = hub_check(config, {**os.environ, "PATH": str(empty)})
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert "bubblewrap is not installed" in done.stdout and "sandbox: none" in done.stdout, done.stdout
+    assert not marker.exists()
+    control = write_config(tmp_path, {"boxed": marker_child(marker, "none")})
+    hub_check(control, {**os.environ, "PATH": str(empty)})
+    assert marker.exists()
+
+
+def test_hub_check_shows_each_childs_sandbox(tmp_path: Path) -> None:
+    needs_bwrap()
+    servers = {
+        "strict": python_child("tests.children.escape"),
+        "net": {**python_child("tests.children.escape"), "sandbox": {"network": True, "read": [str(tmp_path)]}},
+        "bare": {**python_child("tests.children.escape"), "sandbox": "none"},
+    }
+    done = hub_check(write_config(tmp_path, servers, {"sandbox": "strict"}), dict(os.environ))
+    assert done.returncode == 0, done.stdout + done.stderr
+    rows = {line.split()[0]: line for line in done.stdout.splitlines()}
+    assert "SANDBOX" in rows["SERVER"]
+    assert "bwrap strict" in rows["strict"]
+    assert "bwrap (network, read 1)" in rows["net"]
+    assert rows["bare"].split()[-1] == "none"
+
+
+def docker_works() -> str:
+    """Why container tests cannot run here ('' when they can)."""
+    if shutil.which("docker") is None:
+        return "no docker client"
+    done = subprocess.run(["docker", "info"], capture_output=True, text=True, timeout=30, check=False)
+    return "" if done.returncode == 0 else "docker info failed: " + (done.stderr.strip().splitlines() or ["?"])[-1]
+
+
+async def test_a_container_child_has_no_network_and_is_removed(tmp_path: Path, listener: int) -> None:
+    reason = docker_works()
+    if reason:
+        pytest.skip(reason)
+    image = os.environ.get("HUB_SANDBOX_IMAGE", "python:3.12-alpine")
+    code = (
+        "import json,sys\n"
+        "for l in sys.stdin:\n"
+        " m=json.loads(l)\n"
+        " if 'id' in m: print(json.dumps({'jsonrpc':'2.0','id':m['id'],'result':"
+        "{'protocolVersion':'2025-11-25','capabilities':{'tools':{}},'serverInfo':{'name':'c','version':'1'}}"
+        " if m['method']=='initialize' else {'tools':[]}}),flush=True)\n"
+    )
+    servers = {"boxed": {"command": "python", "args": ["-c", code], "sandbox": {"container": image}}}
+    config = write_config(tmp_path, servers)
+    names = ["docker", "ps", "-a", "--format", "{{.Names}}"]
+    async with connect_host(hub_params(config, tmp_path / "hub.log"), capabilities=False) as client:
+        await client.list_tools()
+        running = await anyio.run_process(names)
+        assert any(name.startswith("hub-boxed-") for name in running.stdout.decode().split())
+    after = await anyio.run_process(names)
+    assert not any(name.startswith("hub-boxed-") for name in after.stdout.decode().split())
