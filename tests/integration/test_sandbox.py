@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import signal
 import socket
 import subprocess
 import sys
@@ -16,9 +17,21 @@ import anyio
 import mcp_types as types
 import pytest
 
+from tests.faults._helpers import (
+    GONE_WAIT,
+    SHUTDOWN_WAIT,
+    Proc,
+    descendants,
+    fault_child,
+    hub_command,
+    kill_leftovers,
+    wait_all_gone,
+    wait_log_event,
+)
 from tests.support.children import python_child, write_config
 from tests.support.mcp_client import connect_host, hub_params
 from tests.support.paths import REPO
+from tests.support.waits import wait_for_file
 
 pytestmark = [pytest.mark.anyio, pytest.mark.integration]
 
@@ -196,3 +209,34 @@ async def test_a_container_child_has_no_network_and_is_removed(tmp_path: Path, l
         assert any(name.startswith("hub-boxed-") for name in running.stdout.decode().split())
     after = await anyio.run_process(names)
     assert not any(name.startswith("hub-boxed-") for name in after.stdout.decode().split())
+
+
+@pytest.mark.parametrize("how", ["SIGKILL", "SIGTERM"])
+async def test_a_sandboxed_child_and_its_detached_grandchild_end_with_the_hub(tmp_path: Path, how: str) -> None:
+    """The process hygiene of today holds inside bwrap: a SIGKILLed hub leaves nothing (--die-with-parent, the
+    sandbox's own pid namespace), and a SIGTERMed one stops within its bounds."""
+    needs_bwrap()
+    pid_file = tmp_path / "spawner.pids"
+    spawner = fault_child("spawner", "--pid-file", str(pid_file), "--detach", sandbox={"write": [str(tmp_path)]})
+    config = write_config(tmp_path, {"spawner": spawner, "stuck": fault_child("hang", sandbox="strict")})
+    log_file = tmp_path / "hub.log"
+    process = subprocess.Popen(hub_command(config, log_file), cwd=REPO, stdin=subprocess.PIPE)  # noqa: ASYNC220
+    tree: dict[int, Proc] = {}
+    try:
+        for name in ("spawner", "stuck"):
+            await wait_log_event(log_file, "child_ready", child=name)
+        await wait_for_file(pid_file)
+        tree = descendants(process.pid)
+        commands = " / ".join(p.cmdline for p in tree.values())
+        assert "bwrap" in commands and "sleep 300" in commands, commands
+        process.send_signal(getattr(signal, how))
+        await anyio.to_thread.run_sync(lambda: process.wait(timeout=SHUTDOWN_WAIT))
+        left = await wait_all_gone(tree.values(), GONE_WAIT)
+        assert not left, "; ".join(f"{p.pid}: {p.cmdline}" for p in left)
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait(timeout=SHUTDOWN_WAIT)
+        kill_leftovers(tree.values())
+        if process.stdin:
+            process.stdin.close()
