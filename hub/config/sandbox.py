@@ -20,8 +20,11 @@ from hub.platform.sandbox import Grants
 
 
 class SandboxConfig(Strict):
-    """A sandbox with grants beyond `strict`."""
+    """A sandbox: `strict`, `none`, or grants beyond `strict` (a word is read as `{mode: WORD}`)."""
 
+    mode: Literal["strict", "none"] = Field(
+        default="strict", description="'none': no sandbox; 'strict' with the grants below (the default)."
+    )
     network: bool = Field(default=False, description="Let the child open network connections.")
     write: tuple[str, ...] = Field(default=(), description="Absolute paths (~ and ${VAR} expand) the child may write.")
     read: tuple[str, ...] = Field(default=(), description="Absolute paths beyond the system the child may read.")
@@ -48,21 +51,32 @@ class SandboxConfig(Strict):
             paths.append(path)
         return tuple(paths)
 
+    @model_validator(mode="before")
+    @classmethod
+    def _word(cls, value: object) -> object:
+        if isinstance(value, str):
+            if value not in ("strict", "none"):
+                raise ValueError(
+                    f"sandbox {value!r} is not a sandbox: write strict, none, or a mapping of network, write, read "
+                    "and container"
+                )
+            return {"mode": value}
+        return value
+
     @model_validator(mode="after")
     def _runtime_needs_container(self) -> SandboxConfig:
+        if self.mode == "none" and len(self.model_fields_set) > 1:
+            raise ValueError("sandbox none takes no grants: remove them, or the mode")
         if self.runtime is not None and self.container is None:
             raise ValueError("sandbox runtime needs container: IMAGE (bubblewrap has no runtime to choose)")
         return self
 
 
-# What `sandbox:` may hold: a word, or the grants.
-SandboxSetting = Literal["strict", "none"] | SandboxConfig
+NO_SANDBOX = SandboxConfig(mode="none")
 
 
-def grants(setting: SandboxSetting | None) -> Grants | None:
+def grants(setting: SandboxConfig | None) -> Grants | None:
     """The platform's grants of a setting; None: no sandbox."""
-    if setting is None or setting == "none":
+    if setting is None or setting.mode == "none":
         return None
-    if setting == "strict":
-        return Grants()
     return Grants(setting.network, setting.write, setting.read, setting.container, setting.runtime)

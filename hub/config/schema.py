@@ -23,7 +23,7 @@ from hub.config.access import AuthConfig, PolicyRule
 from hub.config.lock import Lock
 from hub.config.model import ExposureMode, OutputMode, Strict
 from hub.config.overrides import ToolOverride
-from hub.config.sandbox import SandboxSetting, grants
+from hub.config.sandbox import SandboxConfig, grants
 from hub.config.settings import HubSettings
 from hub.platform.sandbox import Grants
 
@@ -197,7 +197,7 @@ class ServerConfig(Strict):
     always_visible: tuple[str, ...] = Field(
         default=(), description="With exposure: hybrid, globs of the server's own tool names listed anyway."
     )
-    sandbox: SandboxSetting | None = Field(
+    sandbox: SandboxConfig | None = Field(
         default=None,
         description="A stdio child's sandbox: 'strict', 'none', or {network, write, read, container}; unset: "
         "hub.sandbox (docs/sandbox.md).",
