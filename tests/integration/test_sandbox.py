@@ -3,6 +3,7 @@ it is granted, reaches no network unless granted, and is never started when its 
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import signal
@@ -17,6 +18,7 @@ import anyio
 import mcp_types as types
 import pytest
 
+from tests.conformance.test_conformance import run_suite, running
 from tests.faults._helpers import (
     GONE_WAIT,
     SHUTDOWN_WAIT,
@@ -31,6 +33,8 @@ from tests.faults._helpers import (
 from tests.support.children import python_child, write_config
 from tests.support.mcp_client import connect_host, hub_params
 from tests.support.paths import REPO
+from tests.support.processes import serve_http_command
+from tests.support.system import free_port
 from tests.support.waits import wait_for_file
 
 pytestmark = [pytest.mark.anyio, pytest.mark.integration]
@@ -240,3 +244,36 @@ async def test_a_sandboxed_child_and_its_detached_grandchild_end_with_the_hub(tm
         kill_leftovers(tree.values())
         if process.stdin:
             process.stdin.close()
+
+
+def test_conformance_passes_through_the_hub_with_the_fixture_child_sandboxed(tmp_path: Path) -> None:
+    """The official suite against `hub serve --http`, its fixture child under `sandbox: strict`."""
+    needs_bwrap()
+    child = {
+        "command": sys.executable,
+        "args": ["-m", "tests.conformance.fixture_server"],
+        "cwd": str(REPO),
+        "prefix": "",
+        "sandbox": "strict",
+    }
+    config = write_config(tmp_path, {"conformance": child}, hub={"health_tool": False})
+    port = free_port()
+    with running(serve_http_command(config, port, tmp_path / "hub.log"), port, tmp_path / "hub.err"):
+        output = run_suite(f"http://127.0.0.1:{port}/mcp", tmp_path / "out")
+    assert " 0 failed" in output.splitlines()[-1]
+
+
+def test_the_sandbox_bench_reports_a_ratio_in_one_run() -> None:
+    """`python -m bench.sandbox --quick`: the smoke of the benchmark (the figure wants more rounds)."""
+    needs_bwrap()
+    done = subprocess.run(
+        [sys.executable, "-m", "bench.sandbox", "--quick"],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=CHECK_LIMIT,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    report = json.loads(done.stdout)
+    assert set(report["first_call_ms"]) == {"none", "strict"} and report["ratio_strict_to_none"] > 0
