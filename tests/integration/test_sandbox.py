@@ -277,3 +277,54 @@ def test_the_sandbox_bench_reports_a_ratio_in_one_run() -> None:
     assert done.returncode == 0, done.stderr[-3000:]
     report = json.loads(done.stdout)
     assert set(report["first_call_ms"]) == {"none", "strict"} and report["ratio_strict_to_none"] > 0
+
+
+FAKE_DOCKER = """#!/bin/sh
+# A stand-in for the docker client: notes its command line, and for `run` runs the command after the image here.
+echo "$@" >> "{log}"
+[ "$1" = run ] || exit 0
+shift
+while [ $# -gt 0 ]; do
+  case "$1" in
+    -i|--rm|--read-only) shift ;;
+    -w) cd "$2"; shift 2 ;;
+    --name|--tmpfs|--network|--mount|-e) shift 2 ;;
+    *) break ;;
+  esac
+done
+shift
+exec "$@"
+"""
+
+
+async def test_a_container_child_is_started_by_name_and_removed_when_it_stops(tmp_path: Path) -> None:
+    """Without a daemon, the container's life as the hub drives it: `run -i --rm --read-only --network none` with a
+    name, the configured env by name only, and `rm -f` of that name once the child is stopped."""
+    if os.name != "posix":
+        pytest.skip("the stand-in client is a shell script")
+    bin_dir, log = tmp_path / "bin", tmp_path / "docker.log"
+    bin_dir.mkdir()
+    fake = bin_dir / "docker"
+    fake.write_text(FAKE_DOCKER.format(log=log))
+    fake.chmod(0o755)
+    child = {
+        "command": sys.executable,
+        "args": ["-m", "tests.children.escape"],
+        "cwd": str(REPO),
+        "env": {"ESCAPE_TOKEN": "t0k3n-value"},
+        "sandbox": {"container": "hub-test/escape:1", "read": [str(tmp_path)]},
+    }
+    config = write_config(tmp_path, {"boxed": child})
+    env = {**os.environ, "PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}"}
+    async with connect_host(hub_params(config, tmp_path / "hub.log", env=env), capabilities=False) as client:
+        assert {t.name for t in (await client.list_tools()).tools} >= {"boxed_connect", "boxed_write"}
+        health = text_of(await client.call_tool("hub_health", {}))
+        assert "container hub-test/escape:1 (read 1)" in health
+    run, *rest = log.read_text().splitlines()
+    words = run.split()
+    assert words[:2] == ["run", "-i"] and "--rm" in words and "--read-only" in words
+    assert words[words.index("--network") + 1] == "none"
+    assert words[words.index("-e") + 1] == "ESCAPE_TOKEN" and "t0k3n-value" not in run
+    assert f"type=bind,source={tmp_path},target={tmp_path},readonly" in words
+    name = words[words.index("--name") + 1]
+    assert name.startswith("hub-boxed-") and rest == [f"rm -f {name}"]
