@@ -151,9 +151,11 @@ def bwrap_args(argv: Sequence[str], cwd: str | None, env: Mapping[str, str], gra
     """bubblewrap's options for `grants` (the command follows them)."""
     args = ["--die-with-parent", "--new-session", "--unshare-all", *system_args(grants.network)]
     home = env.get("HOME")
-    if home and os.path.isabs(home):
+    if home and os.path.isabs(home) and home != "/" and not _covered(home, SYSTEM_PATHS):
         args += ["--dir", home]  # there, and empty: what is not granted of it is not seen
-    readable = [*install_roots(argv, env), *([cwd] if cwd else []), *grants.read]
+    # A cwd that holds the home (or is /) is entered, not shown: it would show all of the home.
+    shown_cwd = [cwd] if cwd and not _holds_home(cwd, home) else []
+    readable = [*install_roots(argv, env), *shown_cwd, *grants.read]
     for path in _outermost(p for p in readable if not _covered(p, grants.write)):
         args += ["--ro-bind", path, path]
     for path in _outermost(grants.write):
@@ -228,11 +230,16 @@ def install_roots(argv: Sequence[str], env: Mapping[str, str]) -> list[str]:
     home = env.get("HOME")
     for candidate in candidates:
         for root in _roots_of(candidate):
-            if home and Path(home).is_relative_to(root):
+            if _holds_home(root, home):
                 root = str(candidate.parent)  # never the whole home: the command's own directory only
-            if not _covered(root, SYSTEM_PATHS) and root not in found:
+            if not _holds_home(root, home) and not _covered(root, SYSTEM_PATHS) and root not in found:
                 found.append(root)
     return found
+
+
+def _holds_home(path: str, home: str | None) -> bool:
+    """Whether showing `path` would show / or the whole home."""
+    return path == "/" or (bool(home) and Path(home or "/").is_relative_to(path))
 
 
 def _roots_of(command: Path) -> list[str]:

@@ -109,3 +109,12 @@ def test_describe_says_what_a_person_needs() -> None:
     assert describe(None) == "none"
     assert describe(Grants(container="node:22")) == "container node:22"
     assert describe(Grants(True, ("/a",), ())).endswith("(network, write 1)")
+
+
+def test_neither_the_root_nor_the_home_is_shown_for_a_command_or_cwd_there(tmp_path: Path) -> None:
+    (tmp_path / "tool").write_text("")
+    env = {"HOME": str(tmp_path), "PATH": "/usr/bin"}
+    assert sandbox.install_roots([str(tmp_path / "tool")], env) == []
+    args = bwrap_args([str(tmp_path / "tool")], str(tmp_path), env, Grants())
+    assert str(tmp_path) not in pairs(args, "--ro-bind") and pairs(args, "--chdir") == [str(tmp_path)]
+    assert "/" not in pairs(args, "--ro-bind") and "/" not in pairs(bwrap_args(["/x"], "/", env, Grants()), "--ro-bind")
