@@ -1,5 +1,6 @@
 """A child that tries to leave its sandbox and reports what happened: `connect` opens a TCP connection, `write`
-writes a file, `read` reads one. Each answers "ok: ..." or "denied: <the error>". Plain newline-delimited JSON-RPC on
+writes a file, `read` reads one. Each answers "ok: ..." or "denied: <the error>", and tells a denial on stderr too
+(which the hub logs as the child's stderr). Plain newline-delimited JSON-RPC on
 stdio, standard library only (it must start inside a strict sandbox).
 
 Usage: python -m tests.children.escape
@@ -27,6 +28,8 @@ def attempt(name: str, arguments: dict[str, Any]) -> str:
             return f"ok: wrote {arguments['path']}"
         return "ok: " + Path(arguments["path"]).read_text()
     except OSError as error:
+        target = arguments.get("path") or f"{arguments.get('host')}:{arguments.get('port')}"
+        print(f"escape denied: {name} {target}: {error}", file=sys.stderr, flush=True)  # the hub logs it
         return f"denied: {error}"
 
 

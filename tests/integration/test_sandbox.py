@@ -89,6 +89,12 @@ async def test_a_strict_child_reaches_no_network_and_writes_only_its_grants(tmp_
         assert not escaped.exists()
         answer = text_of(await client.call_tool("open_write", {"path": str(escaped)}))  # only network is granted
         assert answer.startswith("denied: ") and not escaped.exists(), answer
+        in_cwd = REPO / f"escaped-{tmp_path.name}.txt"  # its cwd, shown read-only
+        try:
+            answer = text_of(await client.call_tool("jail_write", {"path": str(in_cwd)}))
+            assert "[Errno 30] Read-only file system" in answer and not in_cwd.exists(), answer
+        finally:
+            in_cwd.unlink(missing_ok=True)
         kept = granted / "kept.txt"
         answer = text_of(await client.call_tool("jail_write", {"path": str(kept), "text": "inside"}))
         assert answer.startswith("ok: ") and kept.read_text() == "inside", answer
@@ -102,7 +108,15 @@ async def test_a_strict_child_reaches_no_network_and_writes_only_its_grants(tmp_
         assert answer.startswith("ok: ") and not Path("/tmp/scratch.txt").exists(), answer  # noqa: ASYNC240
 
         health = await client.call_tool("hub_health", {})
-        assert '"sandbox": "bwrap (write 1)"' in text_of(health) or "bwrap (write 1)" in text_of(health)
+    log = (tmp_path / "hub.log").read_text()
+    for attempt in (
+        f"connect 127.0.0.1:{listener}: [Errno",
+        f"write {escaped}: [Errno 2]",
+        f"write {REPO}/escaped-{tmp_path.name}.txt: [Errno 30] Read-only file system",
+    ):
+        assert f"escape denied: {attempt}" in log, attempt
+    assert f"escape denied: read {outside / 'secret.txt'}: [Errno 2] No such file or directory" in log
+    assert "bwrap (write 1)" in text_of(health)
 
 
 async def test_server_filesystem_given_root_sees_only_its_grant(tmp_path: Path) -> None:
