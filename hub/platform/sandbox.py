@@ -125,7 +125,9 @@ def wrap(
     if kind == "sandbox-exec":
         private = tempfile.mkdtemp(prefix=f"hub-{name}-")
         profile = macos_profile(grants, private, install_roots(argv, env))
-        return Wrapped(("/usr/bin/sandbox-exec", "-p", profile, *argv), {"TMPDIR": private})
+        return Wrapped(
+            ("/usr/bin/sandbox-exec", "-p", profile, *argv), {"TMPDIR": private}, ("/bin/rm", "-rf", private)
+        )
     raise SandboxUnavailable(
         f"server '{name}' asks for a sandbox, and the hub has none on {platform}: set sandbox: {{container: IMAGE}} "
         "(Docker or Podman), or sandbox: none to run it unconfined; it is not started without one"

@@ -164,20 +164,42 @@ def marker_child(marker: Path, sandbox: Any) -> dict[str, Any]:
     return {"command": sys.executable, "args": ["-c", code], "sandbox": sandbox, "connect_timeout": 5}
 
 
-def test_a_sandbox_that_cannot_start_fails_the_child_which_is_never_started(tmp_path: Path) -> None:
-    """No bwrap on the hub's PATH: `hub check` names the cause and the fix, and the child did not run at all;
-    the same child without a sandbox does run (the marker is how the test would know)."""
+# A bwrap that cannot make namespaces, as on a kernel with unprivileged user namespaces turned off.
+NO_NAMESPACES = """#!/bin/sh
+echo "bwrap: No permissions to create new namespace, likely because the kernel does not allow" \
+  "non-privileged user namespaces." >&2
+exit 1
+"""
+
+
+@pytest.mark.parametrize(
+    ("bwrap", "cause", "fix"),
+    [
+        (None, "bubblewrap is not installed", "apt-get install bubblewrap"),
+        (NO_NAMESPACES, "No permissions to create new namespace", "enable unprivileged user namespaces"),
+    ],
+    ids=["no bwrap", "no user namespaces"],
+)
+def test_a_sandbox_that_cannot_start_fails_the_child_which_is_never_started(
+    tmp_path: Path, bwrap: str | None, cause: str, fix: str
+) -> None:
+    """`hub check` names the cause and the fix, and the child did not run at all; the same child without a sandbox
+    does run (the marker is how the test would know)."""
     needs_bwrap()
-    empty = tmp_path / "bin"
-    empty.mkdir()
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    if bwrap is not None:
+        (bin_dir / "bwrap").write_text(bwrap)
+        (bin_dir / "bwrap").chmod(0o755)
     marker = tmp_path / "started"
     config = write_config(tmp_path, {"boxed": marker_child(marker, {"write": [str(tmp_path)]})})
-    done = hub_check(config, {**os.environ, "PATH": str(empty)})
+    done = hub_check(config, {**os.environ, "PATH": str(bin_dir)})
     assert done.returncode == 1, done.stdout + done.stderr
-    assert "bubblewrap is not installed" in done.stdout and "sandbox: none" in done.stdout, done.stdout
+    for words in (cause, fix, "sandbox: none"):
+        assert words in done.stdout, done.stdout
     assert not marker.exists()
     control = write_config(tmp_path, {"boxed": marker_child(marker, "none")})
-    hub_check(control, {**os.environ, "PATH": str(empty)})
+    hub_check(control, {**os.environ, "PATH": str(bin_dir)})
     assert marker.exists()
 
 
