@@ -104,8 +104,9 @@ async def test_a_strict_child_reaches_no_network_and_writes_only_its_grants(tmp_
         assert answer.startswith("denied: "), answer
         assert text_of(await client.call_tool("bare_read", {"path": str(outside / "secret.txt")})) == "ok: s3cret"
         # Its /tmp is its own: writable, and not the host's.
-        answer = text_of(await client.call_tool("jail_write", {"path": "/tmp/scratch.txt"}))
-        assert answer.startswith("ok: ") and not Path("/tmp/scratch.txt").exists(), answer  # noqa: ASYNC240
+        scratch = Path("/tmp") / f"hub-sandbox-{tmp_path.name}.txt"
+        answer = text_of(await client.call_tool("jail_write", {"path": str(scratch)}))
+        assert answer.startswith("ok: ") and not scratch.exists(), answer  # noqa: ASYNC240
 
         health = await client.call_tool("hub_health", {})
     log = (tmp_path / "hub.log").read_text()
