@@ -106,7 +106,7 @@ async def test_a_strict_child_reaches_no_network_and_writes_only_its_grants(tmp_
         # Its /tmp is its own: writable, and not the host's.
         scratch = Path("/tmp") / f"hub-sandbox-{tmp_path.name}.txt"
         answer = text_of(await client.call_tool("jail_write", {"path": str(scratch)}))
-        assert answer.startswith("ok: ") and not scratch.exists(), answer  # noqa: ASYNC240
+        assert answer.startswith("ok: ") and not scratch.exists(), answer
 
         health = await client.call_tool("hub_health", {})
     log = (tmp_path / "hub.log").read_text()
