@@ -27,7 +27,7 @@ if TYPE_CHECKING:
 def print_check(hub: Hub, out: TextIO) -> int:
     """One row per server, then collisions, quarantines and includes; 0 when every server is ready, else 1."""
     report = hub.health()
-    rows = [["SERVER", "STATE", "TOOLS", "RESOURCES", "PROMPTS", "START_MS", "RESTARTS", "ERROR"]]
+    rows = [["SERVER", "STATE", "TOOLS", "RESOURCES", "PROMPTS", "START_MS", "RESTARTS", "SANDBOX", "ERROR"]]
     for s in report["servers"]:
         rows.append(
             [
@@ -38,6 +38,7 @@ def print_check(hub: Hub, out: TextIO) -> int:
                 str(s["prompts"]),
                 "" if s["start_ms"] is None else f"{s['start_ms']:.0f}",
                 str(s["restarts"]),
+                s.get("sandbox", "-"),
                 s["last_error"] or "",
             ]
         )
