@@ -74,17 +74,44 @@ class TaskCreation:
         self.call: Call | None = None  # set once the call is made
         self.params: dict[str, Any] = request.params
         self.version = request.version
-        self.id: RequestId = request.id
-        self.method = request.method
-        self.session: SessionPort = request.session
-        self.progress_token: RequestId | None = request.progress_token
-        self.log_level: str | None = request.log_level
-        self.declared = request.declared
-        self.fail = request.fail
-        self.drop = request.drop
-        self.notify = request.notify
-        self.log = request.log
-        self.ask = request.ask
+
+    @property
+    def id(self) -> RequestId:
+        return self.real.id
+
+    @property
+    def method(self) -> str:
+        return self.real.method
+
+    @property
+    def session(self) -> SessionPort:
+        return self.real.session
+
+    @property
+    def progress_token(self) -> RequestId | None:
+        return self.real.progress_token
+
+    @property
+    def log_level(self) -> str | None:
+        return self.real.log_level
+
+    def declared(self, capability: str) -> bool:
+        return self.real.declared(capability)
+
+    def fail(self, error: dict[str, Any]) -> None:
+        self.real.fail(error)
+
+    def drop(self) -> None:
+        self.real.drop()
+
+    def notify(self, method: str, params: dict[str, Any]) -> None:
+        self.real.notify(method, params)
+
+    def log(self, params: dict[str, Any]) -> None:
+        self.real.log(params)
+
+    async def ask(self, method: str, params: dict[str, Any], limit_s: float) -> dict[str, Any]:
+        return await self.real.ask(method, params, limit_s)
 
     def respond(self, result: dict[str, Any] | bytes) -> None:
         try:

@@ -1,0 +1,153 @@
+"""Tasks through the hub, against @modelcontextprotocol/server-everything's task-capable `simulate-research-query`:
+the hub owns the task it hands out (docs/decisions/015-hub-owned-tasks.md).
+
+A real `hub serve --http` with tokens for three people (the team front of tests/integration/test_team.py), the SDK's
+client as each person's host.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from mcp.client import Client
+from mcp.shared.exceptions import MCPError
+
+from tests.faults._helpers import descendants
+from tests.integration.test_team import as_person, create_token
+from tests.support.children import everything_server
+from tests.support.logs import log_events
+from tests.support.processes import serve_hub_http
+from tests.support.waits import WAIT
+
+pytestmark = [pytest.mark.anyio, pytest.mark.integration]
+
+TOOL = "everything_simulate-research-query"
+POLICIES = [
+    {"name": "researchers", "groups": ["research"], "allow": ["everything_*"]},
+    {"name": "echo-only", "groups": ["echo"], "allow": ["everything_echo"]},
+]
+
+
+def tasks_config(directory: Path) -> Path:
+    path = directory / "servers.yaml"
+    document = {
+        "hub": {"startup_listing_wait": 60},
+        "auth": {"tokens": "tokens.json"},
+        "policies": POLICIES,
+        "default_policy": "deny",
+        "servers": {"everything": everything_server()},
+    }
+    path.write_text(yaml.safe_dump(document, sort_keys=False))
+    return path
+
+
+async def raw(client: Client, method: str, params: dict[str, Any]) -> dict[str, Any]:
+    """The raw answer (result or error) to a request whose result the SDK's client would not parse (a
+    CreateTaskResult to a tools/call). Sent on the session's dispatcher, a private attribute of the SDK: tests only."""
+    dispatcher = client.session._dispatcher
+    try:
+        return {"result": await dispatcher.send_raw_request(method, params, {"timeout": WAIT})}
+    except MCPError as error:
+        return {"error": error.error.model_dump(by_alias=True, exclude_none=True, mode="json")}
+
+
+async def create(client: Client, topic: str, tool: str = TOOL) -> dict[str, Any]:
+    return await raw(client, "tools/call", {"name": tool, "arguments": {"topic": topic}, "task": {"ttl": 60_000}})
+
+
+async def test_a_task_is_the_hubs_own_and_only_its_creator_reaches_it(tmp_path: Path) -> None:
+    config = tasks_config(tmp_path)
+    alice = create_token(config, "alice", "research")
+    bob = create_token(config, "bob", "research")
+    eve = create_token(config, "eve", "echo")
+    log = tmp_path / "hub.log"
+    async with (
+        serve_hub_http(config, log) as url,
+        as_person(url, alice) as a,
+        as_person(url, bob) as b,
+        as_person(url, eve) as e,
+    ):
+        tasks = a.server_capabilities.tasks
+        assert tasks is not None and tasks.list is not None and tasks.cancel is not None
+        assert tasks.requests is not None and tasks.requests.tools is not None and tasks.requests.tools.call is not None
+        assert TOOL in {t.name for t in (await a.list_tools()).tools}
+
+        created = await create(a, "tides")
+        task = created["result"]["task"]
+        task_id = task["taskId"]
+        assert task["status"] == "working" and task["ttl"] == 300_000 and task["pollInterval"] == 1000
+        assert len(task_id) > 100, "a sealed id, not the server's 32 hex digits"
+
+        got = await raw(a, "tasks/get", {"taskId": task_id})
+        assert got["result"]["taskId"] == task_id and got["result"]["status"] in ("working", "completed")
+        listed = await raw(a, "tasks/list", {})
+        assert [t["taskId"] for t in listed["result"]["tasks"]] == [task_id]
+
+        # Another identity, allowed the same tool, gets what an unknown id gets, for every method; its list is empty.
+        unknown = {"code": -32602, "message": "Failed to retrieve task: Task not found"}
+        for method in ("tasks/get", "tasks/result", "tasks/cancel"):
+            assert await raw(b, method, {"taskId": task_id}) == {"error": unknown}, method
+            assert await raw(a, method, {"taskId": task_id[:-4] + "AAAA"}) == {"error": unknown}, method
+        assert (await raw(b, "tasks/list", {}))["result"] == {"tasks": []}
+
+        # tasks/result waits until the task is over, and names the hub's task.
+        result = await raw(a, "tasks/result", {"taskId": task_id})
+        assert "# Research Report: tides" in result["result"]["content"][0]["text"]
+        assert result["result"]["_meta"]["io.modelcontextprotocol/related-task"] == {"taskId": task_id}
+        done = await raw(a, "tasks/get", {"taskId": task_id})
+        assert done["result"]["status"] == "completed"
+        refused = await raw(a, "tasks/cancel", {"taskId": task_id})
+        assert refused == {
+            "error": {"code": -32602, "message": "Cannot cancel task: already in terminal status 'completed'"}
+        }
+
+        # A second task, cancelled: the server is told, and its answer is the task's.
+        second = (await create(a, "reefs"))["result"]["task"]["taskId"]
+        cancelled = await raw(a, "tasks/cancel", {"taskId": second})
+        assert cancelled["result"]["status"] == "cancelled" and cancelled["result"]["taskId"] == second
+        assert (await raw(a, "tasks/get", {"taskId": second}))["result"]["status"] == "cancelled"
+        assert "error" in await raw(a, "tasks/result", {"taskId": second})
+        assert {t["taskId"] for t in (await raw(a, "tasks/list", {}))["result"]["tasks"]} == {task_id, second}
+
+        # The policy decides a task's creation as any call's: hidden from eve, as a tool that does not exist.
+        assert await create(e, "tides") == {"error": {"code": -32602, "message": f"Unknown tool: '{TOOL}'"}}
+        # A tool its server does not run as a task: -32601, never a task id.
+        not_task = await create(a, "x", "everything_echo")
+        assert not_task["error"]["code"] == -32601 and "cannot run as a task" in not_task["error"]["message"]
+
+    lines = [c for c in log_events(log, "call") if c["name"] == TOOL]
+    calls = [c for c in lines if c["method"] == "tools/call"]
+    created_lines = [c for c in calls if "task" not in c and c["identity"] == "alice"]
+    ended = {c["task_status"]: c for c in calls if "task" in c}
+    assert len(created_lines) == 2 and all(c["rule"] == "researchers" for c in created_lines)
+    assert ended["completed"]["outcome"] == "ok" and ended["completed"]["duration_ms"] > 1000
+    assert ended["cancelled"]["outcome"] == "cancelled" and ended["cancelled"]["identity"] == "alice"
+    denied = [c for c in calls if c["identity"] == "eve"]
+    assert [c["outcome"] for c in denied] == ["denied"]
+    # Every task request is a line of its own; bob's, refused, name no tool of alice's.
+    assert {c["method"] for c in lines} >= {"tasks/get", "tasks/result", "tasks/cancel"}  # a list names no tool
+    bobs = [c for c in log_events(log, "call") if c["identity"] == "bob"]
+    assert bobs and all(c["name"] == "" and c["child"] is None for c in bobs)
+
+
+@pytest.mark.skipif(not Path("/proc").is_dir(), reason="/proc, to find the server's process")
+async def test_a_task_fails_when_its_server_restarts(tmp_path: Path) -> None:
+    config = tasks_config(tmp_path)
+    alice = create_token(config, "alice", "research")
+    log = tmp_path / "hub.log"
+    async with serve_hub_http(config, log) as url, as_person(url, alice) as a:
+        task_id = (await create(a, "tides"))["result"]["task"]["taskId"]
+        servers = [p.pid for p in descendants(os.getpid()).values() if "server-everything" in p.cmdline]
+        assert len(servers) == 1, servers
+        os.kill(servers[0], signal.SIGKILL)
+        answer = await raw(a, "tasks/result", {"taskId": task_id})  # waits until the task is over
+        assert "restarted or went away" in answer["error"]["message"]
+        failed = (await raw(a, "tasks/get", {"taskId": task_id}))["result"]
+        assert failed["status"] == "failed" and "restarted or went away" in failed["statusMessage"]
+    ended = [c for c in log_events(log, "call") if c.get("task_status") == "failed"]
+    assert [c["outcome"] for c in ended] == ["task_failed"]
