@@ -30,6 +30,7 @@ BEAT_EVERY = 5.0  # a replica running tasks says it is alive this often...
 BEAT_KEEP = 20.0  # ...and is taken for stopped when it has not for this long
 ASK_LIMIT = 30.0  # one tasks/get, tasks/result or tasks/cancel to the child, at most
 MAX_FAILURES = 5  # consecutive tasks/get that fail before the task is given up
+STOP_LIMIT = 3.0  # when the hub stops, each task it runs is failed (and cancelled at its child) within this
 
 _log = structlog.get_logger("hub.relay")
 
@@ -109,8 +110,26 @@ class TaskRunner:
                     current = task.record
                 if current is None or current.get("final"):
                     return
+        except anyio.get_cancelled_exc_class():
+            with anyio.CancelScope(shield=True), anyio.move_on_after(STOP_LIMIT):
+                await self._stopped(task)
+            raise
         finally:
             self.running.pop(task.key, None)
+
+    async def _stopped(self, task: Running) -> None:
+        """The hub stops while it runs the task: the task fails, saying so, and the child is told to cancel it."""
+        try:
+            record = await self.state.get_task(task.key)
+            if record is None or record.get("final"):
+                return
+            task.record = record
+            if task.connection.closed is None:
+                with anyio.move_on_after(STOP_LIMIT / 2):
+                    await task.connection.request("tasks/cancel", {"taskId": record["childTask"]}, STOP_LIMIT / 2)
+            await self.fail(task, f"the hub replica '{self.replica}' that ran the task stopped; the task is lost")
+        except (errors.HubError, TimeoutError) as error:
+            _log.warning("task_not_failed_at_stop", task=task.key, error=str(error))
 
     async def refresh(self, task: Running) -> dict[str, Any] | None:
         """The task as it is now: asked of the child (unless over), stored when it changed; None if gone."""

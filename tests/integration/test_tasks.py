@@ -21,6 +21,7 @@ from tests.faults._helpers import descendants
 from tests.integration.test_team import as_person, create_token
 from tests.support.children import everything_server
 from tests.support.logs import log_events
+from tests.support.mcp_client import connect_host
 from tests.support.processes import serve_hub_http
 from tests.support.waits import WAIT
 
@@ -151,3 +152,42 @@ async def test_a_task_fails_when_its_server_restarts(tmp_path: Path) -> None:
         assert failed["status"] == "failed" and "restarted or went away" in failed["statusMessage"]
     ended = [c for c in log_events(log, "call") if c.get("task_status") == "failed"]
     assert [c["outcome"] for c in ended] == ["task_failed"]
+
+
+async def test_a_task_created_on_one_replica_is_read_and_cancelled_on_another(tmp_path: Path) -> None:
+    """Two replicas sharing Redis (`state: {backend: redis}`): a task created through replica a is read, waited for,
+    listed and cancelled through replica b; when a stops, b says that a task a ran is lost."""
+    from tests.integration.test_shared_state import redis_server
+
+    async with redis_server() as redis_url:
+        document = {
+            "hub": {"startup_listing_wait": 60},
+            "state": {"backend": "redis", "url": redis_url},
+            "servers": {"everything": everything_server()},
+        }
+        config = tmp_path / "servers.yaml"
+        config.write_text(yaml.safe_dump(document, sort_keys=False))
+        log_a, log_b = tmp_path / "a.log", tmp_path / "b.log"
+        async with serve_hub_http(config, log_b, "--replica-id", "b") as url_b, connect_host(url_b) as on_b:
+            async with serve_hub_http(config, log_a, "--replica-id", "a") as url_a, connect_host(url_a) as on_a:
+                first = (await create(on_a, "tides"))["result"]["task"]["taskId"]
+                assert (await raw(on_b, "tasks/get", {"taskId": first}))["result"]["status"] == "working"
+                result = await raw(on_b, "tasks/result", {"taskId": first})
+                assert "# Research Report: tides" in result["result"]["content"][0]["text"]
+
+                second = (await create(on_a, "reefs"))["result"]["task"]["taskId"]
+                listed = await raw(on_b, "tasks/list", {})
+                assert [t["taskId"] for t in listed["result"]["tasks"]] == [first, second]
+                cancelled = await raw(on_b, "tasks/cancel", {"taskId": second})
+                assert cancelled["result"]["status"] == "cancelled"
+                # Replica a, which runs it, cancels it at the server; its answer is the task's result.
+                assert "error" in await raw(on_b, "tasks/result", {"taskId": second})
+                assert (await raw(on_a, "tasks/get", {"taskId": second}))["result"]["status"] == "cancelled"
+
+                third = (await create(on_a, "storms"))["result"]["task"]["taskId"]
+            lost = (await raw(on_b, "tasks/get", {"taskId": third}))["result"]
+            assert lost["status"] == "failed" and "replica 'a' that ran the task stopped" in lost["statusMessage"]
+    ended = {c["task_status"]: c for c in log_events(log_a, "call") if "task" in c}
+    assert ended["completed"]["outcome"] == "ok" and ended["cancelled"]["replica"] == "a"
+    assert ended["failed"]["outcome"] == "task_failed"
+    assert {c["replica"] for c in log_events(log_b, "call")} == {"b"}
