@@ -8,18 +8,22 @@ call log's line when it ends (hub.relay.record). A task does not outlive its chi
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 import anyio
 import structlog
+from anyio.abc import TaskGroup
 
 from hub.protocol import errors
-from hub.protocol.jsonrpc import INTERNAL_ERROR
-from hub.relay.hosts import Hosts
+from hub.protocol.jsonrpc import INTERNAL_ERROR, INVALID_REQUEST, Request
+from hub.relay.call import refusal
+from hub.relay.hosts import Hosts, Session
 from hub.relay.naming import expose_uri, map_uris
+from hub.relay.ports import AskFailed
 from hub.relay.record import Record
-from hub.relay.task_records import TERMINAL, absorb, failed, keep_seconds, now_iso, shown
+from hub.relay.task_records import RELATED_TASK, TERMINAL, absorb, failed, keep_seconds, now_iso, shown
 from hub.state import SharedState
 from hub.upstream.child import Child
 from hub.upstream.connection import Connection
@@ -30,8 +34,10 @@ BEAT_EVERY = 5.0  # a replica running tasks says it is alive this often...
 BEAT_KEEP = 20.0  # ...and is taken for stopped when it has not for this long
 ASK_LIMIT = 30.0  # one tasks/get, tasks/result or tasks/cancel to the child, at most
 MAX_FAILURES = 5  # consecutive tasks/get that fail before the task is given up
+COLLECT_LIMIT = 600.0  # a tasks/result opened for a task's input requests stays open this long at most
 STOP_LIMIT = 3.0  # when the hub stops, each task it runs is failed (and cancelled at its child) within this
 
+Spawn = Callable[..., None]  # runs a coroutine function with its arguments in the relay's task group
 _log = structlog.get_logger("hub.relay")
 
 
@@ -47,6 +53,7 @@ class Running:
     lock: anyio.Lock = field(default_factory=anyio.Lock)
     wake: anyio.Event = field(default_factory=anyio.Event)
     failures: int = 0
+    collecting: bool = False  # a tasks/result is open at the child, for the input it asks (input_required)
 
     @property
     def key(self) -> str:
@@ -57,8 +64,9 @@ class TaskRunner:
     """The tasks this replica runs, and every write of their records (the other replicas write only a cancel and a
     failure of a replica that stopped)."""
 
-    def __init__(self, state: SharedState, record: Record, hosts: Hosts, replica: str) -> None:
+    def __init__(self, state: SharedState, record: Record, hosts: Hosts, replica: str, spawn: Spawn) -> None:
         self.state = state
+        self.spawn = spawn
         self.record = record
         self.hosts = hosts
         self.replica = replica
@@ -94,28 +102,83 @@ class TaskRunner:
         """Ask the child how the task is until it is over (or its record is gone); the relay's task group runs it."""
         self.running[task.key] = task
         try:
-            while True:
-                poll = task.record.get("pollInterval")
-                seconds = poll / 1000 if isinstance(poll, int) and poll > 0 else DEFAULT_POLL
-                with anyio.move_on_after(min(max(seconds, POLL_BOUNDS[0]), POLL_BOUNDS[1])):
-                    async with anyio.create_task_group() as group:
-                        group.start_soon(_until, task.wake, group)
-                        group.start_soon(_until, task.connection.done, group)
-                task.wake = anyio.Event()
-                try:
-                    await self.beat()
-                    current = await self.refresh(task)
-                except errors.HubError as error:  # the shared state cannot be reached: tried again
-                    _log.warning("task_state_unavailable", task=task.key, error=error.message)
-                    current = task.record
-                if current is None or current.get("final"):
-                    return
+            async with anyio.create_task_group() as collectors:
+                await self._poll(task, collectors)
+                collectors.cancel_scope.cancel()
         except anyio.get_cancelled_exc_class():
             with anyio.CancelScope(shield=True), anyio.move_on_after(STOP_LIMIT):
                 await self._stopped(task)
             raise
         finally:
             self.running.pop(task.key, None)
+
+    async def _poll(self, task: Running, collectors: TaskGroup) -> None:
+        while True:
+            poll = task.record.get("pollInterval")
+            seconds = poll / 1000 if isinstance(poll, int) and poll > 0 else DEFAULT_POLL
+            with anyio.move_on_after(min(max(seconds, POLL_BOUNDS[0]), POLL_BOUNDS[1])):
+                async with anyio.create_task_group() as group:
+                    group.start_soon(_until, task.wake, group)
+                    group.start_soon(_until, task.connection.done, group)
+            task.wake = anyio.Event()
+            try:
+                await self.beat()
+                current = await self.refresh(task)
+            except errors.HubError as error:  # the shared state cannot be reached: tried again
+                _log.warning("task_state_unavailable", task=task.key, error=error.message)
+                current = task.record
+            if current is None or current.get("final"):
+                return
+            if current.get("status") == "input_required" and not task.collecting:
+                task.collecting = True
+                collectors.start_soon(self._collect, task)
+
+    async def _collect(self, task: Running) -> None:
+        """A task waits for input: its server sends its requests (`relatedTask`) while a tasks/result is open
+        (2025-11-25), so one is opened; they reach the owning host session (`child_asked`)."""
+        try:
+            await task.connection.request("tasks/result", {"taskId": task.record["childTask"]}, COLLECT_LIMIT)
+        except (errors.HubError, TimeoutError):
+            pass  # the answer is fetched again once the task is over
+        finally:
+            task.collecting = False
+            task.wake.set()
+
+    def child_asked(self, connection: Connection, request: Request, kind: str) -> bool:
+        """A child's request for one of the tasks this replica runs (`relatedTask` in its `_meta`) goes to the host
+        session that created the task, naming the hub's task; False if it names none of them."""
+        meta = request.params.get("_meta")
+        related = meta.get(RELATED_TASK) if isinstance(meta, dict) else None
+        child_task = related.get("taskId") if isinstance(related, dict) else None
+        task = next(
+            (t for t in self.running.values() if t.connection is connection and t.record["childTask"] == child_task),
+            None,
+        )
+        if task is None:
+            return False
+        session = next((s for s in self.hosts.sessions if s is task.session), None)
+        if session is None or task.modern:
+            why = (
+                f"hub: the host session that created task {task.key} is gone, or is a 2026-07-28 host, which cannot "
+                f"be sent a {kind} request; the task's input cannot be asked"
+            )
+            connection.respond(request.id, error={"code": INVALID_REQUEST, "message": why})
+        elif not session.declared(kind):
+            connection.respond(request.id, error=refusal(kind, task.child.name))
+        else:
+            named = {**(meta if isinstance(meta, dict) else {}), RELATED_TASK: {"taskId": task.record["id"]}}
+            params = {**request.params, "_meta": named}
+            self.spawn(self._ask, session, connection, request, params, task.child.config.timeout)
+        return True
+
+    @staticmethod
+    async def _ask(
+        session: Session, connection: Connection, request: Request, params: dict[str, Any], limit_s: float
+    ) -> None:
+        try:
+            connection.respond(request.id, await session.ask(request.method, params, limit_s))
+        except AskFailed as failure:
+            connection.respond(request.id, error=failure.error)
 
     async def _stopped(self, task: Running) -> None:
         """The hub stops while it runs the task: the task fails, saying so, and the child is told to cancel it."""

@@ -140,7 +140,7 @@ class Tasks:
         self.spawn = spawn
         self.allowed = allowed
         self.replica = replica
-        self.runner = TaskRunner(state, record, hosts, replica)
+        self.runner = TaskRunner(state, record, hosts, replica, spawn)
 
     # ---- creation (the router's call step) -------------------------------------------------------------------
 

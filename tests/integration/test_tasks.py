@@ -15,13 +15,14 @@ from typing import Any
 import pytest
 import yaml
 from mcp.client import Client
+from mcp.client.streamable_http import create_mcp_http_client, streamable_http_client
 from mcp.shared.exceptions import MCPError
 
 from tests.faults._helpers import descendants
 from tests.integration.test_team import as_person, create_token
 from tests.support.children import everything_server
 from tests.support.logs import log_events
-from tests.support.mcp_client import connect_host
+from tests.support.mcp_client import Host, connect_host
 from tests.support.processes import serve_hub_http
 from tests.support.waits import WAIT
 
@@ -191,3 +192,32 @@ async def test_a_task_created_on_one_replica_is_read_and_cancelled_on_another(tm
     assert ended["completed"]["outcome"] == "ok" and ended["cancelled"]["replica"] == "a"
     assert ended["failed"]["outcome"] == "task_failed"
     assert {c["replica"] for c in log_events(log_b, "call")} == {"b"}
+
+
+async def test_a_tasks_question_reaches_the_session_that_created_it(tmp_path: Path) -> None:
+    """The server asks for input during a task (elicitation with `relatedTask`, while the task is input_required):
+    with two sessions connected, it reaches the one that created the task, naming the hub's task."""
+    config = tasks_config(tmp_path)
+    alice = create_token(config, "alice", "research")
+    bob = create_token(config, "bob", "research")
+    host, other = Host(elicit_answer={"interpretation": "ocean tides"}), Host()
+    async with (
+        serve_hub_http(config, tmp_path / "hub.log") as url,
+        as_person(url, bob, other),
+        create_mcp_http_client(headers={"Authorization": f"Bearer {alice}"}) as http,
+        Client(
+            streamable_http_client(url, http_client=http),
+            mode="legacy",
+            elicitation_callback=host.on_elicitation,
+            read_timeout_seconds=WAIT,
+        ) as a,
+    ):
+        created = await raw(
+            a, "tools/call", {"name": TOOL, "arguments": {"topic": "tides", "ambiguous": True}, "task": {}}
+        )
+        task_id = created["result"]["task"]["taskId"]
+        result = await raw(a, "tasks/result", {"taskId": task_id})
+        assert "Clarification**: ocean tides" in result["result"]["content"][0]["text"]
+    assert len(host.elicited) == 1 and not other.elicited
+    assert host.elicited[0].meta is not None
+    assert host.elicited[0].meta["io.modelcontextprotocol/related-task"] == {"taskId": task_id}
