@@ -129,12 +129,17 @@ async def _roots(side: Side) -> Outcome:
 
 
 async def _tasks(side: Side) -> Outcome:
-    """A task-augmented tools/call, then tasks/get, tasks/list, tasks/cancel and tasks/result on the task."""
+    """The tool that requires a task called without one, then a task-augmented tools/call, then tasks/get,
+    tasks/list, tasks/cancel and tasks/result on the task."""
+    without = await side.call("simulate-research-query", {"topic": "without a task"})
     params = types.CallToolRequestParams(
         name=side.tool("simulate-research-query"), arguments={"topic": "tides"}, task=types.TaskMetadata(ttl=60_000)
     )
     created = await side.send_unchecked("tools/call", params.model_dump(by_alias=True, exclude_none=True, mode="json"))
-    steps: dict[str, Outcome] = {"tools/call with task": created}
+    steps: dict[str, Outcome] = {
+        "tools/call without a task": without,
+        "tools/call with task": created,
+    }
     task_id = created.get("result", {}).get("task", {}).get("taskId")
     if not isinstance(task_id, str):
         return steps
@@ -183,7 +188,6 @@ EVERYTHING = ServerSpec(
         ("toggle-subscriber-updates", {}),
         ("toggle-subscriber-updates", {}),
         ("trigger-long-running-operation", {"duration": 0.2, "steps": 2}),
-        ("simulate-research-query", {"topic": "without a task"}),
     ],
     # The tools that ask the host for input are called by the features (sampling, elicit, roots), through the SDK's
     # own loop: through the hub, a 2026-07-28 host gets their requests as input-required rounds.
@@ -215,8 +219,17 @@ EVERYTHING = ServerSpec(
         "roots": _roots,
         "tasks": _tasks,
     },
+    # simulate-research-query requires a task: called by the tasks feature, with and without one (a 2026-07-28 host
+    # without the tasks extension is refused -32021 by the hub, as the extension says; the server itself speaks only
+    # 2025-11-25, so that difference is the tasks cell's documented gap).
     feature_tools=frozenset(
-        {"trigger-sampling-request", "trigger-elicitation-request", "trigger-url-elicitation", "get-roots-list"}
+        {
+            "trigger-sampling-request",
+            "trigger-elicitation-request",
+            "trigger-url-elicitation",
+            "get-roots-list",
+            "simulate-research-query",
+        }
     ),
     handshake_only=frozenset({"logging"}),
     volatile=[ISO_TIME, CLOCK, UUID, TASK_ID, TASK_NAMED, HUB_INSTANCE],
@@ -231,6 +244,7 @@ EVERYTHING = ServerSpec(
         "extension io.modelcontextprotocol/tasks (capabilities.extensions), not `tasks` (docs/decisions/015)",
         ("tasks", None, NEW): "the script's task steps are 2025-11-25's (params.task, tasks/list, tasks/result, no "
         "envelope), which the server answers directly after its fallback; a 2026-07-28 host through the hub has the "
-        "tasks extension instead (tests/integration/test_tasks.py drives it)",
+        "tasks extension instead (tests/integration/test_tasks_eras.py drives it), and without the extension the tool "
+        "that requires a task gets -32021 from the hub, as the extension says, where the server answers isError",
     },
 )

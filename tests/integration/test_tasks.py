@@ -221,3 +221,47 @@ async def test_a_tasks_question_reaches_the_session_that_created_it(tmp_path: Pa
     assert len(host.elicited) == 1 and not other.elicited
     assert host.elicited[0].meta is not None
     assert host.elicited[0].meta["io.modelcontextprotocol/related-task"] == {"taskId": task_id}
+
+
+async def test_behind_haproxy_a_task_is_read_and_cancelled_through_the_other_replica(tmp_path: Path) -> None:
+    """Two replicas on one Redis behind HAProxy (deploy/haproxy.cfg's sticky sessions): tasks created in a session
+    served by one replica are read, waited for, listed and cancelled in a session served by the other."""
+    from tests.integration.test_replicas import replicas_behind_haproxy
+    from tests.integration.test_shared_state import redis_server
+
+    async with redis_server() as redis_url:
+        document = {
+            "hub": {"startup_listing_wait": 60},
+            "state": {"backend": "redis", "url": redis_url},
+            "servers": {"everything": everything_server()},
+        }
+        config = tmp_path / "servers.yaml"
+        config.write_text(yaml.safe_dump(document, sort_keys=False))
+        async with (
+            replicas_behind_haproxy(tmp_path, count=2, config=config) as (url, replicas),
+            connect_host(url) as first,
+            connect_host(url) as second,
+        ):
+            # Round robin gives the two sessions one replica each; which is which, the call log says.
+            created = (await create(first, "tides"))["result"]["task"]["taskId"]
+            other = (await create(first, "reefs"))["result"]["task"]["taskId"]
+            assert (await raw(second, "tasks/get", {"taskId": created}))["result"]["taskId"] == created
+            serving = {
+                r.name: {c["method"] for c in log_events(r.log, "call")} for r in replicas if log_events(r.log, "call")
+            }
+            assert serving == {replicas[0].name: {"tools/call"}, replicas[1].name: {"tasks/get"}} or serving == {
+                replicas[0].name: {"tasks/get"},
+                replicas[1].name: {"tools/call"},
+            }, serving
+
+            cancelled = await raw(second, "tasks/cancel", {"taskId": other})
+            assert cancelled["result"]["status"] == "cancelled"
+            listed = await raw(second, "tasks/list", {})
+            assert [t["taskId"] for t in listed["result"]["tasks"]] == [created, other]
+            result = await raw(second, "tasks/result", {"taskId": created})
+            assert "# Research Report: tides" in result["result"]["content"][0]["text"]
+            assert "error" in await raw(second, "tasks/result", {"taskId": other})
+            assert (await raw(first, "tasks/get", {"taskId": other}))["result"]["status"] == "cancelled"
+    ends = [c for r in replicas for c in log_events(r.log, "call") if "task" in c]
+    assert sorted(c["task_status"] for c in ends) == ["cancelled", "completed"]
+    assert len({c["replica"] for c in ends}) == 1, "the replica that created them ran them to their end"
