@@ -161,6 +161,8 @@ def shown(record: dict[str, Any], modern: bool) -> dict[str, Any]:
     task["ttlMs" if modern else "ttl"] = record.get("ttl")
     if record.get("pollInterval") is not None:
         task["pollIntervalMs" if modern else "pollInterval"] = record["pollInterval"]
+    if modern and task["status"] == "input_required" and record.get("inputRequests"):
+        task["inputRequests"] = record["inputRequests"]
     if modern and record.get("final"):  # the extension's tasks/get carries the outcome inline
         if "result" in record:
             task["result"] = record["result"]

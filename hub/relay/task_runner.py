@@ -54,6 +54,9 @@ class Running:
     wake: anyio.Event = field(default_factory=anyio.Event)
     failures: int = 0
     collecting: bool = False  # a tasks/result is open at the child, for the input it asks (input_required)
+    can_ask: frozenset[str] = frozenset()  # what a 2026-07-28 creator declared it can be asked (elicitation, ...)
+    asks: dict[str, Request] = field(default_factory=dict)  # a 2026-07-28 creator's input requests, by key
+    asked: int = 0
 
     @property
     def key(self) -> str:
@@ -156,20 +159,49 @@ class TaskRunner:
         )
         if task is None:
             return False
+        named = {**(meta if isinstance(meta, dict) else {}), RELATED_TASK: {"taskId": task.record["id"]}}
+        params = {**request.params, "_meta": named}
         session = next((s for s in self.hosts.sessions if s is task.session), None)
-        if session is None or task.modern:
+        if task.modern and kind in task.can_ask:  # the host gets it in tasks/get, answers it with tasks/update
+            task.asked += 1
+            task.asks[f"{kind}-{task.asked}"] = Request(request.id, request.method, params, request.raw)
+            self.spawn(self._hold, task)
+        elif session is None or task.modern:
             why = (
-                f"hub: the host session that created task {task.key} is gone, or is a 2026-07-28 host, which cannot "
-                f"be sent a {kind} request; the task's input cannot be asked"
+                f"hub: the host that created task {task.key} is gone, or did not declare {kind}; the task's input "
+                "cannot be asked"
             )
             connection.respond(request.id, error={"code": INVALID_REQUEST, "message": why})
         elif not session.declared(kind):
             connection.respond(request.id, error=refusal(kind, task.child.name))
         else:
-            named = {**(meta if isinstance(meta, dict) else {}), RELATED_TASK: {"taskId": task.record["id"]}}
-            params = {**request.params, "_meta": named}
             self.spawn(self._ask, session, connection, request, params, task.child.config.timeout)
         return True
+
+    async def _hold(self, task: Running) -> None:
+        """A 2026-07-28 creator's input requests, in the record: its next tasks/get shows them (`inputRequests`)."""
+        async with task.lock:
+            record = await self.state.get_task(task.key)
+            if record is None or record.get("final"):
+                return
+            task.record = record
+            record["inputRequests"] = {k: {"method": r.method, "params": r.params} for k, r in task.asks.items()}
+            record.update(status="input_required", lastUpdatedAt=now_iso())
+            await self.store(record)
+
+    async def _answered(self, task: Running) -> bool:
+        """The answers a 2026-07-28 creator sent (tasks/update, on any replica) go to the child's requests; keys
+        not outstanding are ignored, as the extension says. Whether any was."""
+        if not task.asks:
+            return False
+        answers = await self.state.take_answers(task.key)
+        used = [key for key in answers if key in task.asks]
+        for key in used:
+            answer = answers[key]
+            task.connection.respond(task.asks.pop(key).id, answer if isinstance(answer, dict) else {})
+        if used:
+            task.record["inputRequests"] = {k: {"method": r.method, "params": r.params} for k, r in task.asks.items()}
+        return bool(used)
 
     @staticmethod
     async def _ask(
@@ -220,7 +252,8 @@ class TaskRunner:
                     await self.fail(task, f"server '{task.child.name}' could not say how the task is: {why}")
                 return task.record
             task.failures = 0
-            changed = absorb(record, got)
+            changed = await self._answered(task)
+            changed = absorb(record, got) or changed
             if record.get("status") in TERMINAL:
                 await self._finish(task)
             elif changed:

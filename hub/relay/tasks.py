@@ -222,6 +222,7 @@ class Tasks:
                 created["_meta"] = meta
             request.respond(encode(created))
         running = Running(record, creation.child, call.connection, request.session, modern)
+        running.can_ask = frozenset(k for k in ("sampling", "elicitation", "roots") if request.declared(k))
         self.runner.running[record["key"]] = running  # before the first poll: a tasks/get may come at once
         self.spawn(self.runner.run, running)
 
@@ -298,10 +299,13 @@ class Tasks:
         if request.method == "tasks/update":
             if record.get("status") != "input_required":
                 raise errors.BadRequest(f"the task is not waiting for input (its status is '{record['status']}')")
-            raise TaskRefused(
-                "the hub cannot carry input to this task: its server asks for it with requests of its own "
-                "(2025-11-25), which a 2026-07-28 host cannot be sent"
-            )
+            responses = request.params.get("inputResponses")
+            if not isinstance(responses, dict):
+                raise errors.BadRequest("invalid params: 'inputResponses' must be an object")
+            await self.state.put_answers(record["key"], responses, RESULT_WAIT)  # the replica running it answers
+            if running is not None:
+                await self.runner.refresh(running)
+            return {}
         record = await self._wait_final(record)
         stored = record.get("error")
         if isinstance(stored, dict):

@@ -68,6 +68,12 @@ class SharedState(Protocol):
 
     async def task_cancelled(self, key: str) -> bool: ...
 
+    async def put_answers(self, key: str, answers: dict[str, Any], keep_s: float) -> None:
+        """A 2026-07-28 host's answers to a task's input requests, for the replica that runs it."""
+
+    async def take_answers(self, key: str) -> dict[str, Any]:
+        """The answers stored for a task since the last take, removed."""
+
     async def beat(self, replica: str, keep_s: float) -> None:
         """`replica` runs tasks and is alive for `keep_s` seconds more."""
 

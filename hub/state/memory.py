@@ -25,6 +25,7 @@ class MemoryState:
         self._tasks: dict[str, tuple[dict[str, Any], float]] = {}  # key -> (record, wall-clock expiry)
         self._task_keys: dict[str, dict[str, None]] = {}  # identity -> its task keys, oldest first
         self._cancels: set[str] = set()
+        self._answers: dict[str, dict[str, Any]] = {}
         self._beats: dict[str, float] = {}
 
     async def take(self, identity: str, per_minute: int) -> RateDecision:
@@ -92,6 +93,12 @@ class MemoryState:
 
     async def task_cancelled(self, key: str) -> bool:
         return key in self._cancels
+
+    async def put_answers(self, key: str, answers: dict[str, Any], keep_s: float) -> None:
+        self._answers[key] = {**self._answers.get(key, {}), **answers}
+
+    async def take_answers(self, key: str) -> dict[str, Any]:
+        return self._answers.pop(key, {})
 
     async def beat(self, replica: str, keep_s: float) -> None:
         self._beats[replica] = time.time() + keep_s

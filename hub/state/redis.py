@@ -35,6 +35,7 @@ _RELEASE = "if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('del
 TASK_PREFIX = "hub:state:task:"  # a hub-owned task's record, as JSON, expiring with the task (hub.relay.tasks)
 TASKS_OF_PREFIX = "hub:state:tasks-of:"  # a set per identity: the keys of its tasks
 TASK_CANCEL_PREFIX = "hub:state:task-cancel:"  # a task whose cancel was asked on a replica that does not run it
+TASK_ANSWERS_PREFIX = "hub:state:task-answers:"  # a hash: a 2026-07-28 host's answers for a task's input requests
 REPLICA_PREFIX = "hub:state:replica:"  # a replica running tasks, expiring unless it beats again
 RESUBSCRIBE_BACKOFF = (0.5, 10.0)  # seconds between attempts to listen again after Redis went away
 
@@ -186,6 +187,25 @@ class RedisState:
 
     async def task_cancelled(self, key: str) -> bool:
         return bool(await self._call(self._client.exists, TASK_CANCEL_PREFIX + key))
+
+    async def put_answers(self, key: str, answers: dict[str, Any], keep_s: float) -> None:
+        name = TASK_ANSWERS_PREFIX + key
+        await self._call(self._client.hset, name, mapping={k: json.dumps(v) for k, v in answers.items()})
+        await self._call(self._client.expire, name, max(1, int(keep_s) + 1))
+
+    async def take_answers(self, key: str) -> dict[str, Any]:
+        """The answers stored for a task, removed as they are read (one transaction: none is taken twice)."""
+        pipe = self._client.pipeline(transaction=True)
+        pipe.hgetall(TASK_ANSWERS_PREFIX + key)
+        pipe.delete(TASK_ANSWERS_PREFIX + key)
+        stored, _ = await self._call(pipe.execute)
+        taken: dict[str, Any] = {}
+        for name, raw in (stored or {}).items():
+            try:
+                taken[name.decode() if isinstance(name, bytes) else str(name)] = json.loads(raw)
+            except (ValueError, UnicodeDecodeError):
+                continue
+        return taken
 
     async def beat(self, replica: str, keep_s: float) -> None:
         await self._call(self._client.set, REPLICA_PREFIX + replica, b"1", px=max(1, int(keep_s * 1000)))

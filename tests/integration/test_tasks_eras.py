@@ -137,6 +137,32 @@ async def test_a_2026_host_gets_the_tasks_extension_for_a_2025_server(tmp_path: 
     assert sorted(ended) == ["cancelled", "completed"]
 
 
+async def test_a_2026_host_answers_its_tasks_question_with_tasks_update(tmp_path: Path) -> None:
+    """The server asks for input during the task (an elicitation with `relatedTask`, 2025-11-25): a 2026-07-28 host
+    that declared elicitation finds it in tasks/get's `inputRequests` and answers it with tasks/update."""
+    async with stdio_hub(tmp_path) as host:
+        meta = envelope({TASKS: {}})
+        meta["io.modelcontextprotocol/clientCapabilities"]["elicitation"] = {}
+        call = {"name": TOOL, "arguments": {"topic": "tides", "ambiguous": True}, "_meta": meta}
+        task_id = (await host.send("tools/call", call))["result"]["taskId"]
+        for _ in range(int(WAIT * 2)):  # at the task's own pollIntervalMs, as the extension tells a client
+            task = (await host.send("tasks/get", {"taskId": task_id, "_meta": meta}))["result"]
+            if task.get("inputRequests"):
+                break
+            assert task["status"] in ("working", "input_required"), task
+            await anyio.sleep(task["pollIntervalMs"] / 1000)
+        assert task["status"] == "input_required"
+        ((key, asked),) = task["inputRequests"].items()
+        assert asked["method"] == "elicitation/create"
+        assert asked["params"]["_meta"]["io.modelcontextprotocol/related-task"] == {"taskId": task_id}
+        answer = {"action": "accept", "content": {"interpretation": "ocean tides"}}
+        updated = await host.send("tasks/update", {"taskId": task_id, "inputResponses": {key: answer}, "_meta": meta})
+        assert updated["result"]["resultType"] == "complete"
+        done = await until_over(host, task_id, meta)
+        assert done["status"] == "completed" and "inputRequests" not in done
+        assert "Clarification**: ocean tides" in done["result"]["content"][0]["text"]
+
+
 async def test_a_2025_host_is_told_each_change_of_its_task(tmp_path: Path) -> None:
     async with stdio_hub(tmp_path) as host:
         init = {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}
