@@ -12,6 +12,8 @@ import signal
 from pathlib import Path
 from typing import Any
 
+import anyio
+import httpx2
 import pytest
 import yaml
 from mcp.client import Client
@@ -29,6 +31,7 @@ from tests.support.waits import WAIT
 pytestmark = [pytest.mark.anyio, pytest.mark.integration]
 
 TOOL = "everything_simulate-research-query"
+TASKS_EXTENSION = "io.modelcontextprotocol/tasks"
 POLICIES = [
     {"name": "researchers", "groups": ["research"], "allow": ["everything_*"]},
     {"name": "echo-only", "groups": ["echo"], "allow": ["everything_echo"]},
@@ -155,9 +158,53 @@ async def test_a_task_fails_when_its_server_restarts(tmp_path: Path) -> None:
     assert [c["outcome"] for c in ended] == ["task_failed"]
 
 
+async def modern_update_across(url_a: str, url_b: str) -> None:
+    """A 2026-07-28 host over HTTP (one POST per request, `Mcp-Name` = the task id): its task, created through
+    replica a, asks a question, which the host finds and answers (tasks/update) through replica b."""
+    from tests.integration.test_http_front import events
+
+    meta = {
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientCapabilities": {"elicitation": {}, "extensions": {TASKS_EXTENSION: {}}},
+    }
+    headers = {
+        "accept": "application/json, text/event-stream",
+        "content-type": "application/json",
+        "mcp-protocol-version": "2026-07-28",
+    }
+    async with httpx2.AsyncClient(timeout=WAIT) as http:
+
+        async def send(url: str, method: str, params: dict[str, Any], name: str) -> dict[str, Any]:
+            message = {"jsonrpc": "2.0", "id": 1, "method": method, "params": {**params, "_meta": meta}}
+            answer = await http.post(url, json=message, headers={**headers, "mcp-method": method, "mcp-name": name})
+            (last,) = [m for m in events(answer) if m.get("id") == 1]
+            result: dict[str, Any] = last["result"]
+            return result
+
+        call = {"name": TOOL, "arguments": {"topic": "tides", "ambiguous": True}}
+        task_id = (await send(url_a, "tools/call", call, TOOL))["taskId"]
+        for _ in range(int(WAIT * 2)):  # at the task's pollIntervalMs, as the extension tells a client
+            task = await send(url_b, "tasks/get", {"taskId": task_id}, task_id)
+            if task.get("inputRequests") or task["status"] != "working":
+                break
+            await anyio.sleep(task["pollIntervalMs"] / 1000)
+        ((key, asked),) = task["inputRequests"].items()
+        assert asked["method"] == "elicitation/create"
+        answer = {"action": "accept", "content": {"interpretation": "ocean tides"}}
+        await send(url_b, "tasks/update", {"taskId": task_id, "inputResponses": {key: answer}}, task_id)
+        for _ in range(int(WAIT * 2)):
+            task = await send(url_b, "tasks/get", {"taskId": task_id}, task_id)
+            if task["status"] != "working" and task["status"] != "input_required":
+                break
+            await anyio.sleep(task["pollIntervalMs"] / 1000)
+        assert task["status"] == "completed", task
+        assert "Clarification**: ocean tides" in task["result"]["content"][0]["text"]
+
+
 async def test_a_task_created_on_one_replica_is_read_and_cancelled_on_another(tmp_path: Path) -> None:
     """Two replicas sharing Redis (`state: {backend: redis}`): a task created through replica a is read, waited for,
-    listed and cancelled through replica b; when a stops, b says that a task a ran is lost."""
+    listed, updated (a 2026-07-28 host's answer) and cancelled through replica b; when a stops, b says that a task a
+    ran is lost."""
     from tests.integration.test_shared_state import redis_server
 
     async with redis_server() as redis_url:
@@ -185,11 +232,18 @@ async def test_a_task_created_on_one_replica_is_read_and_cancelled_on_another(tm
                 assert "error" in await raw(on_b, "tasks/result", {"taskId": second})
                 assert (await raw(on_a, "tasks/get", {"taskId": second}))["result"]["status"] == "cancelled"
 
+                await modern_update_across(url_a, url_b)
                 third = (await create(on_a, "storms"))["result"]["task"]["taskId"]
             lost = (await raw(on_b, "tasks/get", {"taskId": third}))["result"]
             assert lost["status"] == "failed" and "replica 'a' that ran the task stopped" in lost["statusMessage"]
     ended = {c["task_status"]: c for c in log_events(log_a, "call") if "task" in c}
     assert ended["completed"]["outcome"] == "ok" and ended["cancelled"]["replica"] == "a"
+    assert sorted(c["task_status"] for c in log_events(log_a, "call") if "task" in c) == [
+        "cancelled",
+        "completed",
+        "completed",
+        "failed",
+    ]
     assert ended["failed"]["outcome"] == "task_failed"
     assert {c["replica"] for c in log_events(log_b, "call")} == {"b"}
 
