@@ -20,6 +20,7 @@ import json
 import secrets
 import time
 from collections.abc import Callable
+from contextlib import suppress
 from typing import Any
 
 import anyio
@@ -206,7 +207,7 @@ class Tasks:
         except errors.HubError as error:
             _log.warning("task_not_stored", child=creation.child.name, error=error.message)
             answer_error(request, error)
-            with anyio.move_on_after(5):
+            with anyio.move_on_after(5), suppress(errors.HubError, TimeoutError):  # the child need not run it
                 await call.connection.request("tasks/cancel", {"taskId": task["taskId"]}, 5)
             return
         modern = revisions.is_modern(request.version)
