@@ -161,7 +161,7 @@ class Hub:
             self.admission,
             redact,
         )
-        self.attribution = Attribution(self.router.spawn, self.hosts)
+        self.attribution = Attribution(self.router.spawn, self.hosts, self.router.tasks.runner.child_asked)
         self._log = structlog.get_logger("hub")
         self._tg: TaskGroup | None = None
         self._scopes: dict[str, anyio.CancelScope] = {}

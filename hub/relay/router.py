@@ -31,9 +31,13 @@ from hub.relay.inflight import InFlight
 from hub.relay.ports import HostRequest
 from hub.relay.record import Record, cut
 from hub.relay.rounds import PARKED, ROUND_PREFIX, named, unknown_round
+from hub.relay.task_records import TASK_METHODS
+from hub.relay.tasks import Tasks
 from hub.upstream.child import Child, ChildState
 
-ROUTED = frozenset({"tools/call", "resources/read", "prompts/get", "completion/complete", *SUBSCRIPTIONS})
+ROUTED = frozenset(
+    {"tools/call", "resources/read", "prompts/get", "completion/complete", *SUBSCRIPTIONS, *TASK_METHODS}
+)
 _log = structlog.get_logger("hub")
 
 
@@ -62,6 +66,14 @@ class Router:
         self.flight = InFlight()
         self.deadlines: Deadlines = self.flight.deadlines  # read by every call: a plain attribute, not a property
         self.redact = redact  # `redact_output`: a result with the secrets the hub knows replaced
+        self.tasks = Tasks(  # the tasks the hub hands out (hub.relay.tasks), for any identity its policy allows
+            admission.shared,
+            record,
+            hosts,
+            record.replica,
+            self.spawn,
+            lambda identity, tool: admission.decide(identity, tool, catalog.namespace.writes(tool)).allowed,
+        )
 
     async def run(self, *, task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
         """The relay's tasks (hub.relay.inflight), until cancelled; started with `task_group.start`."""
@@ -89,6 +101,8 @@ class Router:
         namespace = self.catalog.namespace
         if method == "tools/call":
             self._tool_call(request, waited)
+        elif method in TASK_METHODS:
+            self.tasks.handle(request)
         elif method == "prompts/get":
             name = _string(params, "name")
             _object(params, "arguments")
@@ -267,10 +281,21 @@ class Router:
         if child is None:  # removed by a reload while the request waited (its count, its confirmation)
             self.refuse(request, errors.Unavailable(f"server '{route.child}' was removed"), route.child, rule)
             return
+        try:
+            tasked = self.tasks.asked(request, child, exposed, route.original)
+        except errors.HubError as error:
+            self.refuse(request, error, route.child, rule)
+            return
         quota = self.admission.take_quota(request)  # raises RateLimited
         meta = revisions.child_meta(params.get("_meta"))
         child_params = {k: v for k, v in params.items() if k != "_meta"}
+        creation = self.tasks.creation(request, child, exposed, rule) if tasked else None
+        if creation is not None:
+            request = creation  # its answer, the child's task, becomes the hub's own (hub.relay.tasks)
+            child_params.setdefault("task", {})
         call = Call(self, request, child, exposed, route.original, child_params)
+        if creation is not None:
+            creation.call = call
         call.quota, call.rule, call.confirmation = quota, rule, confirmed
         call.span = span = self.record.span(request, exposed, params.get("_meta"))
         if span is not None:
