@@ -57,7 +57,7 @@ class FakeWire:
         self.broken: str | None = None  # set: every send raises Broken
         self._changed = anyio.Event()
 
-    def send(self, message: Message) -> None:
+    def send(self, message: Message, line: bytes = b"") -> None:
         if self.broken is not None:
             raise Broken(self.broken)
         encode(message)  # what cannot be encoded would fail on a real wire too

@@ -105,6 +105,35 @@ async def test_a_request_the_wire_cannot_take_fails_that_request_only() -> None:
     assert exchange.failures == [], "the failed request was never pending"
 
 
+async def test_a_lone_surrogate_anywhere_refuses_the_request_naming_the_field_and_writes_nothing() -> None:
+    connection, wire, _ = connect()
+    exchange = Exchange()
+    with pytest.raises(errors.BadRequest) as caught:
+        connection.send("tools/call", {"name": "now", "arguments": {"timezone": "\udfff"}}, exchange)
+    assert caught.value.code == -32602
+    assert caught.value.data == {"field": "params.arguments.timezone"}
+    assert "params.arguments.timezone" in caught.value.message and "'time'" in caught.value.message
+    connection.ended("later")
+    assert wire.sent == [] and exchange.failures == [], "nothing written, nothing pending"
+
+
+async def test_an_unwritable_answer_or_notification_never_reaches_the_child() -> None:
+    connection, wire, _ = connect()
+    connection.notify("notifications/cancelled", {"requestId": 1, "reason": "\ud800"})
+    connection.respond(7, {"action": "accept", "content": {"name": "\ud800"}})
+    assert wire.sent == [
+        {
+            "jsonrpc": "2.0",
+            "id": 7,
+            "error": {
+                "code": -32603,
+                "message": "the host's answer cannot be relayed: result.content.name holds a lone surrogate, "
+                "which is not Unicode text and cannot be written as UTF-8",
+            },
+        }
+    ], "the child's request is answered with an error, the notification is dropped"
+
+
 async def test_cancel_tells_the_child_once_and_drops_a_late_answer() -> None:
     connection, wire, _ = connect()
     exchange = Exchange()
@@ -367,7 +396,7 @@ async def test_a_required_2026_child_that_does_not_support_it_is_refused() -> No
 class BrokenWire(FakeWire):
     """A child that has died: writing to it fails, as a closed pipe does."""
 
-    def send(self, message: dict[str, Any]) -> None:
+    def send(self, message: dict[str, Any], line: bytes = b"") -> None:
         raise OSError("the pipe is closed (Broken pipe)")
 
 
