@@ -1,7 +1,12 @@
 """Which host a child's own request (sampling, elicitation, roots) or log message belongs to.
 
-Nothing on the wire ties a child's `sampling/createMessage` to the `tools/call` that caused it. Each connection to
-a child keeps the host requests in flight on it (`Connection.inflight`, oldest first), and a child's request goes to:
+Nothing on the wire ties a child's `sampling/createMessage` to the `tools/call` that caused it (the SDKs'
+`related_request_id` only picks the HTTP stream a request goes out on; neither stdio nor the client transport
+shows it). A `roots/list` is about the host session, never about a call (decision 017): it goes to the session that
+owns the connection (or owns every call in flight on it), on that session's own channel, which outlives any call,
+whatever is in flight; only a 2026-07-28 host's call, which has no session, takes it as an input-required round.
+Each connection to a child keeps the host requests in flight on it (`Connection.inflight`, oldest first), and any
+other request of a child's goes to:
 
 - the one session all of them belong to, on the stream of its newest request (a 2026-07-28 host's request belongs
   to no session and gets it as an input-required round instead);
@@ -27,7 +32,7 @@ import structlog
 from hub.protocol.jsonrpc import INVALID_REQUEST, METHOD_NOT_FOUND, Request, quote
 from hub.relay.call import ASKS, Call, refusal
 from hub.relay.hosts import Hosts, Session
-from hub.relay.ports import AskFailed
+from hub.relay.ports import AskFailed, SessionPort
 from hub.upstream.child import Child
 from hub.upstream.connection import Connection
 
@@ -37,6 +42,9 @@ PER_HOST_HINT = (
 )
 # Methods a 2026-07-28 host can be asked something during (as an input-required round).
 ROUND_METHODS = frozenset({"tools/call", "prompts/get", "resources/read"})
+# A child's requests about the host session itself, never about one call (server-filesystem asks for roots again on
+# roots/list_changed, whatever call is in flight): asked on the session's own channel (decision 017).
+SESSION_ASKS = frozenset({"roots/list"})
 Spawn = Callable[..., None]  # runs a coroutine function with its arguments in the relay's task group
 
 _log = structlog.get_logger("hub.relay")
@@ -65,6 +73,11 @@ def owner_of(inflight: dict[Call, None]) -> Call | Ambiguous | None:
     return next(reversed(inflight))
 
 
+def _in_round(call: Call) -> bool:
+    """A 2026-07-28 host's call (or one parked between its rounds): what the child asks becomes an input round."""
+    return call.request is None or call.modern_host
+
+
 class Attribution:
     def __init__(self, spawn: Spawn, hosts: Hosts) -> None:
         self._spawn = spawn  # the relay's task group (hub.relay.inflight)
@@ -77,7 +90,9 @@ class Attribution:
             connection.respond(request.id, error={"code": METHOD_NOT_FOUND, "message": why})
             return
         owner = owner_of(connection.inflight)
-        if isinstance(owner, Ambiguous):
+        if request.method in SESSION_ASKS and isinstance(owner, Call) and not _in_round(owner):
+            self._to_session(child, connection, request, kind, owner.session)
+        elif isinstance(owner, Ambiguous):
             _log.warning("child_request_ambiguous", child=child.name, kind=kind, host_sessions=owner.sessions)
             why = (
                 f"hub: requests of {owner.sessions} host sessions are in flight to server '{child.name}', so the hub "
@@ -91,21 +106,27 @@ class Attribution:
             session: Session | None = (
                 connection.owner if connection.owner is not None else self.hosts.only(connection.identity)
             )
-            if session is None or session.modern:
-                shared = len(self.hosts.sessions)
-                why = (
-                    f"hub: no host request is in flight to server '{child.name}' and {shared} host sessions are "
-                    f"connected, so its {kind} request has no host to go to" + (PER_HOST_HINT if shared > 1 else "")
-                )
-                connection.respond(request.id, error={"code": INVALID_REQUEST, "message": why})
-            elif not session.declared(kind):
-                connection.respond(request.id, error=refusal(kind, child.name))
-            else:
-                self._spawn(self._ask, session.ask, connection, request, child.config.timeout)
+            self._to_session(child, connection, request, kind, session)
+
+    def _to_session(
+        self, child: Child, connection: Connection, request: Request, kind: str, session: SessionPort | None
+    ) -> None:
+        """Ask `session` on its own channel, outside any of its requests."""
+        if session is None or session.modern:
+            shared = len(self.hosts.sessions)
+            why = (
+                f"hub: no host request is in flight to server '{child.name}' and {shared} host sessions are "
+                f"connected, so its {kind} request has no host to go to" + (PER_HOST_HINT if shared > 1 else "")
+            )
+            connection.respond(request.id, error={"code": INVALID_REQUEST, "message": why})
+        elif not session.declared(kind):
+            connection.respond(request.id, error=refusal(kind, child.name))
+        else:
+            self._spawn(self._ask, session.ask, connection, request, child.config.timeout)
 
     def _during_call(self, call: Call, connection: Connection, request: Request, kind: str) -> None:
         host = call.request
-        if host is None or call.modern_host:
+        if host is None or call.modern_host:  # as `_in_round`
             if call.method in ROUND_METHODS:
                 call.hold(request)
             else:

@@ -13,7 +13,7 @@ from hub.access.identity import Identity
 from hub.protocol.jsonrpc import INVALID_PARAMS, INVALID_REQUEST, METHOD_NOT_FOUND
 from hub.relay.attribution import Ambiguous, owner_of
 from hub.relay.ports import AskFailed
-from tests.relay.harness import FakeSession, Relay, Upstream, running_relay
+from tests.relay.harness import MODERN, FakeSession, Relay, Upstream, modern_meta, running_relay
 
 pytestmark = pytest.mark.anyio
 
@@ -71,6 +71,31 @@ async def test_the_one_session_in_flight_is_asked_on_its_newest_request() -> Non
         assert [method for method, _, _ in newer.asked] == ["sampling/createMessage"]
         assert newer.asked[0][1] == SAMPLING
         assert older.asked == []
+
+
+async def test_a_roots_request_during_a_call_is_the_sessions_asked_on_its_own_channel() -> None:
+    """roots/list is about the session, not the call in flight (decision 017): asked on the session's channel,
+    which outlives the call, so that the call ending cannot fail it."""
+    async with running_relay() as relay:
+        server = relay.add_child("time", tools=("ask",))
+        session = FakeSession("conn-1", capabilities=ALL, replies={"roots/list": ROOTS})
+        call = relay.call_tool("time_ask", session=session)
+        asks(server, "roots/list")
+        assert await answered(server) == {"jsonrpc": "2.0", "id": "c1", "result": ROOTS}
+        assert [method for method, _ in session.asked] == ["roots/list"]
+        assert call.asked == []
+
+
+async def test_a_roots_request_during_a_2026_hosts_call_stays_an_input_round() -> None:
+    async with running_relay() as relay:
+        server = relay.add_child("time", tools=("ask",))
+        session = FakeSession("modern", modern=True)
+        params = {"name": "time_ask", "arguments": {}, "_meta": modern_meta()}
+        call = relay.request("tools/call", params, session=session, version=MODERN, capabilities=ALL)
+        asks(server, "roots/list")
+        assert call.result["resultType"] == "input_required", call.result
+        assert [r["method"] for r in call.result["inputRequests"].values()] == ["roots/list"]
+        assert session.asked == [] and server.wire.answers() == []
 
 
 async def test_requests_of_several_sessions_in_flight_are_refused_naming_per_host() -> None:
