@@ -389,6 +389,9 @@ class Hub:
     def child_request(self, child: Child, connection: Connection, request: Request) -> None:
         self.attribution.child_request(child, connection, request)
 
+    def elicitation_complete(self, child: Child, connection: Connection, params: dict[str, Any]) -> None:
+        self.attribution.elicitation_complete(child, connection, params)
+
     # ---- what a host asks of every child ------------------------------------------------------------------------
 
     async def set_log_level(self, level: str, owner: object | None = None) -> None:

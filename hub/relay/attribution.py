@@ -17,6 +17,11 @@ other request of a child's goes to:
 - with several sessions in flight, nobody: the hub cannot tell which one caused it, so it refuses (naming the fix)
   rather than ask the wrong person.
 
+A URL-mode elicitation's completion (`notifications/elicitation/complete`, 2025-11-25) goes to the one session
+that was asked the matching `elicitation/create`, whatever is in flight when it comes; an id the hub relayed no
+request for (one named by a -32042 error's `data.elicitations`) goes to the session that owns the connection, or
+the one session there is, else to nobody (logged): never to a session that did not ask.
+
 A log message follows the same rule, except that with nothing in flight it goes to every handshake-era session (a
 shared child belongs to all), and with several sessions in flight to none (one user's data must not reach another's
 session): the hub logs it instead.
@@ -26,6 +31,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from typing import Any
+from weakref import WeakKeyDictionary
 
 import structlog
 
@@ -46,6 +52,9 @@ ROUND_METHODS = frozenset({"tools/call", "prompts/get", "resources/read"})
 # roots/list_changed, whatever call is in flight): asked on the session's own channel (decision 017).
 SESSION_ASKS = frozenset({"roots/list"})
 Spawn = Callable[..., None]  # runs a coroutine function with its arguments in the relay's task group
+# URL-mode elicitations kept per connection until they complete (the oldest is forgotten past this).
+URL_ELICITATIONS_KEPT = 1024
+ELICITATION_COMPLETE = "notifications/elicitation/complete"
 
 _log = structlog.get_logger("hub.relay")
 
@@ -82,6 +91,8 @@ class Attribution:
     def __init__(self, spawn: Spawn, hosts: Hosts) -> None:
         self._spawn = spawn  # the relay's task group (hub.relay.inflight)
         self.hosts = hosts
+        # The session asked each URL-mode elicitation, by connection and elicitationId, until it completes.
+        self._url_asked: WeakKeyDictionary[Connection, dict[str, SessionPort]] = WeakKeyDictionary()
 
     def child_request(self, child: Child, connection: Connection, request: Request) -> None:
         kind = ASKS.get(request.method)
@@ -122,6 +133,7 @@ class Attribution:
         elif not session.declared(kind):
             connection.respond(request.id, error=refusal(kind, child.name))
         else:
+            self._asking(connection, request, session)
             self._spawn(self._ask, session.ask, connection, request, child.config.timeout)
 
     def _during_call(self, call: Call, connection: Connection, request: Request, kind: str) -> None:
@@ -139,7 +151,33 @@ class Attribution:
         elif not host.declared(kind):
             connection.respond(request.id, error=refusal(kind, call.child.name))
         else:
+            self._asking(connection, request, host.session)
             self._spawn(self._ask, host.ask, connection, request, call.window)
+
+    def _asking(self, connection: Connection, request: Request, session: SessionPort) -> None:
+        """A URL-mode elicitation about to be asked of `session`: its completion will be that session's."""
+        params = request.params
+        elicitation = params.get("elicitationId")
+        if request.method == "elicitation/create" and params.get("mode") == "url" and isinstance(elicitation, str):
+            asked = self._url_asked.setdefault(connection, {})
+            asked.pop(elicitation, None)
+            asked[elicitation] = session
+            if len(asked) > URL_ELICITATIONS_KEPT:
+                del asked[next(iter(asked))]
+
+    def elicitation_complete(self, child: Child, connection: Connection, params: dict[str, Any]) -> None:
+        """A child's `notifications/elicitation/complete`: to the session asked that elicitation, and only to it."""
+        elicitation = params.get("elicitationId")
+        asked = self._url_asked.get(connection, {}).pop(elicitation, None) if isinstance(elicitation, str) else None
+        session: Session | None
+        if asked is not None:
+            session = next((s for s in self.hosts.sessions if s is asked), None)  # None: it has ended since
+        else:
+            session = connection.owner if connection.owner is not None else self.hosts.only(connection.identity)
+        if session is None or session.modern:
+            _log.info("child_elicitation_complete_unrouted", child=child.name, elicitation=quote(elicitation))
+            return
+        session.notify(ELICITATION_COMPLETE, params)
 
     @staticmethod
     async def _ask(ask: Any, connection: Connection, request: Request, limit_s: float) -> None:

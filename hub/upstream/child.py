@@ -67,6 +67,9 @@ class Observer(Protocol):
 
     def child_request(self, child: Child, connection: Connection, request: Request) -> None: ...
 
+    def elicitation_complete(self, child: Child, connection: Connection, params: dict[str, Any]) -> None:
+        """A URL-mode elicitation of the child's is complete (`notifications/elicitation/complete`)."""
+
 
 # A child's configuration for an identity (None: the shared connection's), placeholders expanded
 # (`hub.upstream.credentials.personal`). Raises MissingCredential.
@@ -390,6 +393,8 @@ class Child:
                 self.observer.resource_updated(self, uri)
         elif method == "notifications/message":
             self.observer.child_log(self, connection, params)
+        elif method == "notifications/elicitation/complete":
+            self.observer.elicitation_complete(self, connection, params)
 
     def asked(self, connection: Connection, request: Request) -> None:
         self.observer.child_request(self, connection, request)

@@ -262,6 +262,9 @@ class Observer:
     def child_request(self, child: Child, connection: Connection, request: Any) -> None:
         self.attribution.child_request(child, connection, request)
 
+    def elicitation_complete(self, child: Child, connection: Connection, params: Message) -> None:
+        self.attribution.elicitation_complete(child, connection, params)
+
 
 @dataclass
 class Relay:

@@ -272,3 +272,49 @@ async def test_a_log_message_with_several_sessions_in_flight_reaches_none_of_the
         two = relay.call_tool("time_now", session=FakeSession("conn-2"))
         log(server)
         assert one.logs == two.logs == []
+
+
+# ---- URL-mode elicitation ---------------------------------------------------------------------------------------
+
+URL_ASK = {"mode": "url", "elicitationId": "flow-1", "url": "https://auth.example.com/f", "message": "Sign in"}
+COMPLETE = "notifications/elicitation/complete"
+
+
+def completes(child: Upstream, elicitation: str = "flow-1") -> None:
+    child.receive({"jsonrpc": "2.0", "method": COMPLETE, "params": {"elicitationId": elicitation}})
+
+
+def completions(session: FakeSession) -> list[Any]:
+    return [params for method, params in session.notifications if method == COMPLETE]
+
+
+async def test_a_url_elicitations_completion_reaches_only_the_session_that_was_asked() -> None:
+    async with running_relay() as relay:
+        server = relay.add_child("time", tools=("ask",))
+        ada, bob = (FakeSession(name, capabilities=ALL) for name in ("conn-ada", "conn-bob"))
+        for session in (ada, bob):
+            relay.hosts.add(session)
+        call = relay.call_tool("time_ask", session=ada, replies={"elicitation/create": {"action": "accept"}})
+        server.receive({"jsonrpc": "2.0", "id": "e1", "method": "elicitation/create", "params": URL_ASK})
+        assert await answered(server) == {"jsonrpc": "2.0", "id": "e1", "result": {"action": "accept"}}
+        assert [method for method, _, _ in call.asked] == ["elicitation/create"]
+        server.answer(1, {"content": []})
+        relay.call_tool("time_ask", session=bob)  # bob's call is in flight when the completion comes
+        completes(server)
+        assert completions(ada) == [{"elicitationId": "flow-1"}]
+        assert completions(bob) == []
+        completes(server)  # once only: the elicitation is over
+        assert len(completions(ada)) == 1
+
+
+async def test_a_completion_of_an_unknown_elicitation_goes_to_the_one_session_or_nobody() -> None:
+    async with running_relay() as relay:
+        server = relay.add_child("time", tools=("ask",))
+        ada = FakeSession("conn-ada", capabilities=ALL)
+        relay.hosts.add(ada)
+        completes(server, "from-an-error")  # named by a -32042 error's data: the hub relayed no request for it
+        assert completions(ada) == [{"elicitationId": "from-an-error"}]
+        bob = FakeSession("conn-bob", capabilities=ALL)
+        relay.hosts.add(bob)
+        completes(server, "another")
+        assert len(completions(ada)) == 1 and completions(bob) == [], "two sessions share the child: nobody"
