@@ -7,7 +7,7 @@ from typing import Any
 import anyio
 import mcp_types as types
 
-from tests.differential.harness import NEW, Outcome, ServerSpec, Side
+from tests.differential.harness import Outcome, ServerSpec, Side
 from tests.differential.servers import ISO_TIME, TASK_SUPPORT_DROPPED, npm_entry, npm_missing
 from tests.support.waits import WAIT
 
@@ -222,9 +222,6 @@ EVERYTHING = ServerSpec(
     session_resources="demo://resource/session/",
     gaps={
         **TASK_SUPPORT_DROPPED,
-        ("subscribe", None, NEW): "found by this suite: a 2026-07-28 host's subscriptions/listen with "
-        "resourceSubscriptions is acknowledged as honoured, but the hub never sends the server resources/subscribe "
-        "(only a handshake host's resources/subscribe does), so no notifications/resources/updated ever comes",
         ("capabilities", None, None): "the server declares the `tasks` capability (list, cancel, tools/call); "
         "the hub does not, though it forwards task-augmented calls",
         ("tasks", None, None): "the hub forwards the task-augmented tools/call and hands the host the server's "
