@@ -392,6 +392,9 @@ class Hub:
     def elicitation_complete(self, child: Child, connection: Connection, params: dict[str, Any]) -> None:
         self.attribution.elicitation_complete(child, connection, params)
 
+    def elicitations_required(self, connection: Connection, exchange: Any, data: Any) -> None:
+        self.attribution.elicitations_required(connection, exchange, data)
+
     # ---- what a host asks of every child ------------------------------------------------------------------------
 
     async def set_log_level(self, level: str, owner: object | None = None) -> None:

@@ -18,9 +18,9 @@ other request of a child's goes to:
   rather than ask the wrong person.
 
 A URL-mode elicitation's completion (`notifications/elicitation/complete`, 2025-11-25) goes to the one session
-that was asked the matching `elicitation/create`, whatever is in flight when it comes; an id the hub relayed no
-request for (one named by a -32042 error's `data.elicitations`) goes to the session that owns the connection, or
-the one session there is, else to nobody (logged): never to a session that did not ask.
+that was asked the matching `elicitation/create`, or whose call was answered with error -32042 naming it in
+`data.elicitations`, whatever is in flight when it comes; an id the hub saw neither way goes to the session that
+owns the connection, or the one session there is, else to nobody (logged): never to a session that did not ask.
 
 A log message follows the same rule, except that with nothing in flight it goes to every handshake-era session (a
 shared child belongs to all), and with several sessions in flight to none (one user's data must not reach another's
@@ -156,12 +156,23 @@ class Attribution:
 
     def _asking(self, connection: Connection, request: Request, session: SessionPort) -> None:
         """A URL-mode elicitation about to be asked of `session`: its completion will be that session's."""
-        params = request.params
-        elicitation = params.get("elicitationId")
-        if request.method == "elicitation/create" and params.get("mode") == "url" and isinstance(elicitation, str):
+        if request.method == "elicitation/create":
+            self._remember(connection, request.params, session)
+
+    def elicitations_required(self, connection: Connection, exchange: object, data: Any) -> None:
+        """A call answered -32042: the URL-mode elicitations its error names complete for the call's session."""
+        elicitations = data.get("elicitations") if isinstance(data, dict) else None
+        if isinstance(exchange, Call) and not _in_round(exchange) and isinstance(elicitations, list):
+            for elicitation in elicitations:
+                if isinstance(elicitation, dict):
+                    self._remember(connection, elicitation, exchange.session)
+
+    def _remember(self, connection: Connection, elicitation: dict[str, Any], session: SessionPort) -> None:
+        elicitation_id = elicitation.get("elicitationId")
+        if elicitation.get("mode") == "url" and isinstance(elicitation_id, str):
             asked = self._url_asked.setdefault(connection, {})
-            asked.pop(elicitation, None)
-            asked[elicitation] = session
+            asked.pop(elicitation_id, None)
+            asked[elicitation_id] = session
             if len(asked) > URL_ELICITATIONS_KEPT:
                 del asked[next(iter(asked))]
 

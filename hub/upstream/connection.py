@@ -70,6 +70,10 @@ class Events(Protocol):
     def asked(self, connection: Connection, request: Request) -> None:
         """A request of the child's (sampling, elicitation, roots); answered later with `connection.respond`."""
 
+    def elicitations_required(self, connection: Connection, exchange: Exchange, data: Any) -> None:
+        """`exchange`'s answer is error -32042 (URL elicitation required): the elicitations its `data` names will
+        complete later (`notifications/elicitation/complete`), for whoever made that request."""
+
 
 class Connection:
     """The hub's session with one child over one wire (a process's pipes, or an HTTP transport)."""
@@ -228,6 +232,9 @@ class Connection:
         if isinstance(message, Response):
             exchange = self._pending.pop(message.id, None) if type(message.id) is int else None
             if exchange is not None:
+                error = message.error
+                if error is not None and error.get("code") == jsonrpc.URL_ELICITATION_REQUIRED:
+                    self.events.elicitations_required(self, exchange, error.get("data"))
                 exchange.answered(message)
         elif isinstance(message, Notification):
             if message.method == "notifications/progress":

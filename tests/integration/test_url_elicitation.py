@@ -51,7 +51,7 @@ async def required(client: Client, tool: str, arguments: dict[str, Any]) -> MCPE
 
 async def test_over_http_a_completion_reaches_only_the_session_that_was_asked(tmp_path: Path) -> None:
     """Two HTTP sessions share the child. Ada is asked to open a URL; Bob's call then finishes that flow (Bob's call
-    is the one in flight when the completion comes): only Ada is told."""
+    is the one in flight when the completion comes): only Ada is told. The same for a flow named by Bob's -32042."""
     config = write_config(tmp_path, {"flow": python_child("tests.children.browserflow")})
     async with serve_hub_http(config, tmp_path / "hub.log") as url:
         ada, bob = BrowserHost(), BrowserHost()
@@ -65,9 +65,16 @@ async def test_over_http_a_completion_reaches_only_the_session_that_was_asked(tm
             assert bob.elicited == []
             assert text_of(await b.call_tool("flow_finish", {"id": "ada-1"})) == "finished ada-1"
             await ada.wait_for(lambda: ada.completed() == ["ada-1"], "ada's completion")
-            # Bob, asked nothing, is told nothing: a request of his own after it has had its answer.
+            # Bob's call fails -32042 naming a flow; Ada's call finishes it: only Bob is told.
+            error = await required(b, "flow_needs_sign_in", {"id": "bob-1"})
+            assert error.error.code == URL_ELICITATION_REQUIRED
+            assert error.error.data["elicitations"][0]["elicitationId"] == "bob-1"
+            assert text_of(await a.call_tool("flow_finish", {"id": "bob-1"})) == "finished bob-1"
+            await bob.wait_for(lambda: bob.completed() == ["bob-1"], "bob's completion")
+            # Neither is told of the other's: a request of each after the other's completion has come.
+            await a.list_tools()
             await b.list_tools()
-            assert bob.completed() == []
+            assert ada.completed() == ["ada-1"]
 
 
 async def test_over_stdio_the_error_names_the_elicitation_and_its_completion_reaches_the_host(tmp_path: Path) -> None:

@@ -265,6 +265,9 @@ class Observer:
     def elicitation_complete(self, child: Child, connection: Connection, params: Message) -> None:
         self.attribution.elicitation_complete(child, connection, params)
 
+    def elicitations_required(self, connection: Connection, exchange: Any, data: Any) -> None:
+        self.attribution.elicitations_required(connection, exchange, data)
+
 
 @dataclass
 class Relay:

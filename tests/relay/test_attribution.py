@@ -318,3 +318,19 @@ async def test_a_completion_of_an_unknown_elicitation_goes_to_the_one_session_or
         relay.hosts.add(bob)
         completes(server, "another")
         assert len(completions(ada)) == 1 and completions(bob) == [], "two sessions share the child: nobody"
+
+
+async def test_a_completion_of_an_elicitation_named_by_a_32042_error_reaches_that_calls_session() -> None:
+    async with running_relay() as relay:
+        server = relay.add_child("time", tools=("ask",))
+        ada, bob = (FakeSession(name, capabilities=ALL) for name in ("conn-ada", "conn-bob"))
+        for session in (ada, bob):
+            relay.hosts.add(session)
+        call = relay.call_tool("time_ask", session=ada)
+        data = {"elicitations": [URL_ASK]}
+        server.error(1, {"code": -32042, "message": "sign in first", "data": data})
+        assert call.failure == {"code": -32042, "message": "time: sign in first", "data": data}
+        relay.call_tool("time_ask", session=bob)
+        completes(server)
+        assert completions(ada) == [{"elicitationId": "flow-1"}]
+        assert completions(bob) == []

@@ -37,12 +37,16 @@ class Events:
     def __init__(self) -> None:
         self.notifications: list[Notification] = []
         self.requests: list[Request] = []
+        self.required: list[Any] = []
 
     def notified(self, connection: Connection, notification: Notification) -> None:
         self.notifications.append(notification)
 
     def asked(self, connection: Connection, request: Request) -> None:
         self.requests.append(request)
+
+    def elicitations_required(self, connection: Connection, exchange: Any, data: Any) -> None:
+        self.required.append(data)
 
 
 def connect(version: str | None = HANDSHAKE) -> tuple[Connection, FakeWire, Events]:
@@ -132,6 +136,16 @@ async def test_an_unwritable_answer_or_notification_never_reaches_the_child() ->
             },
         }
     ], "the child's request is answered with an error, the notification is dropped"
+
+
+async def test_a_url_elicitation_required_answer_is_reported_before_it_answers_its_request() -> None:
+    connection, _, events = connect()
+    exchange = Exchange()
+    connection.send("tools/call", {"name": "now"}, exchange)
+    data = {"elicitations": [{"mode": "url", "elicitationId": "e-1", "url": "https://a.example", "message": "m"}]}
+    connection.receive(line({"jsonrpc": "2.0", "id": 1, "error": {"code": -32042, "message": "m", "data": data}}))
+    assert events.required == [data]
+    assert [answer.error for answer in exchange.answers] == [{"code": -32042, "message": "m", "data": data}]
 
 
 async def test_cancel_tells_the_child_once_and_drops_a_late_answer() -> None:
