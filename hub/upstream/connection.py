@@ -196,7 +196,9 @@ class Connection:
     def cancel(self, request_id: int, reason: str) -> None:
         """Give up on a request: the child is told, and its answer, if one still comes, is dropped."""
         if self._pending.pop(request_id, None) is not None:
-            self.notify("notifications/cancelled", {"requestId": request_id, "reason": reason})
+            # The host's reason may hold a lone surrogate: the child is still told, with it replaced.
+            text = reason.encode("utf-8", "replace").decode()
+            self.notify("notifications/cancelled", {"requestId": request_id, "reason": text})
 
     def forget(self, request_id: int) -> None:
         """Stop waiting for a request without telling the child (its answer is already in)."""

@@ -148,6 +148,15 @@ async def test_a_url_elicitation_required_answer_is_reported_before_it_answers_i
     assert [answer.error for answer in exchange.answers] == [{"code": -32042, "message": "m", "data": data}]
 
 
+async def test_a_cancel_whose_reason_holds_a_lone_surrogate_still_reaches_the_child() -> None:
+    connection, wire, _ = connect()
+    connection.send("tools/call", {"name": "now"}, Exchange())
+    connection.cancel(1, "user left \ud83d")
+    assert wire.notifications("notifications/cancelled") == [
+        {"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 1, "reason": "user left ?"}}
+    ]
+
+
 async def test_cancel_tells_the_child_once_and_drops_a_late_answer() -> None:
     connection, wire, _ = connect()
     exchange = Exchange()
