@@ -112,7 +112,7 @@ class Hub:
         self.call_log.redactor.add(configured_secrets(loaded.config.servers.values()))
         self.started = time.monotonic() if started is None else started  # the process's start, from hub.cli
         self.watchdog = Watchdog()
-        self.hosts = Hosts()
+        self.hosts = Hosts(self._child_subscription)
         # What replicas share (`state:`), read once: a reload does not change it. Nothing connects before `running`.
         where = loaded.config.state
         self.shared = open_state(where.backend, where.url, where.key)
@@ -391,6 +391,12 @@ class Hub:
     def child_request(self, child: Child, connection: Connection, request: Request) -> None:
         self.attribution.child_request(child, connection, request)
 
+    def elicitation_complete(self, child: Child, connection: Connection, params: dict[str, Any]) -> None:
+        self.attribution.elicitation_complete(child, connection, params)
+
+    def elicitations_required(self, connection: Connection, exchange: Any, data: Any) -> None:
+        self.attribution.elicitations_required(connection, exchange, data)
+
     # ---- what a host asks of every child ------------------------------------------------------------------------
 
     async def set_log_level(self, level: str, owner: object | None = None) -> None:
@@ -414,16 +420,22 @@ class Hub:
             if child.per_identity and last_of_identity:
                 child.close_session(identity)
         for uri in self.hosts.discard(owner):  # type: ignore[arg-type]
-            route = self.catalog.namespace.route_uri(uri)
-            owner_child = self.children.get(route.child) if route is not None else None
-            if route is not None and owner_child is not None and owner_child.shared is not None:
-                self.router.spawn(self._unsubscribe, owner_child.shared, route.original)
+            self._child_subscription(uri, False)
 
-    async def _unsubscribe(self, connection: Connection, uri: str) -> None:
+    def _child_subscription(self, uri: str, subscribe: bool) -> None:
+        """The child serving exposed `uri` subscribes to it, or unsubscribes, on its shared connection (hub.relay.hosts:
+        the first subscription of a listen stream, the last one of a session or a stream)."""
+        route = self.catalog.namespace.route_uri(uri)
+        owner_child = self.children.get(route.child) if route is not None else None
+        if route is not None and owner_child is not None and owner_child.shared is not None:
+            self.router.spawn(self._subscribe, owner_child.shared, route.original, subscribe)
+
+    async def _subscribe(self, connection: Connection, uri: str, subscribe: bool) -> None:
+        method = "resources/subscribe" if subscribe else "resources/unsubscribe"
         try:
-            await connection.request("resources/unsubscribe", {"uri": uri}, NOTIFY_TIMEOUT)
+            await connection.request(method, {"uri": uri}, NOTIFY_TIMEOUT)
         except Exception as exc:  # the child may be gone too; nothing is left to undo then
-            self._log.info("child_unsubscribe_failed", child=connection.name, uri=uri, error=str(exc))
+            self._log.info("child_subscription_failed", child=connection.name, method=method, uri=uri, error=str(exc))
 
     # ---- what the fronts use (hub.host.port.HubPort) ----------------------------------------------------------
 

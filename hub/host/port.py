@@ -34,6 +34,12 @@ class HostRegistry(Protocol):
     def add(self, session: Session) -> None:
         """A handshake-era session was initialized: it gets list_changed, log messages and the children's asks."""
 
+    def listen(self, listener: Listener) -> None:
+        """A 2026-07-28 listen stream started: its resource subscriptions reach the children."""
+
+    def unlisten(self, listener: Listener) -> None:
+        """A listen stream ended."""
+
 
 class HubPort(Protocol):
     """The hub as the host fronts see it."""

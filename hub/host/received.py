@@ -131,7 +131,9 @@ class Listen:
         wanted = notifications if isinstance(notifications, dict) else {}
         self.honored = {key: True for key in LIST_CHANGED if wanted.get(key) is True}
         uris = wanted.get("resourceSubscriptions")
-        self.uris = frozenset(u for u in uris if isinstance(u, str)) if isinstance(uris, list) else frozenset()
+        view = session.hub.view(session.identity)  # only what its identity may read, as resources/subscribe
+        asked = (u for u in uris if isinstance(u, str)) if isinstance(uris, list) else ()
+        self.uris = frozenset(u for u in asked if view.allows(u, writes=False))
         if self.uris:
             self.honored["resourceSubscriptions"] = sorted(self.uris)  # type: ignore[assignment]
         self.meta = {revisions.SUBSCRIPTION_ID_KEY: received.id}
@@ -140,7 +142,7 @@ class Listen:
         self.received.notify(
             "notifications/subscriptions/acknowledged", {"notifications": self.honored, "_meta": self.meta}
         )
-        self.session.hub.hosts.listeners.add(self)
+        self.session.hub.hosts.listen(self)
 
     def wants(self, method: str, uri: str | None) -> bool:
         if method == "notifications/resources/updated":
@@ -155,7 +157,7 @@ class Listen:
 
     def stop(self, final: bool = False) -> None:
         """The stream ends: by the host (no answer) or, with `final`, by the hub (a last result)."""
-        self.session.hub.hosts.listeners.discard(self)
+        self.session.hub.hosts.unlisten(self)
         if final:
             self.received.respond(revisions.stamp({"_meta": self.meta}, "subscriptions/listen"))
         else:

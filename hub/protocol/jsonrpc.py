@@ -19,7 +19,9 @@ keeps its id where one is usable, so that its sender gets an answer rather than 
 
 Encoding never fails on what decoding let through: a lone surrogate (a JavaScript peer that cut an emoji in half)
 is written as its `\\uXXXX` escape. What cannot be written as JSON (nesting too deep, a number out of range such
-as `1e999`, which decodes to infinity) is an `EncodeError`, never `NaN` or `Infinity` on the wire.
+as `1e999`, which decodes to infinity) is an `EncodeError`, never `NaN` or `Infinity` on the wire. Toward a child
+the hub writes strictly (`encode_strict`): a lone surrogate is valid JSON text but not Unicode, and a child's
+decoder may choke on it without answering, so it is a `LoneSurrogate` naming where it is, and nothing is written.
 """
 
 from __future__ import annotations
@@ -44,6 +46,7 @@ CONNECTION_CLOSED = -32000
 REQUEST_TIMEOUT = -32001
 REQUEST_CANCELLED = -32800
 HEADER_MISMATCH = -32020
+URL_ELICITATION_REQUIRED = -32042
 UNSUPPORTED_PROTOCOL_VERSION = -32022
 
 _UTF8 = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False, allow_nan=False)
@@ -90,6 +93,62 @@ def encode(value: Any) -> bytes:
         raise EncodeError("the message is nested too deeply to encode") from None
     except ValueError as exc:
         raise EncodeError(f"the message cannot be written as JSON: {exc}") from None
+
+
+class LoneSurrogate(EncodeError):
+    """A string of the message (a value or a key) holds a lone surrogate; `path` says where (`params.arguments.x`)."""
+
+    def __init__(self, path: str) -> None:
+        super().__init__(f"{path} holds a lone surrogate, which is not Unicode text and cannot be written as UTF-8")
+        self.path = path
+
+
+def encode_strict(value: Any) -> bytes:
+    """Compact UTF-8 JSON, as a peer that decodes strictly can read it: one encoding, and only when it fails on a
+    lone surrogate are the message's strings walked to name where.
+
+    Raises:
+        LoneSurrogate: a string or key in `value` holds a lone surrogate.
+        EncodeError: as `encode`.
+    """
+    try:
+        return _UTF8.encode(value).encode()
+    except UnicodeEncodeError:
+        raise LoneSurrogate(surrogate_path(value)) from None
+    except RecursionError:
+        raise EncodeError("the message is nested too deeply to encode") from None
+    except ValueError as exc:
+        raise EncodeError(f"the message cannot be written as JSON: {exc}") from None
+
+
+def surrogate_path(value: Any) -> str:
+    """Where a string holding a lone surrogate is in `value`: `a.b[2].c` (a key that holds one is named with its
+    escape), or "" when none does."""
+    stack: list[tuple[Any, str]] = [(value, "")]
+    while stack:
+        item, path = stack.pop()
+        if isinstance(item, str):
+            if not _is_text(item):
+                return path
+        elif isinstance(item, dict):
+            for key, child in reversed(list(item.items())):
+                readable = not isinstance(key, str) or _is_text(key)
+                name = str(key) if readable else key.encode("ascii", "backslashreplace").decode()
+                at = f"{path}.{name}" if path else name
+                if not readable:
+                    return at
+                stack.append((child, at))
+        elif isinstance(item, (list, tuple)):
+            stack.extend((child, f"{path}[{n}]") for n, child in reversed(list(enumerate(item))))
+    return ""
+
+
+def _is_text(text: str) -> bool:
+    try:
+        text.encode()
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def quote(value: Any) -> str:

@@ -1,7 +1,12 @@
 """Which host a child's own request (sampling, elicitation, roots) or log message belongs to.
 
-Nothing on the wire ties a child's `sampling/createMessage` to the `tools/call` that caused it. Each connection to
-a child keeps the host requests in flight on it (`Connection.inflight`, oldest first), and a child's request goes to:
+Nothing on the wire ties a child's `sampling/createMessage` to the `tools/call` that caused it (the SDKs'
+`related_request_id` only picks the HTTP stream a request goes out on; neither stdio nor the client transport
+shows it). A `roots/list` is about the host session, never about a call (decision 017): it goes to the session that
+owns the connection (or owns every call in flight on it), on that session's own channel, which outlives any call,
+whatever is in flight; only a 2026-07-28 host's call, which has no session, takes it as an input-required round.
+Each connection to a child keeps the host requests in flight on it (`Connection.inflight`, oldest first), and any
+other request of a child's goes to:
 
 - a request that names a task the hub runs (`relatedTask`), the host session that created it (hub.relay.tasks);
 - the one session all of them belong to, on the stream of its newest request (a 2026-07-28 host's request belongs
@@ -13,6 +18,11 @@ a child keeps the host requests in flight on it (`Connection.inflight`, oldest f
 - with several sessions in flight, nobody: the hub cannot tell which one caused it, so it refuses (naming the fix)
   rather than ask the wrong person.
 
+A URL-mode elicitation's completion (`notifications/elicitation/complete`, 2025-11-25) goes to the one session
+that was asked the matching `elicitation/create`, or whose call was answered with error -32042 naming it in
+`data.elicitations`, whatever is in flight when it comes; an id the hub saw neither way goes to the session that
+owns the connection, or the one session there is, else to nobody (logged): never to a session that did not ask.
+
 A log message follows the same rule, except that with nothing in flight it goes to every handshake-era session (a
 shared child belongs to all), and with several sessions in flight to none (one user's data must not reach another's
 session): the hub logs it instead.
@@ -22,13 +32,14 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from typing import Any
+from weakref import WeakKeyDictionary
 
 import structlog
 
 from hub.protocol.jsonrpc import INVALID_REQUEST, METHOD_NOT_FOUND, Request, quote
 from hub.relay.call import ASKS, Call, refusal
 from hub.relay.hosts import Hosts, Session
-from hub.relay.ports import AskFailed
+from hub.relay.ports import AskFailed, SessionPort
 from hub.upstream.child import Child
 from hub.upstream.connection import Connection
 
@@ -38,8 +49,14 @@ PER_HOST_HINT = (
 )
 # Methods a 2026-07-28 host can be asked something during (as an input-required round).
 ROUND_METHODS = frozenset({"tools/call", "prompts/get", "resources/read"})
+# A child's requests about the host session itself, never about one call (server-filesystem asks for roots again on
+# roots/list_changed, whatever call is in flight): asked on the session's own channel (decision 017).
+SESSION_ASKS = frozenset({"roots/list"})
 Spawn = Callable[..., None]  # runs a coroutine function with its arguments in the relay's task group
 ForTask = Callable[[Connection, Request, str], bool]  # whether a request belongs to a task the hub runs (handled)
+# URL-mode elicitations kept per connection until they complete (the oldest is forgotten past this).
+URL_ELICITATIONS_KEPT = 1024
+ELICITATION_COMPLETE = "notifications/elicitation/complete"
 
 _log = structlog.get_logger("hub.relay")
 
@@ -67,11 +84,18 @@ def owner_of(inflight: dict[Call, None]) -> Call | Ambiguous | None:
     return next(reversed(inflight))
 
 
+def _in_round(call: Call) -> bool:
+    """A 2026-07-28 host's call (or one parked between its rounds): what the child asks becomes an input round."""
+    return call.request is None or call.modern_host
+
+
 class Attribution:
     def __init__(self, spawn: Spawn, hosts: Hosts, for_task: ForTask | None = None) -> None:
         self._spawn = spawn  # the relay's task group (hub.relay.inflight)
         self.hosts = hosts
         self._for_task = for_task  # a request naming a task the hub runs goes to its owner (hub.relay.task_runner)
+        # The session asked each URL-mode elicitation, by connection and elicitationId, until it completes.
+        self._url_asked: WeakKeyDictionary[Connection, dict[str, SessionPort]] = WeakKeyDictionary()
 
     def child_request(self, child: Child, connection: Connection, request: Request) -> None:
         kind = ASKS.get(request.method)
@@ -82,7 +106,9 @@ class Attribution:
         if self._for_task is not None and self._for_task(connection, request, kind):
             return  # it names a task's `relatedTask`: the session that created the task is asked
         owner = owner_of(connection.inflight)
-        if isinstance(owner, Ambiguous):
+        if request.method in SESSION_ASKS and isinstance(owner, Call) and not _in_round(owner):
+            self._to_session(child, connection, request, kind, owner.session)
+        elif isinstance(owner, Ambiguous):
             _log.warning("child_request_ambiguous", child=child.name, kind=kind, host_sessions=owner.sessions)
             why = (
                 f"hub: requests of {owner.sessions} host sessions are in flight to server '{child.name}', so the hub "
@@ -96,21 +122,28 @@ class Attribution:
             session: Session | None = (
                 connection.owner if connection.owner is not None else self.hosts.only(connection.identity)
             )
-            if session is None or session.modern:
-                shared = len(self.hosts.sessions)
-                why = (
-                    f"hub: no host request is in flight to server '{child.name}' and {shared} host sessions are "
-                    f"connected, so its {kind} request has no host to go to" + (PER_HOST_HINT if shared > 1 else "")
-                )
-                connection.respond(request.id, error={"code": INVALID_REQUEST, "message": why})
-            elif not session.declared(kind):
-                connection.respond(request.id, error=refusal(kind, child.name))
-            else:
-                self._spawn(self._ask, session.ask, connection, request, child.config.timeout)
+            self._to_session(child, connection, request, kind, session)
+
+    def _to_session(
+        self, child: Child, connection: Connection, request: Request, kind: str, session: SessionPort | None
+    ) -> None:
+        """Ask `session` on its own channel, outside any of its requests."""
+        if session is None or session.modern:
+            shared = len(self.hosts.sessions)
+            why = (
+                f"hub: no host request is in flight to server '{child.name}' and {shared} host sessions are "
+                f"connected, so its {kind} request has no host to go to" + (PER_HOST_HINT if shared > 1 else "")
+            )
+            connection.respond(request.id, error={"code": INVALID_REQUEST, "message": why})
+        elif not session.declared(kind):
+            connection.respond(request.id, error=refusal(kind, child.name))
+        else:
+            self._asking(connection, request, session)
+            self._spawn(self._ask, session.ask, connection, request, child.config.timeout)
 
     def _during_call(self, call: Call, connection: Connection, request: Request, kind: str) -> None:
         host = call.request
-        if host is None or call.modern_host:
+        if host is None or call.modern_host:  # as `_in_round`
             if call.method in ROUND_METHODS:
                 call.hold(request)
             else:
@@ -123,7 +156,44 @@ class Attribution:
         elif not host.declared(kind):
             connection.respond(request.id, error=refusal(kind, call.child.name))
         else:
+            self._asking(connection, request, host.session)
             self._spawn(self._ask, host.ask, connection, request, call.window)
+
+    def _asking(self, connection: Connection, request: Request, session: SessionPort) -> None:
+        """A URL-mode elicitation about to be asked of `session`: its completion will be that session's."""
+        if request.method == "elicitation/create":
+            self._remember(connection, request.params, session)
+
+    def elicitations_required(self, connection: Connection, exchange: object, data: Any) -> None:
+        """A call answered -32042: the URL-mode elicitations its error names complete for the call's session."""
+        elicitations = data.get("elicitations") if isinstance(data, dict) else None
+        if isinstance(exchange, Call) and not _in_round(exchange) and isinstance(elicitations, list):
+            for elicitation in elicitations:
+                if isinstance(elicitation, dict):
+                    self._remember(connection, elicitation, exchange.session)
+
+    def _remember(self, connection: Connection, elicitation: dict[str, Any], session: SessionPort) -> None:
+        elicitation_id = elicitation.get("elicitationId")
+        if elicitation.get("mode") == "url" and isinstance(elicitation_id, str):
+            asked = self._url_asked.setdefault(connection, {})
+            asked.pop(elicitation_id, None)
+            asked[elicitation_id] = session
+            if len(asked) > URL_ELICITATIONS_KEPT:
+                del asked[next(iter(asked))]
+
+    def elicitation_complete(self, child: Child, connection: Connection, params: dict[str, Any]) -> None:
+        """A child's `notifications/elicitation/complete`: to the session asked that elicitation, and only to it."""
+        elicitation = params.get("elicitationId")
+        asked = self._url_asked.get(connection, {}).pop(elicitation, None) if isinstance(elicitation, str) else None
+        session: Session | None
+        if asked is not None:
+            session = next((s for s in self.hosts.sessions if s is asked), None)  # None: it has ended since
+        else:
+            session = connection.owner if connection.owner is not None else self.hosts.only(connection.identity)
+        if session is None or session.modern:
+            _log.info("child_elicitation_complete_unrouted", child=child.name, elicitation=quote(elicitation))
+            return
+        session.notify(ELICITATION_COMPLETE, params)
 
     @staticmethod
     async def _ask(ask: Any, connection: Connection, request: Request, limit_s: float) -> None:

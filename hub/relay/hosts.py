@@ -2,7 +2,8 @@
 
 Handshake-era sessions get notifications on their own channel (stdio's wire, an HTTP session's GET stream);
 2026-07-28 hosts only on `subscriptions/listen` streams (`Listener`). Bursts of list changes from children are
-coalesced into one notification per kind. Resource subscriptions are counted here across sessions, so that a
+coalesced into one notification per kind. Resource subscriptions are counted here across sessions and listen
+streams alike (a handshake host's `resources/subscribe`, a 2026-07-28 host's `resourceSubscriptions`), so that a
 child is subscribed once, on the first host subscription of a URI, and unsubscribed on the last.
 """
 
@@ -38,16 +39,25 @@ class Listener(Protocol):
     @property
     def identity(self) -> Identity: ...
 
+    @property
+    def uris(self) -> frozenset[str]:
+        """The exposed URIs whose updates it asked for (and may read)."""
+
     def wants(self, method: str, uri: str | None) -> bool: ...
 
     def send(self, method: str, params: dict[str, Any]) -> None: ...
 
 
+# The child serving an exposed URI is told to subscribe to it (True) or to unsubscribe (False); never waits.
+TellChild = Callable[[str, bool], None]
+
+
 class Hosts:
-    def __init__(self) -> None:
+    def __init__(self, tell_child: TellChild | None = None) -> None:
         self.sessions: list[Session] = []  # handshake-era sessions, in the order they came
         self.listeners: set[Listener] = set()
         self._subscriptions: dict[str, set[Session]] = {}  # exposed URI -> sessions subscribed to it
+        self._tell_child = tell_child
         self._pending: set[str] = set()
         self._wake = anyio.Event()
         self._log = structlog.get_logger("hub.hosts")
@@ -62,11 +72,38 @@ class Hosts:
             self.sessions.remove(session)
         left = []
         for uri, subscribers in list(self._subscriptions.items()):
-            subscribers.discard(session)
-            if not subscribers:
-                del self._subscriptions[uri]
-                left.append(uri)
+            if session in subscribers:
+                subscribers.discard(session)
+                if not subscribers:
+                    del self._subscriptions[uri]
+                    if not self._held(uri):
+                        left.append(uri)
         return left
+
+    def listen(self, listener: Listener) -> None:
+        """A 2026-07-28 listen stream starts: it gets list changes, and updates of its URIs (each child serving one
+        nobody held yet is told to subscribe)."""
+        first = [uri for uri in sorted(listener.uris) if not self._held(uri)]
+        self.listeners.add(listener)
+        for uri in first:
+            self._child(uri, True)
+
+    def unlisten(self, listener: Listener) -> None:
+        """A listen stream ends: each of its URIs that nobody else holds is unsubscribed at its child."""
+        if listener not in self.listeners:
+            return
+        self.listeners.discard(listener)
+        for uri in sorted(listener.uris):
+            if not self._held(uri):
+                self._child(uri, False)
+
+    def _held(self, uri: str) -> bool:
+        """Whether any session or listen stream holds a subscription to `uri`."""
+        return bool(self._subscriptions.get(uri)) or any(uri in listener.uris for listener in self.listeners)
+
+    def _child(self, uri: str, subscribe: bool) -> None:
+        if self._tell_child is not None:
+            self._tell_child(uri, subscribe)
 
     def only(self, identity: Identity | None = None) -> Session | None:
         """The one handshake-era session (of `identity`, if given), if there is exactly one (always so over stdio)."""
@@ -75,9 +112,8 @@ class Hosts:
 
     def subscribe(self, session: Session, uri: str) -> bool:
         """Record a subscription; True if it is the first for this URI (the child must be told)."""
-        subscribers = self._subscriptions.setdefault(uri, set())
-        first = not subscribers
-        subscribers.add(session)
+        first = not self._held(uri)
+        self._subscriptions.setdefault(uri, set()).add(session)
         return first
 
     def unsubscribe(self, session: Session, uri: str) -> bool:
@@ -88,8 +124,7 @@ class Hosts:
         subscribers.discard(session)
         if not subscribers:
             del self._subscriptions[uri]
-            return True
-        return False
+        return not self._held(uri)
 
     def list_changed(self, *kinds: str) -> None:
         """Schedule list_changed for these kinds ("tools", "prompts", "resources"); `run` sends them."""

@@ -25,7 +25,7 @@ from hub.config.schema import ServerConfig
 from hub.platform.watchdog import Watchdog
 from hub.protocol import errors
 from hub.protocol.jsonrpc import Notification, Request
-from hub.upstream.connection import Connection
+from hub.upstream.connection import Connection, Exchange
 from hub.upstream.credentials import MissingCredential
 from hub.upstream.listing import LIST_TIMEOUT, ListChanges, Listing, listen, offered, read_lists
 from hub.upstream.oauth import Credentials, SignInRequired
@@ -66,6 +66,12 @@ class Observer(Protocol):
     def child_log(self, child: Child, connection: Connection, params: dict[str, Any]) -> None: ...
 
     def child_request(self, child: Child, connection: Connection, request: Request) -> None: ...
+
+    def elicitation_complete(self, child: Child, connection: Connection, params: dict[str, Any]) -> None:
+        """A URL-mode elicitation of the child's is complete (`notifications/elicitation/complete`)."""
+
+    def elicitations_required(self, connection: Connection, exchange: Exchange, data: Any) -> None:
+        """A request of the hub's was answered -32042: whose the elicitations it names are."""
 
 
 # A child's configuration for an identity (None: the shared connection's), placeholders expanded
@@ -390,9 +396,14 @@ class Child:
                 self.observer.resource_updated(self, uri)
         elif method == "notifications/message":
             self.observer.child_log(self, connection, params)
+        elif method == "notifications/elicitation/complete":
+            self.observer.elicitation_complete(self, connection, params)
 
     def asked(self, connection: Connection, request: Request) -> None:
         self.observer.child_request(self, connection, request)
+
+    def elicitations_required(self, connection: Connection, exchange: Exchange, data: Any) -> None:
+        self.observer.elicitations_required(connection, exchange, data)
 
 
 def _is_sign_in(exc: BaseException) -> bool:

@@ -43,8 +43,9 @@ _log = structlog.get_logger("hub.child")
 class Wire(Protocol):
     """Carries messages to a child; what the child sends comes back through `Connection.receive`."""
 
-    def send(self, message: dict[str, Any]) -> None:
-        """Raises `hub.platform.pipes.Broken` if the child can no longer be written to."""
+    def send(self, message: dict[str, Any], line: bytes) -> None:
+        """`message` and its strict UTF-8 JSON (`line`, without a newline), already checked by the connection.
+        Raises `hub.platform.pipes.Broken` if the child can no longer be written to."""
 
     def negotiated(self, version: str) -> None:
         """The protocol revision the handshake settled on (a URL child's requests carry it as a header)."""
@@ -68,6 +69,10 @@ class Events(Protocol):
 
     def asked(self, connection: Connection, request: Request) -> None:
         """A request of the child's (sampling, elicitation, roots); answered later with `connection.respond`."""
+
+    def elicitations_required(self, connection: Connection, exchange: Exchange, data: Any) -> None:
+        """`exchange`'s answer is error -32042 (URL elicitation required): the elicitations its `data` names will
+        complete later (`notifications/elicitation/complete`), for whoever made that request."""
 
 
 class Connection:
@@ -134,11 +139,26 @@ class Connection:
         self._pending[request_id] = exchange
         self.last_active = time.monotonic()
         try:
-            self.wire.send({"jsonrpc": "2.0", "id": request_id, "method": method, "params": params})
+            self._write({"jsonrpc": "2.0", "id": request_id, "method": method, "params": params})
+        except jsonrpc.LoneSurrogate as unwritable:  # the host's own input: refused, and nothing was written
+            del self._pending[request_id]
+            raise errors.BadRequest(
+                f"invalid params: {unwritable}; nothing was sent to server '{self.name}'", {"field": unwritable.path}
+            ) from None
         except Exception as exc:  # Broken, or a value that cannot be encoded: this request fails, not the hub
             del self._pending[request_id]
             raise errors.Unavailable(f"server '{self.name}': cannot send the request: {exc}") from None
         return request_id
+
+    def _write(self, message: dict[str, Any]) -> None:
+        """The one way anything reaches the child: written strictly as UTF-8 JSON, or not at all.
+
+        Raises:
+            jsonrpc.LoneSurrogate: a string in `message` is not Unicode text (nothing is written).
+            jsonrpc.EncodeError: `message` cannot be written as JSON.
+            hub.platform.pipes.Broken: the child can no longer be written to.
+        """
+        self.wire.send(message, jsonrpc.encode_strict(message))
 
     def notify(self, method: str, params: dict[str, Any] | None = None) -> None:
         """Send a notification; nothing happens if the connection has ended."""
@@ -156,19 +176,29 @@ class Connection:
             message["error"] = error
         else:
             message["result"] = result if result is not None else {}
-        self._send_quietly(message, "child_answer_lost")
+        if self.closed is not None:
+            return
+        try:
+            self._write(message)
+        except jsonrpc.LoneSurrogate as unwritable:  # the host's answer cannot be relayed: the child is told so
+            refusal = {"code": jsonrpc.INTERNAL_ERROR, "message": f"the host's answer cannot be relayed: {unwritable}"}
+            self._send_quietly({"jsonrpc": "2.0", "id": request_id, "error": refusal}, "child_answer_lost")
+        except Exception as exc:
+            _log.info("child_answer_lost", child=self.name, error=str(exc))
 
     def _send_quietly(self, message: dict[str, Any], lost: str, **fields: Any) -> None:
         if self.closed is None:
             try:
-                self.wire.send(message)
+                self._write(message)
             except Exception as exc:
                 _log.info(lost, child=self.name, error=str(exc), **fields)
 
     def cancel(self, request_id: int, reason: str) -> None:
         """Give up on a request: the child is told, and its answer, if one still comes, is dropped."""
         if self._pending.pop(request_id, None) is not None:
-            self.notify("notifications/cancelled", {"requestId": request_id, "reason": reason})
+            # The host's reason may hold a lone surrogate: the child is still told, with it replaced.
+            text = reason.encode("utf-8", "replace").decode()
+            self.notify("notifications/cancelled", {"requestId": request_id, "reason": text})
 
     def forget(self, request_id: int) -> None:
         """Stop waiting for a request without telling the child (its answer is already in)."""
@@ -204,6 +234,9 @@ class Connection:
         if isinstance(message, Response):
             exchange = self._pending.pop(message.id, None) if type(message.id) is int else None
             if exchange is not None:
+                error = message.error
+                if error is not None and error.get("code") == jsonrpc.URL_ELICITATION_REQUIRED:
+                    self.events.elicitations_required(self, exchange, error.get("data"))
                 exchange.answered(message)
         elif isinstance(message, Notification):
             if message.method == "notifications/progress":

@@ -20,7 +20,6 @@ from hub.config.schema import ServerConfig
 from hub.platform.pipes import Broken, Lines, Writer
 from hub.platform.processes import ChildProcess, describe_exit, process_spec, spawn
 from hub.platform.watchdog import Watchdog
-from hub.protocol.jsonrpc import encode
 from hub.upstream.connection import Connection, Events
 
 # Lines of a child's stderr kept for error messages, and the most of one line kept or logged.
@@ -43,10 +42,10 @@ class StdioWire:
         self._stderr = Lines(1 << 20, self._stderr_line, self._stderr_oversized)
         self._log = structlog.get_logger("hub.child").bind(child=name)
 
-    def send(self, message: dict[str, Any]) -> None:
+    def send(self, message: dict[str, Any], line: bytes) -> None:
         if self.stdin is None:
             raise Broken("the process is not running")
-        self.stdin.write(encode(message) + b"\n")
+        self.stdin.write(line + b"\n")
 
     def negotiated(self, version: str) -> None:
         pass

@@ -37,7 +37,7 @@ class UrlWire:
         self._version: str | None = None
         self._closed = False
 
-    def send(self, message: dict[str, Any]) -> None:
+    def send(self, message: dict[str, Any], line: bytes) -> None:
         if self._closed:
             raise Broken("the connection is closed")
         self._queue.append(message)

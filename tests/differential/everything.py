@@ -235,9 +235,6 @@ EVERYTHING = ServerSpec(
     volatile=[ISO_TIME, CLOCK, UUID, TASK_ID, TASK_NAMED, HUB_INSTANCE],
     session_resources="demo://resource/session/",
     gaps={
-        ("subscribe", None, NEW): "found by this suite: a 2026-07-28 host's subscriptions/listen with "
-        "resourceSubscriptions is acknowledged as honoured, but the hub never sends the server resources/subscribe "
-        "(only a handshake host's resources/subscribe does), so no notifications/resources/updated ever comes",
         ("capabilities", None, NEW): "the server speaks 2025-11-25 only, so directly a 2026-07-28 host falls back "
         "and sees the 2025-11-25 `tasks` capability; through the hub it speaks 2026-07-28, where tasks are the "
         "extension io.modelcontextprotocol/tasks (capabilities.extensions), not `tasks` (docs/decisions/015)",

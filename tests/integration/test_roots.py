@@ -171,3 +171,75 @@ async def test_with_per_host_sessions_each_host_gets_its_own_roots(tmp_path: Pat
                 await wait_allowed(client, host, 1, {directory})
             assert (await read(a, bob_dir / "note.txt")).is_error
             assert not (await read(b, bob_dir / "note.txt")).is_error
+
+
+@asynccontextmanager
+async def slow_read(client: Client, fifo: Path) -> AsyncIterator[Any]:
+    """A `read_text_file` of a named pipe, in flight at the server until the block ends: then the pipe gets a line
+    and is closed, and the call is answered. Yields once the server has the pipe open (the call is in flight)."""
+    os.mkfifo(fifo)
+    answer: dict[str, types.CallToolResult] = {}
+
+    async def call() -> None:
+        answer["result"] = await read(client, fifo)
+
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(call)
+        with anyio.fail_after(WAIT):
+            while True:  # opening the write end without blocking succeeds once the server has opened the read end
+                try:
+                    writer = os.open(fifo, os.O_WRONLY | os.O_NONBLOCK)
+                    break
+                except OSError:
+                    await anyio.sleep(POLL)
+        try:
+            yield answer
+        finally:
+            os.write(writer, b"slow answer\n")
+            os.close(writer)
+    result = answer["result"]
+    assert not result.is_error and "slow answer" in str(result.content[0]), result
+
+
+async def roots_change_during_calls(client: Client, host: RootsHost, base: Path, rounds: int = 20) -> None:
+    """`rounds` times: a call to the server is in flight as the host's roots change, and ends just then; the
+    server's new roots/list is the session's, not the call's, and its directories are the new roots every time."""
+    for n in range(rounds):
+        (new,) = directories(base.parent, f"round-{n}")
+        async with slow_read(client, base / f"pipe-{n}"):
+            asked = host.asked
+            host.roots = [base, new]
+            await client.send_roots_list_changed()
+        await wait_allowed(client, host, asked + 1, {base, new})
+
+
+async def test_roots_changed_while_a_call_is_in_flight_reach_the_server_every_time(tmp_path: Path) -> None:
+    (base, initial) = directories(tmp_path, "base", "initial")
+    config = write_config(tmp_path, {"fs": filesystem_server(initial)})
+    host = RootsHost([base])
+    client = Client(
+        hub_params(config, tmp_path / "hub.log"),
+        mode="legacy",
+        message_handler=host.on_message,
+        list_roots_callback=host.on_roots,
+        read_timeout_seconds=WAIT,
+    )
+    async with client:
+        await wait_for_tools(client, host, {"fs_list_allowed_directories", "fs_read_text_file"})
+        await wait_allowed(client, host, 1, {base})
+        await roots_change_during_calls(client, host, base)
+
+
+@pytest.mark.parametrize("sessions", ["shared", "per-host"])
+async def test_over_http_roots_changed_while_a_call_is_in_flight_reach_the_server_every_time(
+    tmp_path: Path, sessions: str
+) -> None:
+    (base, initial) = directories(tmp_path, "base", "initial")
+    config = write_config(tmp_path, {"fs": {**filesystem_server(initial), "sessions": sessions}})
+    async with serve_hub_http(config, tmp_path / "hub.log") as url:
+        host = RootsHost([base])
+        async with http_host(url, host) as client:
+            await wait_for_tools(client, host, {"fs_list_allowed_directories"})
+            await allowed(client)  # a per-host session's own process starts with its first call
+            await wait_allowed(client, host, 1, {base})
+            await roots_change_during_calls(client, host, base)

@@ -15,12 +15,14 @@ from hub.protocol.jsonrpc import (
     QUOTE_LIMIT,
     EncodeError,
     Invalid,
+    LoneSurrogate,
     Message,
     Notification,
     Request,
     Response,
     classify,
     encode,
+    encode_strict,
     error_line,
     is_id,
     notification_line,
@@ -29,6 +31,7 @@ from hub.protocol.jsonrpc import (
     quote,
     request_line,
     result_line,
+    surrogate_path,
 )
 
 
@@ -308,6 +311,27 @@ def test_encode_is_compact_utf8() -> None:
 
 def test_encode_escapes_a_lone_surrogate_rather_than_failing() -> None:
     assert encode({"t": "a\ud83d"}) == b'{"t":"a\\ud83d"}'
+
+
+def test_encode_strict_is_the_same_utf8_json_when_every_string_is_text() -> None:
+    value = {"a": [1, "é", "\U0001f600"], "b": None}
+    assert encode_strict(value) == encode(value)
+
+
+@pytest.mark.parametrize(
+    ("value", "path"),
+    [
+        ({"params": {"arguments": {"timezone": "\udfff"}}}, "params.arguments.timezone"),
+        ({"params": {"items": ["ok", {"t": "a\ud83d"}]}}, "params.items[1].t"),
+        ({"params": {"k\ud800": 1}}, "params.k\\ud800"),
+        ({"method": "\ud800"}, "method"),
+    ],
+)
+def test_encode_strict_refuses_a_lone_surrogate_naming_where_it_is(value: Any, path: str) -> None:
+    with pytest.raises(LoneSurrogate) as caught:
+        encode_strict(value)
+    assert caught.value.path == path
+    assert surrogate_path({"fine": ["text"]}) == ""
 
 
 def test_encode_of_a_value_nested_too_deeply_is_an_encode_error() -> None:

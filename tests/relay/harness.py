@@ -57,7 +57,7 @@ class FakeWire:
         self.broken: str | None = None  # set: every send raises Broken
         self._changed = anyio.Event()
 
-    def send(self, message: Message) -> None:
+    def send(self, message: Message, line: bytes = b"") -> None:
         if self.broken is not None:
             raise Broken(self.broken)
         encode(message)  # what cannot be encoded would fail on a real wire too
@@ -261,6 +261,12 @@ class Observer:
 
     def child_request(self, child: Child, connection: Connection, request: Any) -> None:
         self.attribution.child_request(child, connection, request)
+
+    def elicitation_complete(self, child: Child, connection: Connection, params: Message) -> None:
+        self.attribution.elicitation_complete(child, connection, params)
+
+    def elicitations_required(self, connection: Connection, exchange: Any, data: Any) -> None:
+        self.attribution.elicitations_required(connection, exchange, data)
 
 
 @dataclass

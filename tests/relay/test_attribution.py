@@ -13,7 +13,7 @@ from hub.access.identity import Identity
 from hub.protocol.jsonrpc import INVALID_PARAMS, INVALID_REQUEST, METHOD_NOT_FOUND
 from hub.relay.attribution import Ambiguous, owner_of
 from hub.relay.ports import AskFailed
-from tests.relay.harness import FakeSession, Relay, Upstream, running_relay
+from tests.relay.harness import MODERN, FakeSession, Relay, Upstream, modern_meta, running_relay
 
 pytestmark = pytest.mark.anyio
 
@@ -71,6 +71,31 @@ async def test_the_one_session_in_flight_is_asked_on_its_newest_request() -> Non
         assert [method for method, _, _ in newer.asked] == ["sampling/createMessage"]
         assert newer.asked[0][1] == SAMPLING
         assert older.asked == []
+
+
+async def test_a_roots_request_during_a_call_is_the_sessions_asked_on_its_own_channel() -> None:
+    """roots/list is about the session, not the call in flight (decision 017): asked on the session's channel,
+    which outlives the call, so that the call ending cannot fail it."""
+    async with running_relay() as relay:
+        server = relay.add_child("time", tools=("ask",))
+        session = FakeSession("conn-1", capabilities=ALL, replies={"roots/list": ROOTS})
+        call = relay.call_tool("time_ask", session=session)
+        asks(server, "roots/list")
+        assert await answered(server) == {"jsonrpc": "2.0", "id": "c1", "result": ROOTS}
+        assert [method for method, _ in session.asked] == ["roots/list"]
+        assert call.asked == []
+
+
+async def test_a_roots_request_during_a_2026_hosts_call_stays_an_input_round() -> None:
+    async with running_relay() as relay:
+        server = relay.add_child("time", tools=("ask",))
+        session = FakeSession("modern", modern=True)
+        params = {"name": "time_ask", "arguments": {}, "_meta": modern_meta()}
+        call = relay.request("tools/call", params, session=session, version=MODERN, capabilities=ALL)
+        asks(server, "roots/list")
+        assert call.result["resultType"] == "input_required", call.result
+        assert [r["method"] for r in call.result["inputRequests"].values()] == ["roots/list"]
+        assert session.asked == [] and server.wire.answers() == []
 
 
 async def test_requests_of_several_sessions_in_flight_are_refused_naming_per_host() -> None:
@@ -247,3 +272,65 @@ async def test_a_log_message_with_several_sessions_in_flight_reaches_none_of_the
         two = relay.call_tool("time_now", session=FakeSession("conn-2"))
         log(server)
         assert one.logs == two.logs == []
+
+
+# ---- URL-mode elicitation ---------------------------------------------------------------------------------------
+
+URL_ASK = {"mode": "url", "elicitationId": "flow-1", "url": "https://auth.example.com/f", "message": "Sign in"}
+COMPLETE = "notifications/elicitation/complete"
+
+
+def completes(child: Upstream, elicitation: str = "flow-1") -> None:
+    child.receive({"jsonrpc": "2.0", "method": COMPLETE, "params": {"elicitationId": elicitation}})
+
+
+def completions(session: FakeSession) -> list[Any]:
+    return [params for method, params in session.notifications if method == COMPLETE]
+
+
+async def test_a_url_elicitations_completion_reaches_only_the_session_that_was_asked() -> None:
+    async with running_relay() as relay:
+        server = relay.add_child("time", tools=("ask",))
+        ada, bob = (FakeSession(name, capabilities=ALL) for name in ("conn-ada", "conn-bob"))
+        for session in (ada, bob):
+            relay.hosts.add(session)
+        call = relay.call_tool("time_ask", session=ada, replies={"elicitation/create": {"action": "accept"}})
+        server.receive({"jsonrpc": "2.0", "id": "e1", "method": "elicitation/create", "params": URL_ASK})
+        assert await answered(server) == {"jsonrpc": "2.0", "id": "e1", "result": {"action": "accept"}}
+        assert [method for method, _, _ in call.asked] == ["elicitation/create"]
+        server.answer(1, {"content": []})
+        relay.call_tool("time_ask", session=bob)  # bob's call is in flight when the completion comes
+        completes(server)
+        assert completions(ada) == [{"elicitationId": "flow-1"}]
+        assert completions(bob) == []
+        completes(server)  # once only: the elicitation is over
+        assert len(completions(ada)) == 1
+
+
+async def test_a_completion_of_an_unknown_elicitation_goes_to_the_one_session_or_nobody() -> None:
+    async with running_relay() as relay:
+        server = relay.add_child("time", tools=("ask",))
+        ada = FakeSession("conn-ada", capabilities=ALL)
+        relay.hosts.add(ada)
+        completes(server, "from-an-error")  # named by a -32042 error's data: the hub relayed no request for it
+        assert completions(ada) == [{"elicitationId": "from-an-error"}]
+        bob = FakeSession("conn-bob", capabilities=ALL)
+        relay.hosts.add(bob)
+        completes(server, "another")
+        assert len(completions(ada)) == 1 and completions(bob) == [], "two sessions share the child: nobody"
+
+
+async def test_a_completion_of_an_elicitation_named_by_a_32042_error_reaches_that_calls_session() -> None:
+    async with running_relay() as relay:
+        server = relay.add_child("time", tools=("ask",))
+        ada, bob = (FakeSession(name, capabilities=ALL) for name in ("conn-ada", "conn-bob"))
+        for session in (ada, bob):
+            relay.hosts.add(session)
+        call = relay.call_tool("time_ask", session=ada)
+        data = {"elicitations": [URL_ASK]}
+        server.error(1, {"code": -32042, "message": "sign in first", "data": data})
+        assert call.failure == {"code": -32042, "message": "time: sign in first", "data": data}
+        relay.call_tool("time_ask", session=bob)
+        completes(server)
+        assert completions(ada) == [{"elicitationId": "flow-1"}]
+        assert completions(bob) == []

@@ -37,12 +37,16 @@ class Events:
     def __init__(self) -> None:
         self.notifications: list[Notification] = []
         self.requests: list[Request] = []
+        self.required: list[Any] = []
 
     def notified(self, connection: Connection, notification: Notification) -> None:
         self.notifications.append(notification)
 
     def asked(self, connection: Connection, request: Request) -> None:
         self.requests.append(request)
+
+    def elicitations_required(self, connection: Connection, exchange: Any, data: Any) -> None:
+        self.required.append(data)
 
 
 def connect(version: str | None = HANDSHAKE) -> tuple[Connection, FakeWire, Events]:
@@ -103,6 +107,54 @@ async def test_a_request_the_wire_cannot_take_fails_that_request_only() -> None:
     wire.broken = None
     connection.ended("later")
     assert exchange.failures == [], "the failed request was never pending"
+
+
+async def test_a_lone_surrogate_anywhere_refuses_the_request_naming_the_field_and_writes_nothing() -> None:
+    connection, wire, _ = connect()
+    exchange = Exchange()
+    with pytest.raises(errors.BadRequest) as caught:
+        connection.send("tools/call", {"name": "now", "arguments": {"timezone": "\udfff"}}, exchange)
+    assert caught.value.code == -32602
+    assert caught.value.data == {"field": "params.arguments.timezone"}
+    assert "params.arguments.timezone" in caught.value.message and "'time'" in caught.value.message
+    connection.ended("later")
+    assert wire.sent == [] and exchange.failures == [], "nothing written, nothing pending"
+
+
+async def test_an_unwritable_answer_or_notification_never_reaches_the_child() -> None:
+    connection, wire, _ = connect()
+    connection.notify("notifications/cancelled", {"requestId": 1, "reason": "\ud800"})
+    connection.respond(7, {"action": "accept", "content": {"name": "\ud800"}})
+    assert wire.sent == [
+        {
+            "jsonrpc": "2.0",
+            "id": 7,
+            "error": {
+                "code": -32603,
+                "message": "the host's answer cannot be relayed: result.content.name holds a lone surrogate, "
+                "which is not Unicode text and cannot be written as UTF-8",
+            },
+        }
+    ], "the child's request is answered with an error, the notification is dropped"
+
+
+async def test_a_url_elicitation_required_answer_is_reported_before_it_answers_its_request() -> None:
+    connection, _, events = connect()
+    exchange = Exchange()
+    connection.send("tools/call", {"name": "now"}, exchange)
+    data = {"elicitations": [{"mode": "url", "elicitationId": "e-1", "url": "https://a.example", "message": "m"}]}
+    connection.receive(line({"jsonrpc": "2.0", "id": 1, "error": {"code": -32042, "message": "m", "data": data}}))
+    assert events.required == [data]
+    assert [answer.error for answer in exchange.answers] == [{"code": -32042, "message": "m", "data": data}]
+
+
+async def test_a_cancel_whose_reason_holds_a_lone_surrogate_still_reaches_the_child() -> None:
+    connection, wire, _ = connect()
+    connection.send("tools/call", {"name": "now"}, Exchange())
+    connection.cancel(1, "user left \ud83d")
+    assert wire.notifications("notifications/cancelled") == [
+        {"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 1, "reason": "user left ?"}}
+    ]
 
 
 async def test_cancel_tells_the_child_once_and_drops_a_late_answer() -> None:
@@ -367,7 +419,7 @@ async def test_a_required_2026_child_that_does_not_support_it_is_refused() -> No
 class BrokenWire(FakeWire):
     """A child that has died: writing to it fails, as a closed pipe does."""
 
-    def send(self, message: dict[str, Any]) -> None:
+    def send(self, message: dict[str, Any], line: bytes = b"") -> None:
         raise OSError("the pipe is closed (Broken pipe)")
 
 
