@@ -16,8 +16,9 @@ whose connection drops after it was sent is not sent again (it may have been car
 `Dropped`, and the host an error.
 
 2026-07-28 requests carry their own envelope and need no session: each is POSTed on its own, with the routing
-headers that revision asks for (`MCP-Protocol-Version`, `Mcp-Method`, `Mcp-Name`); closing its response cancels
-it. Tools whose arguments travel in `Mcp-Param-*` headers (`x-mcp-header`) are not given those headers.
+headers that revision asks for (`MCP-Protocol-Version`, `Mcp-Method`, `Mcp-Name`, and for a `tools/call` the
+`Mcp-Param-*` of the arguments its tool marks `x-mcp-header`, as the host's last `tools/list` showed them: its answer
+is read on its way); closing its response cancels it.
 """
 
 from __future__ import annotations
@@ -34,6 +35,7 @@ import structlog
 
 from hub.connect.token import Token
 from hub.protocol import revisions
+from hub.protocol.headers import ToolHeaders, routing_headers
 from hub.protocol.jsonrpc import (
     CONNECTION_CLOSED,
     INTERNAL_ERROR,
@@ -69,7 +71,6 @@ DELETE_LIMIT = 5.0
 
 # The headers of every POST, besides its own.
 _POST_HEADERS = {"accept": "application/json, text/event-stream", "content-type": "application/json"}
-_NAMED = {"tools/call": "name", "prompts/get": "name", "resources/read": "uri"}
 
 Deliver = Callable[[bytes], None]
 """Hands one message from the hub (a JSON-RPC line, without its newline) on to the host."""
@@ -190,6 +191,7 @@ class Remote:
         self._renewals = 0
         self._renewal = anyio.Event()  # set (and replaced) each time a session is made
         self._down = False
+        self._tool_headers = ToolHeaders()  # the x-mcp-header marks of the tools the hub last listed
 
     # ---- requests ---------------------------------------------------------------------------------------------
 
@@ -207,6 +209,8 @@ class Remote:
         self._remember(request)
         stale = self.session_id
         headers = self._modern_headers(request) if modern else self._session_headers()
+        if modern and request.method == "tools/list":
+            deliver = self._tool_headers.reading(deliver)
         async with self._post(request.raw, headers) as response:
             if response.status_code != 404 or stale is None:
                 await self._answer(request.id, response, deliver)
@@ -265,18 +269,15 @@ class Remote:
         return headers
 
     def _modern_headers(self, request: Request) -> dict[str, str]:
-        """A 2026-07-28 request's headers: its revision, method and name, as the hub checks them against the body."""
-        from mcp.shared.inbound import encode_header_value  # the SDK's encoding of a name no header can carry
-
+        """A 2026-07-28 request's headers: its revision, method, name and x-mcp-header arguments, as the hub checks
+        them against the body."""
         meta = request.params.get("_meta")
         version = meta.get(revisions.PROTOCOL_VERSION_KEY) if isinstance(meta, dict) else None
-        headers = {"mcp-method": request.method}
+        tool = request.params.get("name")
+        marked = self._tool_headers.known(tool) if request.method == "tools/call" and isinstance(tool, str) else None
+        headers = routing_headers(request.method, request.params, marked)
         if isinstance(version, str):
             headers["mcp-protocol-version"] = version
-        key = _NAMED.get(request.method)
-        name = request.params.get(key) if key is not None else None
-        if isinstance(name, str):
-            headers["mcp-name"] = encode_header_value(name)
         return headers
 
     @asynccontextmanager

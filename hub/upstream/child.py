@@ -316,7 +316,7 @@ class Child:
                 yield connection
         else:
             auth_for = self._oauth(config, identity) if config.oauth is not None else None
-            async with open_url(self.name, config, self, tg, auth_for) as connection:
+            async with open_url(self.name, config, self, tg, auth_for, lambda: self.listing.tools) as connection:
                 yield connection
 
     def _oauth(self, config: ServerConfig, identity: Identity | None) -> AuthFor:
