@@ -68,16 +68,16 @@ async def test_a_2026_request_whose_headers_do_not_match_its_body_is_refused_400
         ok = await post(http, url, call, mcp_method="tools/call", mcp_name="web_headers")
         assert ok.status_code == 200, ok.text
         cases = [
-            ({"mcp_method": "tools/list", "mcp_name": "web_headers"}, "mcp-method"),  # another method
-            ({"mcp_name": "web_headers"}, "mcp-method"),  # no Mcp-Method
-            ({"mcp_method": "tools/call"}, "mcp-name"),  # no Mcp-Name
-            ({"mcp_method": "tools/call", "mcp_name": "web_regional"}, "mcp-name"),  # another name
+            ({"mcp_method": "tools/list", "mcp_name": "web_headers"}, 'Mcp-Method header value "tools/list" does not'),
+            ({"mcp_name": "web_headers"}, "the Mcp-Method header is missing"),
+            ({"mcp_method": "tools/call"}, "the Mcp-Name header is missing"),
+            ({"mcp_method": "tools/call", "mcp_name": "web_regional"}, 'Mcp-Name header value "web_regional" does not'),
         ]
-        for headers, named in cases:
+        for headers, said in cases:
             answer = await post(http, url, call, **headers)
             assert answer.status_code == 400, (headers, answer.text)
             error = json.loads(answer.content)["error"]
-            assert error["code"] == -32020 and named in error["message"], (headers, error)
+            assert error["code"] == -32020 and said in error["message"], (headers, error)
         read = modern("resources/read", {"uri": "web+mirror://headers"})
         answer = await post(http, url, read, mcp_method="resources/read", mcp_name="web+mirror://other")
         assert answer.status_code == 400 and json.loads(answer.content)["error"]["code"] == -32020
