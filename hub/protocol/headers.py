@@ -14,8 +14,10 @@ from typing import Any
 
 from hub.protocol.jsonrpc import Response, parse
 
-# The requests that name their target in `Mcp-Name`, and the parameter it mirrors.
+# The requests that name their target in `Mcp-Name`, and the parameter it mirrors: the revision's three, and the
+# tasks extension's (SEP-2663: the task id, so that a balancer can route a task's requests to where it lives).
 NAMED = {"tools/call": "name", "prompts/get": "name", "resources/read": "uri"}
+TASK_NAMED = {"tasks/get": "taskId", "tasks/update": "taskId", "tasks/cancel": "taskId"}
 
 # A tool's `x-mcp-header` properties: property path -> the header's name part.
 HeaderMap = dict[tuple[str, ...], str]
@@ -26,7 +28,7 @@ def routing_headers(method: str, params: Mapping[str, Any], param_map: HeaderMap
     from mcp.shared.inbound import encode_header_value, mcp_param_headers
 
     headers = {"mcp-method": method}
-    key = NAMED.get(method)
+    key = NAMED.get(method) or TASK_NAMED.get(method)
     name = params.get(key) if key is not None else None
     if isinstance(name, str):
         headers["mcp-name"] = encode_header_value(name)

@@ -58,3 +58,10 @@ async def test_a_marked_argument_needs_its_mcp_param_header() -> None:
     call = request("tools/call", name="sql", arguments={"region": "eu"})
     assert await mismatch(call, mcp_method="tools/call", mcp_name="sql") is not None
     assert await mismatch(call, mcp_method="tools/call", mcp_name="sql", **{"mcp-param-region": "eu"}) is None
+
+
+async def test_a_tasks_mcp_name_is_checked_against_the_task_id_when_it_is_sent() -> None:
+    get = request("tasks/get", taskId="t-1")
+    assert await mismatch(get, mcp_method="tasks/get") is None  # not sent: the SDK's clients do not send it yet
+    assert await mismatch(get, mcp_method="tasks/get", mcp_name="t-1") is None
+    assert "does not match the body's 'taskId'" in str(await mismatch(get, mcp_method="tasks/get", mcp_name="t-2"))

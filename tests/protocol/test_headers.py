@@ -80,3 +80,8 @@ def test_tool_headers_follow_the_listing_object_and_learn_from_a_tools_list_answ
     assert delivered == [line]
     assert headers.known("execute_sql") == header_maps(TOOLS)["execute_sql"]
     assert headers.known("plain") is None
+
+
+def test_a_tasks_request_names_its_task_in_mcp_name() -> None:
+    for method in ("tasks/get", "tasks/update", "tasks/cancel"):
+        assert routing_headers(method, {"taskId": "hub-task:1"}) == {"mcp-method": method, "mcp-name": "hub-task:1"}
