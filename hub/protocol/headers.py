@@ -61,10 +61,18 @@ class ToolHeaders:
     def __init__(self) -> None:
         self._source: object = None
         self._maps: dict[str, HeaderMap] = {}
+        self._names: frozenset[str] = frozenset()  # every tool of the last listing `learn` was given
 
     def learn(self, tools: Iterable[Mapping[str, Any]]) -> None:
         """A new listing of the server's tools (the whole of it)."""
-        self._maps = header_maps(tools)
+        listed = list(tools)
+        self._maps = header_maps(listed)
+        self._names = frozenset(name for tool in listed if isinstance(name := tool.get("name"), str))
+
+    def listed(self, name: object) -> bool:
+        """Whether the last listing `learn` was given has the tool `name` (a name that is no string: nothing to
+        learn, so yes)."""
+        return not isinstance(name, str) or name in self._names
 
     def of(self, tools: tuple[Mapping[str, Any], ...], name: str) -> HeaderMap | None:
         """`name`'s properties in `tools`, the server's listing as it is now (an immutable tuple, read once)."""

@@ -108,12 +108,17 @@ async def test_an_http_child_gets_mcp_method_name_and_param_headers(tmp_path: Pa
             assert (read["mcp-method"], read["mcp-name"]) == ("resources/read", "mirror://headers")
 
 
-async def test_hub_connect_sends_a_2026_hosts_mcp_param_headers(tmp_path: Path) -> None:
+@pytest.mark.parametrize("lists_first", [True, False])
+async def test_hub_connect_sends_a_2026_hosts_mcp_param_headers(tmp_path: Path, lists_first: bool) -> None:
     async with headers_hub(tmp_path) as url:
-        host = Host()
+        watcher = Host()
+        async with connect_host(url, watcher) as direct:  # the child is up: the hub's front knows the tool's marks
+            await wait_for_tools(direct, watcher, {"web_regional"})
         env = {k: v for k, v in os.environ.items() if k != "HUB_TOKEN"}
-        async with connect_host(bridge(url, tmp_path / "bridge.log", env), host, mode=MODERN) as client:
-            await client.list_tools()  # what the bridge reads x-mcp-header marks from
+        async with connect_host(bridge(url, tmp_path / "bridge.log", env), Host(), mode=MODERN) as client:
+            if lists_first:
+                await client.list_tools()  # the bridge reads the marks from the answer on its way
+            # else the bridge lists on its own before a call to a tool it has not seen listed
             result = await client.call_tool("web_regional", {"region": REGION})
-            assert not result.is_error, result
+            assert not result.is_error, result  # without the header, the hub's front answers 400 (-32020)
             assert mirrored(result)["mcp-param-region"] == ENCODED

@@ -85,3 +85,11 @@ def test_tool_headers_follow_the_listing_object_and_learn_from_a_tools_list_answ
 def test_a_tasks_request_names_its_task_in_mcp_name() -> None:
     for method in ("tasks/get", "tasks/update", "tasks/cancel"):
         assert routing_headers(method, {"taskId": "hub-task:1"}) == {"mcp-method": method, "mcp-name": "hub-task:1"}
+
+
+def test_tool_headers_know_which_tools_the_last_listing_had() -> None:
+    headers = ToolHeaders()
+    assert not headers.listed("plain")
+    headers.learn(TOOLS)
+    assert headers.listed("plain") and headers.listed("execute_sql") and not headers.listed("new_tool")
+    assert headers.listed({"not": "a name"})  # nothing a listing could teach
