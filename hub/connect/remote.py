@@ -16,24 +16,25 @@ whose connection drops after it was sent is not sent again (it may have been car
 `Dropped`, and the host an error.
 
 2026-07-28 requests carry their own envelope and need no session: each is POSTed on its own, with the routing
-headers that revision asks for (`MCP-Protocol-Version`, `Mcp-Method`, `Mcp-Name`); closing its response cancels
-it. Tools whose arguments travel in `Mcp-Param-*` headers (`x-mcp-header`) are not given those headers.
+headers that revision asks for (`MCP-Protocol-Version`, `Mcp-Method`, `Mcp-Name`, `Mcp-Param-*` as the last
+`tools/list` answer showed the tools); closing its response cancels it.
 """
 
 from __future__ import annotations
 
-import json
 import random
 from collections.abc import AsyncIterator, Callable, Iterator
-from contextlib import asynccontextmanager
+from contextlib import asynccontextmanager, suppress
 from typing import Any
 
 import anyio
 import httpx2
 import structlog
 
+from hub.connect import replies
 from hub.connect.token import Token
 from hub.protocol import revisions
+from hub.protocol.headers import ToolHeaders, routing_headers
 from hub.protocol.jsonrpc import (
     CONNECTION_CLOSED,
     INTERNAL_ERROR,
@@ -69,7 +70,6 @@ DELETE_LIMIT = 5.0
 
 # The headers of every POST, besides its own.
 _POST_HEADERS = {"accept": "application/json, text/event-stream", "content-type": "application/json"}
-_NAMED = {"tools/call": "name", "prompts/get": "name", "resources/read": "uri"}
 
 Deliver = Callable[[bytes], None]
 """Hands one message from the hub (a JSON-RPC line, without its newline) on to the host."""
@@ -119,10 +119,6 @@ def new_client(token: Token) -> httpx2.AsyncClient:
     return httpx2.AsyncClient(headers=token.header(), timeout=timeout, follow_redirects=False)
 
 
-def _content_type(response: httpx2.Response) -> str:
-    return response.headers.get("content-type", "").split(";")[0].strip().lower()
-
-
 async def _body(response: httpx2.Response) -> bytes:
     """The response's whole body, bounded.
 
@@ -135,27 +131,6 @@ async def _body(response: httpx2.Response) -> bytes:
         if len(body) > MAX_MESSAGE_BYTES:
             raise Dropped(f"the hub's response is over hub connect's limit of {MAX_MESSAGE_BYTES} bytes")
     return bytes(body)
-
-
-def _reason(exc: Exception) -> str:
-    text = str(exc).strip()
-    return f"{type(exc).__name__}: {text}"[:200] if text else type(exc).__name__
-
-
-def _error_of(body: bytes) -> dict[str, Any] | None:
-    """The JSON-RPC error an HTTP error response carries, if it carries one (its id may be null)."""
-    try:
-        data = json.loads(body)
-    except (ValueError, RecursionError):
-        return None
-    error = data.get("error") if isinstance(data, dict) else None
-    return error if isinstance(error, dict) else None
-
-
-def _said(body: bytes) -> str:
-    """What an HTTP error response says: its JSON-RPC error's message, else its text; cut for a message."""
-    error = _error_of(body)
-    return (str(error.get("message", "")) if error is not None else body.decode("utf-8", "replace"))[:200]
 
 
 def same_id(found: RequestId | None, wanted: RequestId) -> bool:
@@ -190,6 +165,7 @@ class Remote:
         self._renewals = 0
         self._renewal = anyio.Event()  # set (and replaced) each time a session is made
         self._down = False
+        self._tool_headers = ToolHeaders()  # the x-mcp-header marks of the tools the hub last listed
 
     # ---- requests ---------------------------------------------------------------------------------------------
 
@@ -206,6 +182,10 @@ class Remote:
             return
         self._remember(request)
         stale = self.session_id
+        if modern and request.method == "tools/list":
+            deliver = self._tool_headers.reading(deliver)
+        elif modern and request.method == "tools/call" and not self._tool_headers.listed(request.params.get("name")):
+            await self._list_tools(request.params.get("_meta"))
         headers = self._modern_headers(request) if modern else self._session_headers()
         async with self._post(request.raw, headers) as response:
             if response.status_code != 404 or stale is None:
@@ -242,7 +222,7 @@ class Remote:
         if status in (401, 403):
             raise self._refused(status, body)
         if status >= 300 and status != 404:
-            raise RemoteError(f"the hub answered HTTP {status}: {_said(body)}")
+            raise RemoteError(f"the hub answered HTTP {status}: {replies.said(body)}")
         return status
 
     def _remember(self, request: Request) -> None:
@@ -265,19 +245,25 @@ class Remote:
         return headers
 
     def _modern_headers(self, request: Request) -> dict[str, str]:
-        """A 2026-07-28 request's headers: its revision, method and name, as the hub checks them against the body."""
-        from mcp.shared.inbound import encode_header_value  # the SDK's encoding of a name no header can carry
-
+        """A 2026-07-28 request's headers: its revision, method, name and x-mcp-header arguments, as the hub checks
+        them against the body."""
         meta = request.params.get("_meta")
         version = meta.get(revisions.PROTOCOL_VERSION_KEY) if isinstance(meta, dict) else None
-        headers = {"mcp-method": request.method}
+        tool = request.params.get("name")
+        marked = self._tool_headers.known(tool) if request.method == "tools/call" and isinstance(tool, str) else None
+        headers = routing_headers(request.method, request.params, marked)
         if isinstance(version, str):
             headers["mcp-protocol-version"] = version
-        key = _NAMED.get(request.method)
-        name = request.params.get(key) if key is not None else None
-        if isinstance(name, str):
-            headers["mcp-name"] = encode_header_value(name)
         return headers
+
+    async def _list_tools(self, meta: Any) -> None:
+        """A 2026-07-28 host calls a tool the last listing did not have (or before any): the tools, listed again
+        under its envelope, say which arguments go in `Mcp-Param-*` headers (if that fails, the call goes as it is)."""
+        listing = Request("hub-connect-tools", "tools/list", {"_meta": meta} if isinstance(meta, dict) else {}, b"")
+        with suppress(RemoteError):
+            body = request_line(listing.id, listing.method, listing.params)
+            async with self._post(body, self._modern_headers(listing), prompt=True) as response:
+                await self._answer(listing.id, response, self._tool_headers.reading(_discard))
 
     @asynccontextmanager
     async def _post(self, body: bytes, headers: dict[str, str], prompt: bool = False) -> AsyncIterator[httpx2.Response]:
@@ -302,7 +288,8 @@ class Remote:
                 delay = next(delays)
                 if anyio.current_time() + delay > deadline:
                     raise Unreachable(
-                        f"the hub at {self.url} cannot be reached ({_reason(exc)}; tried for {RECONNECT_LIMIT:.0f} s)"
+                        f"the hub at {self.url} cannot be reached ({replies.reason(exc)}; "
+                        f"tried for {RECONNECT_LIMIT:.0f} s)"
                     ) from None
                 self._unreachable(exc)
                 await anyio.sleep(delay)
@@ -318,13 +305,13 @@ class Remote:
 
     def _dropped(self, exc: Exception) -> Dropped:
         return Dropped(
-            f"the connection to the hub at {self.url} was lost before the answer ({_reason(exc)}); the request may "
-            "or may not have been carried out"
+            f"the connection to the hub at {self.url} was lost before the answer ({replies.reason(exc)}); "
+            "the request may or may not have been carried out"
         )
 
     async def _answer(self, request_id: RequestId, response: httpx2.Response, deliver: Deliver) -> None:
         """Every message of a request's response to `deliver`; an error status as an error answer."""
-        status, kind = response.status_code, _content_type(response)
+        status, kind = response.status_code, replies.content_type(response)
         if status in (401, 403):
             raise self._refused(status, await _body(response))
         if status == 200 and kind == "text/event-stream":
@@ -336,7 +323,7 @@ class Remote:
         if status == 200:
             deliver(body)
             return
-        error = _error_of(body)
+        error = replies.error_of(body)
         if error is not None:  # the hub's own error about the request (400, 413, 503...), under the request's id
             code = error.get("code")
             message = str(error.get("message", ""))
@@ -346,7 +333,7 @@ class Remote:
         deliver(error_line(request_id, INTERNAL_ERROR, f"the hub at {self.url} answered HTTP {status}{said}"))
 
     def _refused(self, status: int, body: bytes) -> Refused:
-        said = _said(body)
+        said = replies.said(body)
         _log.error("connect_token_refused", status=status, token_source=self.token.source, reason=said)
         why = (
             self.token.refused()
@@ -358,7 +345,7 @@ class Remote:
     def _unreachable(self, exc: Exception) -> None:
         if not self._down:
             self._down = True
-            _log.warning("connect_hub_unreachable", url=self.url, error=_reason(exc))
+            _log.warning("connect_hub_unreachable", url=self.url, error=replies.reason(exc))
 
     def _reachable(self) -> None:
         if self._down:
@@ -472,7 +459,7 @@ class Remote:
         try:
             async with self.http.stream("GET", self.url, headers=headers) as response:
                 self._reachable()
-                if response.status_code != 200 or _content_type(response) != "text/event-stream":
+                if response.status_code != 200 or replies.content_type(response) != "text/event-stream":
                     await _body(response)
                     return response.status_code
                 async for event in httpx2.EventSource(response, max_event_size=MAX_MESSAGE_BYTES):
@@ -482,7 +469,7 @@ class Remote:
         except (httpx2.ConnectError, httpx2.ConnectTimeout) as exc:
             self._unreachable(exc)
         except (httpx2.TransportError, RemoteError) as exc:
-            _log.info("connect_stream_dropped", url=self.url, error=_reason(exc))
+            _log.info("connect_stream_dropped", url=self.url, error=replies.reason(exc))
         return seen
 
     async def close(self) -> None:
@@ -496,4 +483,4 @@ class Remote:
                 response = await self.http.delete(self.url, headers=headers)
                 _log.info("connect_session_closed", url=self.url, status=response.status_code)
             except httpx2.TransportError as exc:
-                _log.info("connect_session_not_closed", url=self.url, error=_reason(exc))
+                _log.info("connect_session_not_closed", url=self.url, error=replies.reason(exc))

@@ -18,11 +18,10 @@ from starlette.requests import Request as HttpRequest
 from starlette.types import ASGIApp, Scope
 
 from hub.protocol import revisions
-from hub.protocol.jsonrpc import Request
+from hub.protocol.headers import NAMED, TASK_NAMED
+from hub.protocol.jsonrpc import Request, quote
 
 LOOPBACK = ("127.0.0.1", "localhost", "[::1]")
-# The 2026-07-28 requests that name their target in `Mcp-Name`, and the parameter it must match.
-_NAMED = {"tools/call": "name", "prompts/get": "name", "resources/read": "uri"}
 _ROUTING_HEADERS = (b"mcp-protocol-version", b"mcp-method", b"mcp-name")
 
 
@@ -105,12 +104,17 @@ class Checks:
         envelope_version = meta.get(revisions.PROTOCOL_VERSION_KEY) if isinstance(meta, dict) else None
         if envelope_version is not None and headers.get("mcp-protocol-version") != envelope_version:
             return "mcp-protocol-version header does not match the request envelope's protocol version"
-        if headers.get("mcp-method") != message.method:
-            return "mcp-method header does not match the request body's method"
-        key = _NAMED.get(message.method)
+        method = headers.get("mcp-method")
+        if method != message.method:
+            return _mismatch("Mcp-Method", method, message.method)
+        # The revision's three must carry Mcp-Name; a task's request is checked when it does (the SDK's clients do
+        # not send it yet).
+        key = NAMED.get(message.method) or TASK_NAMED.get(message.method)
         value = message.params.get(key) if key is not None else None
-        if value is not None and self._inbound.decode_header_value(headers.get("mcp-name")) != value:  # maybe base64
-            return f"mcp-name header does not match the request body's {key!r} parameter"
+        name = headers.get("mcp-name")
+        checked = message.method in NAMED or name is not None
+        if value is not None and checked and self._inbound.decode_header_value(name) != value:  # maybe base64
+            return _mismatch("Mcp-Name", name, value, f"the body's {key!r}")
         if message.method != "tools/call":
             return None
         arguments = message.params.get("arguments") or {}
@@ -120,3 +124,10 @@ class Checks:
         schema = next((t.get("inputSchema") for t in tools if t.get("name") == name), None)
         rejection = None if schema is None else self._inbound.validate_mcp_param_headers(schema, arguments, headers)
         return None if rejection is None else str(rejection.message)
+
+
+def _mismatch(header: str, sent: str | None, body: Any, field: str = "the body's method") -> str:
+    """The -32020 message: the header missing, or its value against the body's (both quoted, cut short)."""
+    if sent is None:
+        return f"Header mismatch: the {header} header is missing; it must carry {field}, {quote(body)}"
+    return f"Header mismatch: {header} header value {quote(sent)} does not match {field}, {quote(body)}"

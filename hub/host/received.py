@@ -78,8 +78,10 @@ class Received:
         return self.envelope.log_level if self.envelope is not None else None
 
     def declared(self, capability: str) -> bool:
-        capabilities = self.envelope.capabilities if self.envelope is not None else self.session.capabilities
-        return capabilities.get(capability) is not None
+        return self.client_capabilities().get(capability) is not None
+
+    def client_capabilities(self) -> dict[str, Any]:
+        return self.envelope.capabilities if self.envelope is not None else self.session.capabilities
 
     def respond(self, result: dict[str, Any] | bytes) -> None:
         if not self.answered:

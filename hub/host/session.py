@@ -26,7 +26,7 @@ from hub.host.asks import HostAsks, Stream, usable
 from hub.host.port import HubPort
 from hub.host.received import LOG_RANK, Listen, Received
 from hub.logs import Throttle
-from hub.protocol import revisions
+from hub.protocol import extensions, revisions
 from hub.protocol.jsonrpc import (
     INTERNAL_ERROR,
     INVALID_PARAMS,
@@ -201,7 +201,7 @@ class HostSession:
         elif method == "ping":
             stream.end(result_line(request.id, b"{}"))
         elif method not in HANDSHAKE_METHODS:
-            stream.end(error_line(request.id, METHOD_NOT_FOUND, f"Method not found: {method!r}"[:300]))
+            stream.end(error_line(request.id, METHOD_NOT_FOUND, extensions.method_not_found(method)))
         elif self.version is None:
             stream.end(error_line(request.id, INVALID_REQUEST, "the session is not initialized: send initialize first"))
         else:
@@ -220,6 +220,7 @@ class HostSession:
             )
             return
         result = revisions.initialize_result(params["protocolVersion"], self._instructions())
+        result["capabilities"] = self._server_capabilities()
         if tasks_offered(self.hub.children.values()):  # the hub's own tasks (hub.relay.tasks)
             result["capabilities"] = {**result["capabilities"], "tasks": TASKS_CAPABILITY}
         self.version = result["protocolVersion"]
@@ -246,16 +247,24 @@ class HostSession:
             stream.end(error_line(request.id, exc.code, str(exc), exc.data))
             return
         if method not in MODERN_METHODS:
-            stream.end(error_line(request.id, METHOD_NOT_FOUND, f"Method not found: {method!r}"[:300]))
+            stream.end(error_line(request.id, METHOD_NOT_FOUND, extensions.method_not_found(method)))
         elif method == "server/discover":
-            discovered = revisions.discover_result(self._instructions())
-            if tasks_offered(self.hub.children.values()):  # the tasks extension (hub.relay.tasks)
-                capabilities = discovered["capabilities"]
-                extensions = {**capabilities.get("extensions", {}), TASKS_EXTENSION: {}}
-                discovered["capabilities"] = {**capabilities, "extensions": extensions}
+            capabilities = self._server_capabilities()
+            if tasks_offered(self.hub.children.values()):  # the tasks extension: the hub's own (hub.relay.tasks)
+                offered = {**capabilities.get("extensions", {}), TASKS_EXTENSION: {}}
+                capabilities = {**capabilities, "extensions": offered}
+            discovered = {**revisions.discover_result(self._instructions()), "capabilities": capabilities}
             stream.end(result_line(request.id, revisions.stamp(discovered, method)))
         else:
             self._serve(Received(self, request, envelope.version, stream, envelope))
+
+    def _server_capabilities(self) -> dict[str, Any]:
+        """The hub's capabilities, with the extensions it can relay for the children it has (decision 016)."""
+        children = list(self.hub.children.values())
+        declared = [c.shared.capabilities for c in children if c.shared is not None]
+        starting = any(not c.settled.is_set() for c in children)
+        found = extensions.server_extensions(declared, starting=starting)
+        return extensions.server_capabilities(revisions.SERVER_CAPABILITIES, found)
 
     def _instructions(self) -> str:
         """The hub's instructions as this session's identity may see them (its policy, as it is now)."""

@@ -142,12 +142,12 @@ def read_envelope(params: Mapping[str, Any]) -> Envelope:
     return Envelope(version, capabilities, meta.get(CLIENT_INFO_KEY), level if level in LOG_LEVELS else None)
 
 
-def envelope_meta(log_level: str | None) -> dict[str, Any]:
-    """The envelope the hub puts on its requests to a 2026-07-28 child."""
+def envelope_meta(log_level: str | None, capabilities: dict[str, Any] | None = None) -> dict[str, Any]:
+    """The envelope the hub puts on its requests to a 2026-07-28 child (`capabilities`: its connection's)."""
     meta: dict[str, Any] = {
         PROTOCOL_VERSION_KEY: LATEST_MODERN,
         CLIENT_INFO_KEY: CLIENT_INFO,
-        CLIENT_CAPABILITIES_KEY: CLIENT_CAPABILITIES,
+        CLIENT_CAPABILITIES_KEY: CLIENT_CAPABILITIES if capabilities is None else capabilities,
     }
     if log_level is not None:
         meta[LOG_LEVEL_KEY] = log_level

@@ -97,6 +97,7 @@ class Forwarded:
         self.progress_token: RequestId | None = request.progress_token
         self.log_level: str | None = request.log_level
         self.declared = request.declared
+        self.client_capabilities = request.client_capabilities
         self.respond = request.respond
         self.fail = request.fail
         self.drop = request.drop

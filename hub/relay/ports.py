@@ -73,6 +73,9 @@ class HostRequest(Protocol):
 
     def declared(self, capability: str) -> bool: ...
 
+    def client_capabilities(self) -> dict[str, Any]:
+        """The capabilities the host declared: its session's, or a 2026-07-28 request's own envelope."""
+
     def respond(self, result: dict[str, Any] | bytes) -> None:
         """The answer: a result, or its encoded bytes. Once only; anything after is dropped."""
 

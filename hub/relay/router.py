@@ -339,7 +339,8 @@ class Router:
 
     async def _start_on_own_connection(self, call: Call) -> None:
         try:
-            connection = await call.child.open_session_connection(_owner(call))
+            capabilities = call.request.client_capabilities() if call.request is not None else None
+            connection = await call.child.open_session_connection(_owner(call), capabilities)
         except errors.HubError as error:
             call.finish(error)
             return

@@ -151,16 +151,18 @@ class Child:
     def per_identity(self) -> bool:
         return self.config.sessions == "per-identity"
 
-    async def open_session_connection(self, owner: object) -> Connection:
+    async def open_session_connection(
+        self, owner: object, host_capabilities: dict[str, Any] | None = None
+    ) -> Connection:
         """The connection of this host session (`sessions: per-host`) or identity (`sessions: per-identity`: `owner`
-        is the `Identity`), opened now if it has none.
+        is the `Identity`), opened now if it has none (declaring the relayable extensions of `host_capabilities`).
 
         Raises:
             errors.Unavailable: the child is not ready, the session limit is reached, or the connection failed.
         """
         self.connection()  # the child itself must be up
         assert self._tg is not None
-        return await self.own_connections.open(owner, self._tg)
+        return await self.own_connections.open(owner, self._tg, host_capabilities)
 
     def close_session(self, owner: object) -> None:
         """The host session has ended: its own connection closes."""
@@ -320,7 +322,7 @@ class Child:
                 yield connection
         else:
             auth_for = self._oauth(config, identity) if config.oauth is not None else None
-            async with open_url(self.name, config, self, tg, auth_for) as connection:
+            async with open_url(self.name, config, self, tg, auth_for, lambda: self.listing.tools) as connection:
                 yield connection
 
     def _oauth(self, config: ServerConfig, identity: Identity | None) -> AuthFor:

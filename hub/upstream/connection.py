@@ -17,10 +17,9 @@ import anyio
 import structlog
 
 from hub.logs import Throttle
-from hub.protocol import errors, jsonrpc
+from hub.protocol import errors, extensions, jsonrpc
 from hub.protocol.jsonrpc import Message, Notification, Request, Response
 from hub.protocol.revisions import (
-    CLIENT_CAPABILITIES,
     CLIENT_INFO,
     HANDSHAKE_VERSIONS,
     LATEST_HANDSHAKE,
@@ -86,6 +85,9 @@ class Connection:
         self.capabilities: dict[str, Any] = {}
         self.server_info: dict[str, Any] = {}
         self.instructions: str | None = None
+        # What the hub declares to the child on it (its handshake, a 2026-07-28 request's envelope): the relayed
+        # requests, and the extensions of the host it belongs to (hub.protocol.extensions; set by `handshake`).
+        self.client_capabilities: dict[str, Any] = extensions.client_capabilities(None)
         # The host requests now in flight on this connection, oldest first (a dict for its order and its O(1)
         # removal): a child's own request is attributed by them (hub/relay/attribution.py).
         self.inflight: dict[Any, None] = {}
@@ -133,7 +135,7 @@ class Connection:
         if progress:
             stamped = {**(stamped or {}), "progressToken": request_id}
         if self.modern:
-            stamped = {**(stamped or {}), **envelope_meta(log_level)}
+            stamped = {**(stamped or {}), **envelope_meta(log_level, self.client_capabilities)}
         if stamped is not None:
             params = {**params, "_meta": stamped}
         self._pending[request_id] = exchange
@@ -329,20 +331,23 @@ class Connection:
                 self.cancel(request_id, "the hub stopped waiting")
         return waiter.result()
 
-    async def handshake(self, protocol: str, limit_s: float) -> None:
-        """Open the session in the era `protocol` asks for ("legacy", "auto" or "2026-07-28").
+    async def handshake(self, protocol: str, limit_s: float, capabilities: dict[str, Any] | None = None) -> None:
+        """Open the session in the era `protocol` asks for ("legacy", "auto" or "2026-07-28"), declaring
+        `capabilities` (default: the shared connection's, `extensions.client_capabilities`).
 
         Raises:
             errors.HubError, TimeoutError: the child did not complete the handshake.
             RuntimeError: the child does not speak the era `protocol` requires.
         """
+        if capabilities is not None:
+            self.client_capabilities = capabilities
         if protocol != "legacy":
             discovered = await self._discover(limit_s, required=protocol != "auto")
             if discovered:
                 return
         result = await self.request(
             "initialize",
-            {"protocolVersion": LATEST_HANDSHAKE, "capabilities": CLIENT_CAPABILITIES, "clientInfo": CLIENT_INFO},
+            {"protocolVersion": LATEST_HANDSHAKE, "capabilities": self.client_capabilities, "clientInfo": CLIENT_INFO},
             limit_s,
         )
         version = result.get("protocolVersion")

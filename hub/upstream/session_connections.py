@@ -11,6 +11,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from contextlib import AbstractAsyncContextManager
+from typing import Any
 
 import anyio
 import structlog
@@ -18,7 +19,7 @@ from anyio.abc import TaskGroup
 
 from hub.access.identity import Identity
 from hub.config.schema import ServerConfig
-from hub.protocol import errors
+from hub.protocol import errors, extensions
 from hub.upstream.connection import Connection
 
 # A new connection to the child as an identity runs it (None: as the shared connection), in a task group.
@@ -52,9 +53,10 @@ class SessionConnections:
         session = self._by_owner.get(owner)
         return session.connection if session is not None and session.connection is not None else None
 
-    async def open(self, owner: object, tg: TaskGroup) -> Connection:
+    async def open(self, owner: object, tg: TaskGroup, host_capabilities: dict[str, Any] | None = None) -> Connection:
         """The connection of `owner`, opened now (its task in `tg`) if it has none; waited for at most the child's
-        connect timeout.
+        connect timeout. A new connection declares to the child the extensions in `host_capabilities` (those of the
+        host whose request opens it) that the hub relays; one already open keeps what it declared (decision 016).
 
         Raises:
             errors.Unavailable: the session limit is reached, or the connection failed.
@@ -66,7 +68,8 @@ class SessionConnections:
                     f"server '{self.name}' already has {self.config.max_sessions} {self.config.sessions} "
                     "connections open (max_sessions); end a host session or raise max_sessions in servers.yaml"
                 )
-            session = self._by_owner[owner] = SessionConnection(self, owner)
+            capabilities = extensions.client_capabilities(host_capabilities or {})
+            session = self._by_owner[owner] = SessionConnection(self, owner, capabilities)
             tg.start_soon(session.run)
         with anyio.move_on_after(self.config.connect_timeout):
             await session.ready.wait()
@@ -95,9 +98,10 @@ class SessionConnections:
 class SessionConnection:
     """One host session's or identity's own connection (see the module docstring)."""
 
-    def __init__(self, registry: SessionConnections, owner: object) -> None:
+    def __init__(self, registry: SessionConnections, owner: object, capabilities: dict[str, Any]) -> None:
         self.registry = registry
         self.owner = owner
+        self.capabilities = capabilities  # what the hub declares to the child on this connection
         self.identity = owner if isinstance(owner, Identity) else None
         self.connection: Connection | None = None
         self.error: str | None = None
@@ -135,7 +139,7 @@ class SessionConnection:
                         connection.owner = self.owner
                     connection.identity = self.identity
                     with anyio.fail_after(config.connect_timeout):
-                        await connection.handshake(config.protocol, config.connect_timeout)
+                        await connection.handshake(config.protocol, config.connect_timeout, self.capabilities)
                     self.connection = connection
                     self.ready.set()
                     registry.log.info("session_connection_opened", host_session=self.label, sessions=len(registry))

@@ -1,7 +1,8 @@
 """A URL child's wire: the SDK's client transports (Streamable HTTP, SSE) carry the hub's own session (the same
 `Connection` as a stdio child's); messages cross as the SDK's models at this edge only. Each request names its
 protocol revision in the `MCP-Protocol-Version` header, and a 2026-07-28 request also its method and name
-(`Mcp-Method`, `Mcp-Name`).
+(`Mcp-Method`, `Mcp-Name`) and a `tools/call` the arguments its tool marks `x-mcp-header` (`Mcp-Param-*`, read from
+the child's listing as it is now): hub.protocol.headers.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from anyio.abc import TaskGroup
 
 from hub.config.schema import ServerConfig
 from hub.platform.pipes import Broken
+from hub.protocol.headers import ToolHeaders, routing_headers
 from hub.protocol.jsonrpc import classify
 from hub.protocol.revisions import is_modern
 from hub.upstream.connection import Connection, Events
@@ -24,14 +26,17 @@ from hub.upstream.connection import Connection, Events
 # Bytes beyond max_result_bytes allowed for one SSE event (its framing).
 EVENT_MARGIN = 4096
 SSE_READ_TIMEOUT = 300.0
-_NAMES = {"tools/call": "name", "prompts/get": "name", "resources/read": "uri"}
+# The child's tools as last listed (raw dicts, the child's own names): where `x-mcp-header` marks are read.
+ListedTools = Callable[[], tuple[dict[str, Any], ...]]
 
 
 class UrlWire:
     """Queues the hub's messages for the transport's write stream, in order, from any caller."""
 
-    def __init__(self, name: str) -> None:
+    def __init__(self, name: str, tools: ListedTools | None = None) -> None:
         self.name = name
+        self._tools = tools
+        self._tool_headers = ToolHeaders()
         self._queue: deque[dict[str, Any]] = deque()
         self._wake = anyio.Event()
         self._version: str | None = None
@@ -76,11 +81,13 @@ class UrlWire:
         headers = {"mcp-protocol-version": version}
         method = message.get("method")
         if is_modern(version) and isinstance(method, str) and "id" in message:
-            headers["mcp-method"] = method
-            key = _NAMES.get(method)
-            params = message.get("params") or {}
-            if key is not None and isinstance(params.get(key), str):
-                headers["mcp-name"] = params[key]
+            params = message.get("params")
+            params = params if isinstance(params, dict) else {}
+            tool = params.get("name")
+            param_map = None
+            if method == "tools/call" and self._tools is not None and isinstance(tool, str):
+                param_map = self._tool_headers.of(self._tools(), tool)
+            headers.update(routing_headers(method, params, param_map))
         return headers
 
 
@@ -90,15 +97,21 @@ AuthFor = Callable[[Callable[[str], None]], Awaitable[Any]]
 
 @asynccontextmanager
 async def open_url(
-    name: str, config: ServerConfig, events: Events, tg: TaskGroup, auth_for: AuthFor | None = None
+    name: str,
+    config: ServerConfig,
+    events: Events,
+    tg: TaskGroup,
+    auth_for: AuthFor | None = None,
+    tools: ListedTools | None = None,
 ) -> AsyncIterator[Connection]:
-    """Connect to the child's URL and yield its connection; leaving closes the transport.
+    """Connect to the child's URL and yield its connection; leaving closes the transport. `tools`: the child's
+    listing as it is now, for the `Mcp-Param-*` headers of a 2026-07-28 `tools/call`.
 
     Raises:
         SignInRequired: (from `auth_for`) an OAuth child this identity has not signed in to.
     """
     assert config.url is not None
-    wire = UrlWire(name)
+    wire = UrlWire(name, tools)
     connection = Connection(name, wire, events)
     auth = await auth_for(connection.ended) if auth_for is not None else None
     async with _transport(config, auth) as (read, write):

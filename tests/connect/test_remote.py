@@ -31,6 +31,7 @@ class FakeHub:
         self.seen: list[tuple[str, dict[str, str], dict[str, Any]]] = []
         self.refuse = False
         self.down = 0  # connection attempts still to fail
+        self.tools: list[dict[str, Any]] = []  # what tools/list answers
 
     def restart(self) -> None:
         self.sessions.clear()
@@ -58,6 +59,8 @@ class FakeHub:
             return httpx2.Response(404, json={"jsonrpc": "2.0", "id": message.get("id"), "error": error})
         if "id" not in message or "method" not in message:
             return httpx2.Response(202)
+        if message["method"] == "tools/list" and self.tools:
+            return httpx2.Response(200, json={"jsonrpc": "2.0", "id": message["id"], "result": {"tools": self.tools}})
         return httpx2.Response(200, json={"jsonrpc": "2.0", "id": message["id"], "result": {"echo": message["method"]}})
 
 
@@ -144,11 +147,41 @@ async def test_a_2026_request_goes_alone_with_its_routing_headers() -> None:
     remote, _ = make_remote(hub)
     meta = {"io.modelcontextprotocol/protocolVersion": "2026-07-28"}
     await ask(remote, request(1, "tools/call", {"name": "kitchen_échö", "_meta": meta}), modern=True)
-    _, headers, _ = hub.seen[0]
+    _, headers, _ = hub.seen[-1]
     assert headers["mcp-protocol-version"] == "2026-07-28"
     assert headers["mcp-method"] == "tools/call"
     assert headers["mcp-name"].startswith("=?base64?")  # not ASCII: the SDK's header encoding
     assert "mcp-session-id" not in headers
+
+
+REGIONAL = {
+    "name": "db_sql",
+    "inputSchema": {"type": "object", "properties": {"region": {"type": "string", "x-mcp-header": "Region"}}},
+}
+
+
+async def test_a_2026_call_carries_the_mcp_param_headers_of_its_listed_tool() -> None:
+    hub = FakeHub()
+    hub.tools = [REGIONAL]
+    remote, _ = make_remote(hub)
+    meta = {"io.modelcontextprotocol/protocolVersion": "2026-07-28"}
+    await ask(remote, request(1, "tools/list", {"_meta": meta}), modern=True)
+    await ask(remote, request(2, "tools/call", {"name": "db_sql", "arguments": {"region": "eu"}, "_meta": meta}), True)
+    assert [method for method, _, _ in hub.seen] == ["tools/list", "tools/call"]
+    assert hub.seen[-1][1]["mcp-param-region"] == "eu"
+
+
+async def test_a_2026_call_before_any_listing_lists_first_under_the_hosts_envelope() -> None:
+    hub = FakeHub()
+    hub.tools = [REGIONAL]
+    remote, _ = make_remote(hub)
+    meta = {"io.modelcontextprotocol/protocolVersion": "2026-07-28", "x": 1}
+    await ask(remote, request(1, "tools/call", {"name": "db_sql", "arguments": {"region": "eu"}, "_meta": meta}), True)
+    await ask(remote, request(2, "tools/call", {"name": "db_sql", "arguments": {"region": "us"}, "_meta": meta}), True)
+    assert [method for method, _, _ in hub.seen] == ["tools/list", "tools/call", "tools/call"]  # listed once
+    _, headers, sent = hub.seen[0]
+    assert sent["params"]["_meta"] == meta and headers["mcp-method"] == "tools/list"
+    assert [h["mcp-param-region"] for _, h, _ in hub.seen[1:]] == ["eu", "us"]
 
 
 def test_backoff_doubles_to_its_cap_with_jitter_below() -> None:

@@ -20,7 +20,7 @@ from hub.config import parse_config
 from hub.config.schema import LoadedConfig
 from hub.host.session import HostSession
 from hub.logs import CallLog
-from hub.protocol import revisions
+from hub.protocol import extensions, revisions
 from hub.protocol.jsonrpc import (
     INVALID_PARAMS,
     INVALID_REQUEST,
@@ -422,3 +422,39 @@ async def test_a_request_to_the_host_is_sent_on_the_stream_and_answered_by_its_r
         assert (stream.lines[0][0], asked["method"], asked["params"]) == ("send", "roots/list", {})
         session.receive(line({"jsonrpc": "2.0", "id": asked["id"], "result": {"roots": []}}), stream)
     assert results == [{"roots": []}]
+
+
+# ---- extensions (decision 016) ------------------------------------------------------------------------------
+
+
+async def test_a_host_is_told_the_relayable_extensions_its_children_declared_and_all_while_they_start() -> None:
+    async with hub_with_child() as (hub, connection, _):
+        child = hub.children["time"]
+        child.settled = anyio.Event()  # still starting: what it will declare is not known yet
+        starting = Stream()
+        HostSession(hub, "conn-1", starting).receive(request(1, "initialize", INITIALIZE), starting)
+        assert starting.last()["result"]["capabilities"]["extensions"] == {extensions.UI: {}}
+        child.settled.set()
+        assert "extensions" not in json.dumps(_initialize_result(hub))  # the child declared none
+        connection.capabilities = {"tools": {}, "extensions": {extensions.UI: {"v": 1}, "com.example/x": {}}}
+        assert _initialize_result(hub)["capabilities"]["extensions"] == {extensions.UI: {"v": 1}}
+        modern = Stream()
+        HostSession(hub, "http-1", modern).receive(request(2, "server/discover", {"_meta": modern_meta()}), modern)
+        assert modern.last()["result"]["capabilities"]["extensions"] == {extensions.UI: {"v": 1}}
+
+
+def _initialize_result(hub: Hub) -> Message:
+    stream = Stream()
+    HostSession(hub, "conn-2", stream).receive(request(1, "initialize", INITIALIZE), stream)
+    result: Message = stream.last()["result"]
+    return result
+
+
+async def test_a_method_of_an_extension_is_refused_naming_the_extension() -> None:
+    hub, stream = make_hub(), Stream()
+    session = HostSession(hub, "conn-1", stream)
+    initialized(session, stream)
+    session.receive(request(2, "ui/open-link", {}), stream)
+    request_id, code, message = error_of(stream.last())
+    assert (request_id, code) == (2, METHOD_NOT_FOUND)
+    assert extensions.UI in message and "never reaches a server" in message

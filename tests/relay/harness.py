@@ -195,9 +195,10 @@ class FakeRequest:
         return token if isinstance(token, int | str) else None
 
     def declared(self, capability: str) -> bool:
-        if self.capabilities is not None:
-            return self.capabilities.get(capability) is not None
-        return self.session.declared(capability)
+        return self.client_capabilities().get(capability) is not None
+
+    def client_capabilities(self) -> dict[str, Any]:
+        return self.capabilities if self.capabilities is not None else self.session.capabilities
 
     def respond(self, result: Message | bytes) -> None:
         self.outcomes.append("respond")

@@ -9,7 +9,7 @@ import anyio
 import anyio.lowlevel
 import pytest
 
-from hub.protocol import errors, revisions
+from hub.protocol import errors, extensions, revisions
 from hub.protocol.jsonrpc import Notification, Request, Response, encode
 from hub.upstream.connection import Connection
 from tests.relay.harness import HANDSHAKE, MODERN, WAIT, FakeWire
@@ -80,7 +80,7 @@ async def test_a_request_to_a_2026_child_carries_the_envelope_and_keeps_the_call
         "com.example/x": 1,
         revisions.PROTOCOL_VERSION_KEY: MODERN,
         revisions.CLIENT_INFO_KEY: revisions.CLIENT_INFO,
-        revisions.CLIENT_CAPABILITIES_KEY: revisions.CLIENT_CAPABILITIES,
+        revisions.CLIENT_CAPABILITIES_KEY: extensions.client_capabilities(None),
         revisions.LOG_LEVEL_KEY: "debug",
     }
 
@@ -365,7 +365,7 @@ async def test_a_legacy_handshake_initializes_and_records_what_the_child_said() 
     initialize = wire.requests("initialize")[0]["params"]
     assert initialize == {
         "protocolVersion": revisions.LATEST_HANDSHAKE,
-        "capabilities": revisions.CLIENT_CAPABILITIES,
+        "capabilities": extensions.client_capabilities(None),  # the shared connection's
         "clientInfo": revisions.CLIENT_INFO,
     }
     assert wire.sent[-1] == {"jsonrpc": "2.0", "method": "notifications/initialized"}
@@ -395,6 +395,28 @@ async def test_auto_speaks_2026_to_a_child_that_discovers_it() -> None:
     assert wire.requests("initialize") == []
     assert wire.requests("server/discover")[0]["params"]["_meta"][revisions.PROTOCOL_VERSION_KEY] == MODERN
     assert wire.negotiations == [MODERN]
+
+
+HOST_UI = {"roots": {}, "extensions": {extensions.UI: {"mimeTypes": ["text/html;profile=mcp-app"]}, "x.y/z": {}}}
+
+
+async def test_a_connection_of_a_hosts_own_declares_that_hosts_relayable_extensions_in_either_era() -> None:
+    declared = extensions.client_capabilities(HOST_UI)
+    legacy, legacy_wire, _ = connect(None)
+    modern, modern_wire, _ = connect(None)
+    discovered = {"supportedVersions": [MODERN], "capabilities": {}}
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(answer_next, legacy_wire, legacy, "initialize", INITIALIZED)
+        tg.start_soon(answer_next, modern_wire, modern, "server/discover", discovered)
+        with anyio.fail_after(WAIT):
+            await legacy.handshake("legacy", WAIT, declared)
+            await modern.handshake("auto", WAIT, declared)
+    assert legacy_wire.requests("initialize")[0]["params"]["capabilities"]["extensions"] == {
+        extensions.UI: {"mimeTypes": ["text/html;profile=mcp-app"]}
+    }
+    modern.send("tools/call", {"name": "now"}, Exchange())
+    for request in (modern_wire.requests("server/discover")[0], modern_wire.requests("tools/call")[0]):
+        assert request["params"]["_meta"][revisions.CLIENT_CAPABILITIES_KEY] == declared
 
 
 async def test_auto_falls_back_to_initialize_when_the_child_does_not_discover() -> None:
