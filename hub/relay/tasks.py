@@ -99,6 +99,9 @@ class TaskCreation:
     def declared(self, capability: str) -> bool:
         return self.real.declared(capability)
 
+    def client_capabilities(self) -> dict[str, Any]:
+        return self.real.client_capabilities()
+
     def fail(self, error: dict[str, Any]) -> None:
         self.real.fail(error)
 
