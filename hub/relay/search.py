@@ -66,7 +66,6 @@ _SYNONYMS = {
     "open": "navigate",
     "javascript": "evaluate",
     "js": "javascript evaluate",
-    "history": "log",
     "changed": "log diff",
     "am": "current",
     "latitude": "geocode coordinate",
@@ -76,8 +75,6 @@ _SYNONYMS = {
     "mkdir": "create directory",
     "delete": "remove",
     "remove": "delete",
-    "google": "web search",
-    "internet": "web",
 }
 
 
