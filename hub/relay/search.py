@@ -46,10 +46,8 @@ _SYNONYMS = {
     "bug": "issue",
     "report": "create issue",
     "find": "search",
-    "ticket": "issue",
     "picture": "image",
     "photo": "image",
-    "now": "current",
     "what time": "current",
     "time difference": "convert",
     "how far": "distance",
@@ -65,16 +63,12 @@ _SYNONYMS = {
     "page": "url",
     "open": "navigate",
     "javascript": "evaluate",
-    "js": "javascript evaluate",
     "changed": "log diff",
     "am": "current",
     "latitude": "geocode coordinate",
     "longitude": "geocode coordinate",
     "altitude": "elevation",
     "rename": "move",
-    "mkdir": "create directory",
-    "delete": "remove",
-    "remove": "delete",
 }
 
 
