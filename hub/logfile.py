@@ -123,6 +123,30 @@ class LogFile:
             self._file.close()
 
 
+class Tee:
+    """A log file that also passes every line on to another stream (stderr): the desktop's default call log, while
+    the host that started the hub still reads its stderr."""
+
+    def __init__(self, file: LogFile, other: IO[str]) -> None:
+        self.file = file
+        self._other = other
+
+    def write(self, text: str) -> int:
+        self.file.write(text)
+        try:
+            self._other.write(text)
+            self._other.flush()
+        except (OSError, ValueError):  # the host closed its end of stderr: the file still has every line
+            pass
+        return len(text)
+
+    def flush(self) -> None:
+        """Nothing to do: both are written at once."""
+
+    def isatty(self) -> bool:
+        return False
+
+
 def read_lines(handle: IO[bytes]) -> Iterator[str]:
     """The lines of an open log file, decoded (a byte that is not UTF-8 replaced, never fatal)."""
     for raw in handle:

@@ -15,7 +15,7 @@ from typing import Any, Literal, TextIO, cast
 
 import structlog
 
-from hub.logfile import LogFile
+from hub.logfile import LogFile, Tee
 from hub.redaction import Redactor
 
 LogFormat = Literal["json", "console"]
@@ -91,16 +91,28 @@ class CallLog:
 
 
 def configure_logging(
-    fmt: LogFormat = "json", level: str = "info", file: str | None = None, max_bytes: int = 0, backups: int = 1
+    fmt: LogFormat = "json",
+    level: str = "info",
+    file: str | None = None,
+    max_bytes: int = 0,
+    backups: int = 1,
+    default_file: str | None = None,
 ) -> CallLog:
     """Route structlog and stdlib logging to one stream; returns the call log's writer on that stream.
 
     With `file`, lines are appended to it whole, rotated past `max_bytes` (0: never) keeping `backups` files
-    (hub.logfile).
+    (hub.logfile). Without, `default_file` (the desktop's call log) is written so and stderr too; a default file
+    that cannot be made leaves stderr alone, with a line on stderr saying why.
     """
     log_file = LogFile(file, max_bytes, backups) if file else None
     # A LogFile has all that structlog, stdlib logging and the call log use of a text stream: write, flush, isatty.
     stream = cast(TextIO, log_file) if log_file else sys.stderr
+    if log_file is None and default_file:
+        try:
+            log_file = LogFile(default_file, max_bytes, backups)
+            stream = cast(TextIO, Tee(log_file, sys.stderr))
+        except OSError as exc:
+            print(f"hub: no call log file ({exc}); logging to stderr only", file=sys.stderr)
     numeric = logging.getLevelNamesMapping().get(level.upper(), logging.INFO)
     redactor = Redactor()
     shared: list[structlog.types.Processor] = [

@@ -84,18 +84,21 @@ async def connect(url: str, token: Token) -> None:
             forwarder = Forwarder(remote, wire.write, tg)
             tg.start_soon(forwarder.run)
             tg.start_soon(remote.listen, forwarder.send)
-            tg.start_soon(_stop_on_signal, wire.gone)
+            stopping = anyio.Event()
+            tg.start_soon(_stop_on_signal, wire.gone, stopping)
             await wire.gone.wait()
+            await forwarder.drain(stopping)  # end of input: the answers to what was sent still come (bounded)
             tg.cancel_scope.cancel()
         await remote.close()
     _log.info("connect_stopped", url=url)
 
 
-async def _stop_on_signal(gone: anyio.Event) -> None:
+async def _stop_on_signal(gone: anyio.Event, stopping: anyio.Event) -> None:
     if not STOP_SIGNALS:
         return
     with anyio.open_signal_receiver(*STOP_SIGNALS) as received:
         async for signum in received:
             _log.info("connect_stopping", signal=signal.Signals(signum).name)
+            stopping.set()
             gone.set()
             return

@@ -287,12 +287,11 @@ def run_logs(args: argparse.Namespace, config: str | None, out: TextIO = sys.std
 def _log_path(given: str | None, config: str | None, err: TextIO) -> Path | None:
     """FILE or --log-file; else `hub.log_file` of servers.yaml (its includes and servers.env as the hub reads
     them), read without validating the rest (a server's `${TOKEN}` the shell does not have must not keep a person
-    from their logs)."""
+    from their logs); else, when servers.yaml sets none (or there is none), the desktop's default call log."""
     if given is not None:
         return Path(given)
     if config is None or not os.path.exists(config):
-        err.write("hub: which log? give FILE, or --log-file PATH, or set hub.log_file in servers.yaml\n")
-        return None
+        return _default_log(err)
     from hub.config.expansion import expand_env
     from hub.config.loader import ConfigError, read_unchecked
 
@@ -303,8 +302,11 @@ def _log_path(given: str | None, config: str | None, err: TextIO) -> Path | None
         return None
     settings = tree.get("hub") if isinstance(tree, dict) else None
     value = settings.get("log_file") if isinstance(settings, dict) else None
+    if value is None:
+        return _default_log(err)
     if not isinstance(value, str):
-        err.write(f"hub: {config} sets no hub.log_file; give FILE or --log-file PATH\n")
+        said = str(value).lower() if isinstance(value, bool) else value
+        err.write(f"hub: {config} sets hub.log_file: {said}, so no log file is written; give FILE or --log-file PATH\n")
         return None
     try:
         value = expand_env(value, environ)
@@ -312,6 +314,20 @@ def _log_path(given: str | None, config: str | None, err: TextIO) -> Path | None
         err.write(f"hub: hub.log_file in {config} uses ${{{exc.args[0]}}}, which is not set\n")
         return None
     return Path(config).parent / Path(value).expanduser()
+
+
+def _default_log(err: TextIO) -> Path | None:
+    """The desktop's call log, if `hub serve` has written it."""
+    from hub.config.paths import default_log_path
+
+    path = default_log_path()
+    if not path.exists():
+        err.write(
+            f"hub: no call log at {path} yet: `hub serve` on stdio writes it unless hub.log_file is set (or false); "
+            "give FILE, or --log-file PATH, or set hub.log_file in servers.yaml\n"
+        )
+        return None
+    return path
 
 
 def _read(path: Path, printer: _Printer, err: TextIO) -> int:

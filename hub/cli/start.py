@@ -46,6 +46,7 @@ def run_hub_command(args: argparse.Namespace, started: float) -> int:
 
 
 async def _run(args: argparse.Namespace, started: float) -> int:
+    from hub.config.paths import default_log_path
     from hub.logs import configure_logging
 
     serving = args.command == "serve"
@@ -53,12 +54,16 @@ async def _run(args: argparse.Namespace, started: float) -> int:
     if isinstance(loaded, int):
         return loaded
     rotate = loaded.config.hub.log_rotate
+    # The desktop's call log: `hub serve` on stdio with no log file named also appends to the user's log directory
+    # (`hub.log_file: false` turns it off), so that `hub logs` works out of the box.
+    desktop = serving and not args.http and loaded.config.hub.log_file is None
     call_log = configure_logging(
         args.log_format or ("json" if serving else "console"),
         args.log_level or ("info" if serving else "warning"),
         args.log_file or (str(loaded.log_path) if serving and loaded.log_path else None),
         rotate.max_bytes,
         rotate.backups,
+        str(default_log_path()) if desktop else None,
     )
     from hub.access.identity import local_user
 

@@ -1,4 +1,5 @@
 """Where servers.yaml is: the one rule every command (and `hub install`, which writes it into a host's entry) uses.
+And where the desktop's call log goes when servers.yaml names none (`default_log_path`).
 
 Named (--config, $HUB_CONFIG): that one. Else `./servers.yaml` if it exists, else `servers.yaml` in the user's
 config directory as the system has it (platformdirs: ~/.config/hub on Linux, ~/Library/Application Support/hub on
@@ -8,6 +9,7 @@ macOS, %LOCALAPPDATA%\\hub on Windows).
 from __future__ import annotations
 
 import os
+from pathlib import Path
 
 DEFAULT_CONFIG = "servers.yaml"
 
@@ -31,3 +33,12 @@ def config_path(given: str | None) -> tuple[str, str | None]:
         f"no such file: neither {here} nor {user} exists; create one of them, or pass --config PATH "
         "(or set HUB_CONFIG) (see docs/configuration.md)"
     )
+
+
+def default_log_path() -> Path:
+    """The call log of `hub serve` on stdio when `hub.log_file` is not set: `hub.log` in the user's log directory as
+    the system has it (platformdirs: $XDG_STATE_HOME/hub/log, else ~/.local/state/hub/log, on Linux;
+    ~/Library/Logs/hub on macOS; %LOCALAPPDATA%\\hub\\Logs on Windows). `hub logs` reads it by default."""
+    import platformdirs
+
+    return Path(platformdirs.user_log_dir("hub", appauthor=False)) / "hub.log"

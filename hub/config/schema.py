@@ -386,7 +386,9 @@ class LoadedConfig:
 
     @cached_property
     def log_path(self) -> Path | None:
-        return self._place(self.config.hub.log_file)
+        """The log file servers.yaml names; None when it names none (`false` or unset)."""
+        log_file = self.config.hub.log_file
+        return self._place(log_file) if isinstance(log_file, str) else None
 
     @cached_property
     def secrets(self) -> Secrets:

@@ -3,6 +3,8 @@ file and its rotation, listing and exposure defaults), each key with its meaning
 
 from __future__ import annotations
 
+from typing import Literal
+
 from pydantic import Field
 
 from hub.config.model import ExposureMode, OutputMode, Strict
@@ -101,10 +103,11 @@ class HubSettings(Strict):
             "starting, so that a host's first listing is complete; 0 answers at once with the servers already up."
         ),
     )
-    log_file: str | None = Field(
+    log_file: str | Literal[False] | None = Field(
         default=None,
         description="Where `hub serve` appends its logs when --log-file is not given (relative: to servers.yaml); "
-        "what `hub logs` reads by default.",
+        "what `hub logs` reads by default. Unset: `hub serve` on stdio also appends them to hub.log in the user's "
+        "log directory (hub.config.paths.default_log_path); false: stderr only.",
     )
     log_rotate: LogRotation = LogRotation()
     sandbox: SandboxConfig = Field(

@@ -6,6 +6,10 @@ exits on a line. Messages reach the hub in the order the host wrote them: a noti
 (the hub said 202) before the next line is taken, and a request is sent from a task of its own (its response streams
 for as long as the call runs), so that `notifications/initialized` reaches the hub before the requests after it.
 
+At end of input (the host closed stdin after writing), `drain` waits, bounded by DRAIN_LIMIT, until every line
+taken has reached the hub and every request sent has its answer, as `hub serve` answers what it read before its
+stdin closed: `printf '<initialize>\n' | hub connect URL` prints the answer.
+
 Every request of the host's gets exactly one answer: the hub's; or, when its connection drops, the hub cannot be
 reached or the token is refused, an error saying so. A request the host cancelled gets none (the hub's "cancelled"
 answer is dropped). Toward 2026-07-28 a cancellation closes the request's POST, which is how that revision cancels;
@@ -50,6 +54,8 @@ from hub.protocol.jsonrpc import (
 # Lines the host may have written ahead of what has reached the hub (while the hub restarts, say); beyond that a
 # request is answered at once with an error, and anything else is dropped (and logged).
 MAX_QUEUED = 10_000
+# How long hub connect waits at end of input for the answers to what it has already sent (then it exits anyway).
+DRAIN_LIMIT = 30.0
 _LISTS = ("tools", "prompts", "resources")
 
 _log = structlog.get_logger("hub.connect")
@@ -76,6 +82,8 @@ class Forwarder:
         self._cancelled: set[RequestId] = set()
         self._era: str | None = None  # "handshake" or "modern", from the host's first request
         self._dropped = Throttle()
+        self._delivering = False  # a notification or answer of the host's is on its way to the hub
+        self._settled = anyio.Event()  # set whenever a message is through: `drain` looks again
 
     # ---- from the host --------------------------------------------------------------------------------------
 
@@ -136,21 +144,50 @@ class Forwarder:
                 self._wake = anyio.Event()
                 await self._wake.wait()
             line, message = self._queue.popleft()
-            if isinstance(message, Request):
+            if isinstance(message, Request) and message.method == "initialize":
+                # What follows needs the session its answer makes: a host that writes ahead (a script piping
+                # lines in) would otherwise send it with no session id. A host that waits loses nothing.
+                answered = anyio.Event()
+                self._start(message, answered)
+                await answered.wait()
+            elif isinstance(message, Request):
                 self._start(message)
             else:
-                await self._deliver(line, message)
+                self._delivering = True
+                try:
+                    await self._deliver(line, message)
+                finally:
+                    self._delivering = False
+                    self._settled.set()
 
-    def _start(self, request: Request) -> None:
+    async def drain(self, stop: anyio.Event) -> None:
+        """At end of input: wait until what the host wrote has reached the hub and each request sent has its answer,
+        for at most DRAIN_LIMIT seconds, or until `stop` (a stop signal) is set."""
+
+        async def on_stop() -> None:
+            await stop.wait()
+            scope.cancel()
+
+        async with anyio.create_task_group() as tg:
+            with anyio.move_on_after(DRAIN_LIMIT) as scope:
+                tg.start_soon(on_stop)
+                while self._queue or self._in_flight or self._delivering:
+                    self._settled = anyio.Event()
+                    await self._settled.wait()
+            tg.cancel_scope.cancel()
+        if self._queue or self._in_flight:
+            _log.warning("connect_input_ended_unanswered", queued=len(self._queue), in_flight=len(self._in_flight))
+
+    def _start(self, request: Request, answered: anyio.Event | None = None) -> None:
         if self._era is None:
             modern = request.method != "initialize" and revisions.has_envelope(request.params)
             self._era = "modern" if modern else "handshake"
         scope = anyio.CancelScope()
         self._in_flight[request.id] = scope
-        self._tg.start_soon(self._request, request, scope)
+        self._tg.start_soon(self._request, request, scope, answered)
 
-    async def _request(self, request: Request, scope: anyio.CancelScope) -> None:
-        """One request, to its answer (or the error that stands for it)."""
+    async def _request(self, request: Request, scope: anyio.CancelScope, answered_event: anyio.Event | None) -> None:
+        """One request, to its answer (or the error that stands for it); then `answered_event` is set."""
         answered = False
 
         def deliver(line: bytes) -> None:
@@ -180,6 +217,9 @@ class Forwarder:
         if not answered and not cancelled:
             ended = f"the hub at {self.remote.url} ended its response without an answer"
             self.send(failure or error_line(request.id, CONNECTION_CLOSED, ended))
+        self._settled.set()
+        if answered_event is not None:
+            answered_event.set()
 
     async def _deliver(self, line: bytes, message: Message) -> None:
         """A notification or an answer of the host's, to the hub."""

@@ -312,11 +312,20 @@ def test_the_default_log_is_hub_log_file_of_servers_yaml_relative_to_it(
     assert (
         json.loads(logs("--json", "--log-file", str(tmp_path / "other.log"), config=str(config))[1])["request_id"] == 2
     )
+    # No hub.log_file: the desktop's default call log, in the user's log directory (not written yet, then written).
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))
     config.write_text("servers: {}\n")
     status, _, err = logs(config=str(config))
-    assert status == 1 and "sets no hub.log_file; give FILE or --log-file PATH" in err
+    assert status == 1 and f"no call log at {tmp_path / 'state' / 'hub' / 'log' / 'hub.log'} yet" in err
     status, _, err = logs(config=None)
     assert status == 1 and "give FILE, or --log-file PATH, or set hub.log_file in servers.yaml" in err
+    (tmp_path / "state" / "hub" / "log").mkdir(parents=True)
+    write_log(tmp_path / "state" / "hub" / "log" / "hub.log", [call(3)])
+    assert json.loads(logs("--json", config=str(config))[1])["request_id"] == 3
+    assert json.loads(logs("--json", config=None)[1])["request_id"] == 3
+    config.write_text("hub:\n  log_file: false\nservers: {}\n")
+    status, _, err = logs(config=str(config))
+    assert status == 1 and "sets hub.log_file: false, so no log file is written" in err
 
     # As the hub reads it: from an included file, with a variable of servers.env.
     (config.parent / "team.yaml").write_text("hub:\n  log_file: ${LOG_DIR}/hub.log\nservers: {}\n")

@@ -208,3 +208,70 @@ async def test_a_renewed_session_tells_the_host_its_lists_may_have_changed() -> 
             "notifications/tools/list_changed",
             "notifications/resources/list_changed",
         ]
+
+
+async def test_nothing_written_after_initialize_leaves_before_its_answer() -> None:
+    """A host that writes ahead (a script piping lines in): what follows initialize needs the session it makes."""
+    release = anyio.Event()
+
+    async def slow_initialize(request: Request, deliver: Deliver) -> None:
+        await release.wait()
+        deliver(result_line(request.id, {"protocolVersion": "2025-11-25"}))
+
+    async with forwarder_with_stand_ins() as (forwarder, remote, wire):
+        remote.handlers = {"initialize": slow_initialize}
+        send(forwarder, {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {}})
+        send(forwarder, {"jsonrpc": "2.0", "method": "notifications/initialized"})
+        send(forwarder, {"jsonrpc": "2.0", "id": 2, "method": "tools/list"})
+        await anyio.wait_all_tasks_blocked()
+        assert remote.requests == [("initialize", False)] and remote.posted == []
+        release.set()
+        await wire.answer(2)
+        assert remote.requests == [("initialize", False), ("tools/list", False)]
+        assert [m for m, _ in remote.posted] == [{"jsonrpc": "2.0", "method": "notifications/initialized"}]
+
+
+async def test_at_end_of_input_drain_waits_for_the_answers_to_what_was_sent() -> None:
+    release = anyio.Event()
+
+    async def slow(request: Request, deliver: Deliver) -> None:
+        await release.wait()
+        deliver(result_line(request.id, {"late": True}))
+
+    async with forwarder_with_stand_ins() as (forwarder, remote, wire):
+        remote.handlers = {"slow": slow}
+        remote.hold_posts = anyio.Event()
+        send(forwarder, {"jsonrpc": "2.0", "id": 1, "method": "slow"})
+        send(forwarder, {"jsonrpc": "2.0", "method": "notifications/x"})
+        async with anyio.create_task_group() as tg:
+            drained = anyio.Event()
+
+            async def drain() -> None:
+                await forwarder.drain(anyio.Event())
+                drained.set()
+
+            tg.start_soon(drain)
+            await anyio.wait_all_tasks_blocked()
+            assert not drained.is_set()  # the request has no answer and the notification has not reached the hub
+            release.set()
+            await wire.answer(1)
+            await anyio.wait_all_tasks_blocked()
+            assert not drained.is_set()  # the notification is still on its way
+            remote.hold_posts.set()
+            with anyio.fail_after(WAIT):
+                await drained.wait()
+        assert [m["method"] for m, _ in remote.posted] == ["notifications/x"]
+
+
+async def test_a_stop_signal_ends_the_wait_at_end_of_input() -> None:
+    async def never(request: Request, deliver: Deliver) -> None:
+        await anyio.sleep_forever()
+
+    async with forwarder_with_stand_ins() as (forwarder, remote, _wire):
+        remote.handlers = {"never": never}
+        send(forwarder, {"jsonrpc": "2.0", "id": 1, "method": "never"})
+        await anyio.wait_all_tasks_blocked()
+        stop = anyio.Event()
+        stop.set()
+        with anyio.fail_after(WAIT):
+            await forwarder.drain(stop)

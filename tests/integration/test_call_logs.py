@@ -267,3 +267,41 @@ async def test_sighup_begins_a_new_file_after_logrotate_moved_the_old_one(tmp_pa
     assert texts(log) == ["after"]
     both, _ = await hub_logs(str(log), "--json")
     assert [json.loads(line)["arguments"]["text"] for line in both.splitlines()] == ["before", "after"]
+
+
+async def test_a_desktop_hub_logs_to_the_users_log_directory_and_hub_logs_reads_it_out_of_the_box(
+    tmp_path: Path,
+) -> None:
+    """No log file named anywhere: `hub serve` on stdio (as a desktop host starts it) appends its call log to the
+    user's log directory ($XDG_STATE_HOME/hub/log/hub.log on Linux); `hub logs`, with no argument, reads it.
+    `hub.log_file: false` turns the file off."""
+    home, state = tmp_path / "home", tmp_path / "state"
+    home.mkdir()
+    env = {**os.environ, "HOME": str(home), "XDG_STATE_HOME": str(state)}
+    config = write_config(tmp_path, {"kitchen": KITCHEN})
+    log = state / "hub" / "log" / "hub.log"
+    params = StdioServerParameters(
+        command=sys.executable, args=["-m", "hub", "serve", "--config", str(config)], cwd=str(REPO), env=env
+    )
+    host = Host()
+    async with connect_hub(params, host) as client:
+        await wait_for_tools(client, host, TOOLS)
+        await client.call_tool("kitchen_echo", {"text": "hi"})
+        (call,) = await wait_calls(log, 1)
+    assert call["name"] == "kitchen_echo" and call["outcome"] == "ok"
+    with anyio.fail_after(WAIT):
+        done = await anyio.run_process([*HUB, "logs", "--json"], cwd=tmp_path, env=env, check=False)
+    assert done.returncode == 0, done.stderr.decode()
+    assert [json.loads(line)["name"] for line in done.stdout.decode().splitlines()] == ["kitchen_echo"]
+
+    # Turned off: no file is written (the hub's stderr is all there is), and hub logs says why it has nothing.
+    write_config(tmp_path, {"kitchen": KITCHEN}, {"log_file": False})
+    log.unlink()
+    host = Host()
+    async with connect_hub(params, host) as client:
+        await wait_for_tools(client, host, TOOLS)
+        assert (await client.call_tool("kitchen_echo", {"text": "hi"})).content
+    assert not log.exists()
+    with anyio.fail_after(WAIT):
+        done = await anyio.run_process([*HUB, "logs", "-c", str(config)], cwd=tmp_path, env=env, check=False)
+    assert done.returncode == 1 and "sets hub.log_file: false" in done.stderr.decode()

@@ -360,3 +360,27 @@ async def test_bad_lines_are_answered_and_closing_stdin_ends_the_session(tmp_pat
         closed = await wait_for_log(tmp_path / "hub.log", "http_session_closed")
         assert "DELETE" in closed["reason"]
     assert log_events(tmp_path / "bridge.log", "connect_host_message_dropped")
+
+
+async def test_at_end_of_input_the_answers_to_what_was_sent_still_come(tmp_path: Path) -> None:
+    """`printf '<initialize>\\n...' | hub connect URL`: stdin is closed at once, after the lines; as `hub serve` does,
+    hub connect prints the answer to each request before it exits 0."""
+    config = team_config(tmp_path)
+    token = create_token(config, "alice")
+    initialize = {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}
+    echo = {"name": "kitchen_echo", "arguments": {"text": "hi"}}
+    async with serve_hub_http(config, tmp_path / "hub.log") as url:
+        with anyio.fail_after(WAIT):
+            done = await anyio.run_process(
+                bridge_command(url, tmp_path / "bridge.log", "--token-env", TOKEN_ENV),
+                input=line({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": initialize})
+                + line({"jsonrpc": "2.0", "method": "notifications/initialized"})
+                + line({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": echo}),
+                env={**os.environ, TOKEN_ENV: token},
+                cwd=REPO,
+                check=False,
+            )
+    assert done.returncode == 0, done.stderr.decode()
+    answers = {m["id"]: m for m in map(json.loads, done.stdout.decode().splitlines()) if "id" in m}
+    assert answers[1]["result"]["serverInfo"]["name"] == "mcp-hub"
+    assert answers[2].get("result", {}).get("content", [{}])[0].get("text") == "hi", answers[2]

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from hub.relay.search import ToolIndex, tokens
+from hub.relay.search import SYNONYM_WEIGHT, ToolIndex, fields, query_weights, tokens
 
 TOOLS = [
     {"name": "pg_query", "description": "Run a read-only SQL query against the database."},
@@ -14,8 +14,46 @@ TOOLS = [
 
 
 def test_words_split_on_case_and_punctuation_and_lose_plain_suffixes() -> None:
-    assert tokens("listTables get-host the_Services") == ["list", "table", "get", "host", "service"]
+    assert tokens("listTables get-host the_Services") == ["list", "tabl", "get", "host", "servic"]
     assert tokens("") == []
+
+
+def test_snake_camel_kebab_and_acronyms_split_into_the_same_words() -> None:
+    assert tokens("list_hosts") == tokens("listHosts") == tokens("list-hosts") == tokens("listing host")
+    assert tokens("getHTTPHeaders") == ["get", "http", "header"]
+    assert tokens("API-post-search") == ["api", "post", "search"]
+    assert tokens("changed changes change") == ["chang"] * 3
+
+
+def test_user_words_reach_the_words_of_definitions_at_a_lower_weight() -> None:
+    assert query_weights("make a new folder") == {"mak": 1.0, "new": 1.0, "folder": 1.0, "directory": SYNONYM_WEIGHT}
+    assert query_weights("what time is it")["current"] == SYNONYM_WEIGHT, "a phrase of the query"
+    assert query_weights("delete it")["delet"] == 1.0, "a word of the query keeps its own weight"
+
+
+TIME = [
+    {"name": "time_get_current_time", "description": "Get current time in a specific timezone",
+     "inputSchema": {"properties": {"timezone": {"description": "IANA timezone name (e.g., 'Europe/London')."}}}},
+    {"name": "time_convert_time", "description": "Convert time between timezones",
+     "inputSchema": {"properties": {"time": {"description": "Time to convert (HH:MM)"},
+                                    "target_timezone": {"description": "Target IANA timezone (e.g., 'Asia/Tokyo')"}}}},
+]  # fmt: skip
+
+
+def test_what_time_is_it_in_tokyo_asks_for_the_current_time_not_a_conversion() -> None:
+    """The issue's repro: the example city in convert_time's parameter description used to win."""
+    index = ToolIndex(TIME)
+    assert index.search("what time is it in Tokyo", 1, lambda _: True)[0]["name"] == "time_get_current_time"
+    assert index.search("convert 3pm London time to Tokyo", 1, lambda _: True)[0]["name"] == "time_convert_time"
+
+
+def test_a_word_in_the_name_outweighs_the_same_word_in_a_parameter_description() -> None:
+    tools = [
+        {"name": "a_tool", "description": "x", "inputSchema": {"properties": {"p": {"description": "deploy it"}}}},
+        {"name": "b_deploy", "description": "x"},
+    ]
+    assert [t["name"] for t in ToolIndex(tools).search("deploy", 2, lambda _: True)] == ["b_deploy", "a_tool"]
+    assert [f for f, words in fields(tools[0]).items() if "deploy" in words] == ["param_text"]
 
 
 def test_the_best_match_comes_first_and_names_count_most() -> None:
