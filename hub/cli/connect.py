@@ -46,7 +46,7 @@ def run_connect(args: argparse.Namespace) -> int:
     except TokenError as exc:
         print(f"hub connect: {exc}", file=sys.stderr)
         return EXIT_USAGE
-    call_log = configure_logging(args.log_format, args.log_level, args.log_file)
+    call_log = configure_logging(args.log_format or "json", args.log_level or "info", args.log_file)
     if token.value is not None:
         call_log.redactor.add([token.value])  # never in a log line, even quoted back in a hub's error
     try:
