@@ -31,6 +31,9 @@ def check_report(hub: Hub, late: Collection[str]) -> dict[str, Any]:
     servers = []
     for s in report["servers"]:
         state, error = s["state"], s["last_error"]
+        failure = hub.children[s["name"]].last_failure
+        if state != "ready" and error is None and failure is not None:
+            error = failure[0] or None  # restarting: the attempt under way has no error yet, the last one had
         if s["name"] in late:
             timeout = hub.children[s["name"]].config.connect_timeout
             state, error = "failed", f"did not connect and list within {timeout:g}s"

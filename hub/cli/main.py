@@ -51,7 +51,7 @@ def _main(argv: Sequence[str] | None) -> int:
     if args.command == "reload":
         from hub.cli.reload import run_reload
 
-        return run_reload(args.pid, args.url)
+        return run_reload(args)
     if args.command in ("install", "import"):
         from hub.cli.install import run_install_command
 

@@ -208,6 +208,28 @@ def _reload(commands: Commands) -> None:
     target = reload.add_mutually_exclusive_group(required=True)
     target.add_argument("--pid", type=int, help="process id of a hub (sends it SIGHUP)")
     target.add_argument("--url", help="base URL of a hub serving HTTP, e.g. http://127.0.0.1:8000 (POST /reload)")
+    _token_source(reload, "an admin's bearer token, sent with --url")
+
+
+def _token_source(sub: argparse.ArgumentParser, what: str) -> None:
+    """--token-env VAR | --keyring SERVICE [--keyring-user USER]: where `what` is (never on the command line)."""
+    source = sub.add_mutually_exclusive_group()
+    source.add_argument(
+        "--token-env",
+        metavar="VAR",
+        help=f"the environment variable holding {what} (default: {DEFAULT_ENV}; unset there: no token)",
+    )
+    source.add_argument(
+        "--keyring",
+        metavar="SERVICE",
+        help="read the token from the OS keyring's entry for SERVICE (needs the 'keyring' package)",
+    )
+    sub.add_argument(
+        "--keyring-user",
+        metavar="USER",
+        default=DEFAULT_KEYRING_USER,
+        help=f"the user name of the keyring entry (default: {DEFAULT_KEYRING_USER})",
+    )
 
 
 def _logs(commands: Commands) -> None:
@@ -271,23 +293,7 @@ def _connect(commands: Commands) -> None:
         "(it is sent list_changed). Starts no hub and reads no servers.yaml.",
     )
     connect.add_argument("url", metavar="URL", help="the hub's MCP endpoint, e.g. https://hub.example.com/mcp")
-    source = connect.add_mutually_exclusive_group()
-    source.add_argument(
-        "--token-env",
-        metavar="VAR",
-        help=f"the environment variable holding the bearer token (default: {DEFAULT_ENV}; unset there: no token)",
-    )
-    source.add_argument(
-        "--keyring",
-        metavar="SERVICE",
-        help="read the token from the OS keyring's entry for SERVICE (needs the 'keyring' package)",
-    )
-    connect.add_argument(
-        "--keyring-user",
-        metavar="USER",
-        default=DEFAULT_KEYRING_USER,
-        help=f"the user name of the keyring entry (default: {DEFAULT_KEYRING_USER})",
-    )
+    _token_source(connect, "the bearer token")
     _log_options(connect, "format of log lines (default: json; level: info)")
 
 

@@ -6,21 +6,30 @@ from __future__ import annotations
 
 import json
 import os
+import pty
 import subprocess
 import sys
 import time
 from pathlib import Path
 
+import anyio
 import pytest
 
+from hub.cli.install import CLIENT_NAMES
+from tests.integration.test_team import create_token, team_config
 from tests.support.children import python_child, write_config
 from tests.support.paths import REPO
+from tests.support.processes import serve_hub_http, stop_process
+from tests.support.system import free_port
 from tests.support.waits import WAIT
 
 pytestmark = pytest.mark.integration
 
-HUNG_TIMEOUT = 3  # the hung server's connect_timeout
-# The issue's requirements, as upper bounds of the whole command (process start to exit), not benchmarks.
+HUNG_TIMEOUT = 3  # the hung server's connect_timeout in `hub check`
+CALL_HUNG_TIMEOUT = 20  # and in `hub call`, which must not wait for it at all
+# The issue's requirements, as upper bounds of the whole command (process start to exit), not benchmarks. On a
+# machine so loaded that the ready server alone starts slower than that, the bound is the same command without the
+# hung server (plus the hung server's connect_timeout for check): still far below what waiting for it would take.
 CALL_BOUND = 3.0
 CHECK_BOUND = HUNG_TIMEOUT + 2.0
 
@@ -34,41 +43,49 @@ def hub(*args: str) -> tuple[subprocess.CompletedProcess[str], float]:
     return done, time.monotonic() - began
 
 
-@pytest.fixture
-def hung_config(tmp_path: Path) -> Path:
+def hung_config(directory: Path, connect_timeout: float) -> Path:
     """kitchen (ready in a moment) beside a server that never answers initialize."""
+    directory.mkdir(exist_ok=True)
     return write_config(
-        tmp_path,
+        directory,
         {
             "kitchen": python_child("tests.children.kitchen"),
-            "hung": {"command": "sleep", "args": ["1000"], "connect_timeout": HUNG_TIMEOUT},
+            "hung": {"command": "sleep", "args": ["1000"], "connect_timeout": connect_timeout},
         },
     )
 
 
-def test_a_call_waits_only_for_its_own_server(hung_config: Path) -> None:
-    done, took = hub("call", "kitchen_add", '{"a": 2, "b": 3}', "-c", str(hung_config))
+def test_a_call_waits_only_for_its_own_server(tmp_path: Path, kitchen_config: Path) -> None:
+    call = ("call", "kitchen_add", '{"a": 2, "b": 3}', "-c")
+    done, took = hub(*call, str(hung_config(tmp_path / "hung", CALL_HUNG_TIMEOUT)))
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout) == {"sum": 5}, "the content once; the same structured content is not repeated"
-    assert took < CALL_BOUND, f"hub call took {took:.1f}s beside a hung server"
+    if took >= CALL_BOUND:
+        alone = hub(*call, str(kitchen_config))[1]
+        assert took < alone + 2.0, f"hub call took {took:.1f}s beside a hung server, {alone:.1f}s without"
 
 
-def test_check_reports_the_hung_server_once_its_own_connect_timeout_has_passed(hung_config: Path) -> None:
-    done, took = hub("check", "-c", str(hung_config))
+def test_check_reports_the_hung_server_once_its_own_connect_timeout_has_passed(
+    tmp_path: Path, kitchen_config: Path
+) -> None:
+    done, took = hub("check", "-c", str(hung_config(tmp_path / "hung", HUNG_TIMEOUT)))
     assert done.returncode == 1
     rows = {line.split()[0]: line for line in done.stdout.splitlines() if line}
     assert rows["kitchen"].split()[1] == "ready"
     assert f"did not connect and list within {HUNG_TIMEOUT}s" in rows["hung"], done.stdout
     assert "TimeoutError" not in done.stdout + done.stderr
-    assert took < CHECK_BOUND, f"hub check took {took:.1f}s with connect_timeout {HUNG_TIMEOUT}"
+    if took >= CHECK_BOUND:
+        alone = hub("check", "-c", str(kitchen_config))[1]
+        assert took < alone + HUNG_TIMEOUT, f"hub check took {took:.1f}s, {alone:.1f}s without the hung server"
 
 
-def test_check_json_has_the_documented_schema(hung_config: Path) -> None:
-    done, _ = hub("check", "--json", "-c", str(hung_config))
+def test_check_json_has_the_documented_schema(tmp_path: Path) -> None:
+    config = hung_config(tmp_path / "hung", HUNG_TIMEOUT)
+    done, _ = hub("check", "--json", "-c", str(config))
     assert done.returncode == 1
     report = json.loads(done.stdout)
     assert set(report) == {"config", "servers", "ready", "total", "collisions"}
-    assert (report["ready"], report["total"], report["config"]) == (1, 2, str(hung_config))
+    assert (report["ready"], report["total"], report["config"]) == (1, 2, str(config))
     servers = {s["name"]: s for s in report["servers"]}
     keys = {"name", "state", "tools", "resources", "prompts", "start_ms", "restarts", "error", "quarantined"}
     assert all(set(s) == keys for s in servers.values())
@@ -143,3 +160,60 @@ def test_options_every_command_takes_also_go_before_it(kitchen_config: Path) -> 
     # given after the command too, that one wins
     done, _ = hub("-c", "/nonexistent/servers.yaml", "check", "-c", str(kitchen_config))
     assert done.returncode == 0, done.stderr
+
+
+def test_an_unknown_client_is_named_with_the_known_ones() -> None:
+    done, _ = hub("install", "nope")
+    assert done.returncode == 2
+    assert done.stderr.splitlines() == [
+        f"hub: install: unknown client 'nope'; known clients: {', '.join(CLIENT_NAMES)} (or --status)"
+    ]
+
+
+@pytest.mark.anyio
+async def test_reload_over_http_sends_the_admin_token_as_connect_does(tmp_path: Path) -> None:
+    config = team_config(tmp_path)
+    root = create_token(config, "root", "admin")
+    alice = create_token(config, "alice", "oncall")
+    async with serve_hub_http(config, tmp_path / "hub.log") as url:
+        base = url.removesuffix("/mcp")
+        env = {k: v for k, v in os.environ.items() if k != "HUB_TOKEN"}
+
+        def reload(*args: str, **extra: str) -> subprocess.CompletedProcess[str]:
+            command = [sys.executable, "-m", "hub", "reload", "--url", base, *args]
+            return subprocess.run(command, cwd=REPO, env=env | extra, capture_output=True, text=True, timeout=WAIT)
+
+        nobody = await anyio.to_thread.run_sync(reload)
+        assert nobody.returncode == 1 and "401" in nobody.stderr and "$HUB_TOKEN is not set" in nobody.stderr
+        done = await anyio.to_thread.run_sync(lambda: reload("--token-env", "ADMIN_TOKEN", ADMIN_TOKEN=root))
+        assert done.returncode == 0, done.stderr
+        assert "unchanged" in done.stdout
+        default = await anyio.to_thread.run_sync(lambda: reload(HUB_TOKEN=root))
+        assert default.returncode == 0, default.stderr
+        refused = await anyio.to_thread.run_sync(lambda: reload(HUB_TOKEN=alice))
+        assert refused.returncode == 1 and "403" in refused.stderr
+        unset = await anyio.to_thread.run_sync(lambda: reload("--token-env", "NOT_SET_HERE"))
+        assert unset.returncode == 2 and "$NOT_SET_HERE is not set" in unset.stderr
+
+
+@pytest.mark.anyio
+async def test_serve_http_names_its_url_on_a_terminal(kitchen_config: Path) -> None:
+    port = free_port()
+    leader, follower = pty.openpty()
+    process = await anyio.open_process(
+        [sys.executable, "-m", "hub", "serve", "--http", str(port), "-c", str(kitchen_config)],
+        cwd=REPO,
+        stdout=subprocess.DEVNULL,
+        stderr=follower,
+    )
+    os.close(follower)
+    seen = b""
+    try:
+        with anyio.fail_after(WAIT):
+            while b"\n" not in seen.partition(b"hub: serving")[2]:
+                seen += await anyio.to_thread.run_sync(os.read, leader, 4096)
+    finally:
+        await stop_process(process)
+        os.close(leader)
+    line = seen.partition(b"hub: serving")[2].split(b"\n")[0].decode().strip()
+    assert line == f"MCP at http://127.0.0.1:{port}/mcp (Ctrl-C stops)"
