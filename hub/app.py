@@ -32,6 +32,7 @@ from hub.config.schema import LoadedConfig, ServerConfig
 from hub.config.settings import HubSettings
 from hub.logs import CallLog
 from hub.observe.recent import Recent
+from hub.platform.sandbox import describe as describe_sandbox
 from hub.platform.watchdog import Watchdog
 from hub.protocol import errors
 from hub.protocol.jsonrpc import Request
@@ -160,7 +161,7 @@ class Hub:
             self.admission,
             redact,
         )
-        self.attribution = Attribution(self.router.spawn, self.hosts)
+        self.attribution = Attribution(self.router.spawn, self.hosts, self.router.tasks.runner.child_asked)
         self._log = structlog.get_logger("hub")
         self._tg: TaskGroup | None = None
         self._scopes: dict[str, anyio.CancelScope] = {}
@@ -358,6 +359,7 @@ class Hub:
                     "state": str(c.state),
                     "restarts": c.restarts,
                     "start_ms": c.start_ms,
+                    "sandbox": describe_sandbox(c.config.grants()) if c.config.command is not None else "-",
                     "last_error": c.last_error,
                     "tools": len(c.listing.tools),
                     "resources": len(c.listing.resources) + len(c.listing.templates),

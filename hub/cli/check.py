@@ -46,6 +46,7 @@ def check_report(hub: Hub, late: Collection[str]) -> dict[str, Any]:
                 "prompts": s["prompts"],
                 "start_ms": s["start_ms"],
                 "restarts": s["restarts"],
+                "sandbox": s.get("sandbox", "-"),
                 "error": error,
                 "quarantined": s["quarantined"],
             }
@@ -67,7 +68,7 @@ def print_check(hub: Hub, as_json: bool, late: Collection[str], out: TextIO) -> 
     if as_json:
         print_json(report, out)
         return status
-    rows = [["SERVER", "STATE", "TOOLS", "RESOURCES", "PROMPTS", "START_MS", "RESTARTS", "ERROR"]]
+    rows = [["SERVER", "STATE", "TOOLS", "RESOURCES", "PROMPTS", "START_MS", "RESTARTS", "SANDBOX", "ERROR"]]
     for s in report["servers"]:
         rows.append(
             [
@@ -78,6 +79,7 @@ def print_check(hub: Hub, as_json: bool, late: Collection[str], out: TextIO) -> 
                 str(s["prompts"]),
                 "" if s["start_ms"] is None else f"{s['start_ms']:.0f}",
                 str(s["restarts"]),
+                s["sandbox"],
                 s["error"] or "",
             ]
         )

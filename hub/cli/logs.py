@@ -47,6 +47,8 @@ OUTCOMES = (
     "quarantined",
     "invalid_arguments",
     "not_confirmed",
+    "not_task_capable",
+    "task_failed",
 )
 # How often --follow looks for new lines: a person sees a call within this, and an idle follow costs nothing.
 POLL_INTERVAL = 0.2

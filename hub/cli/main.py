@@ -12,6 +12,7 @@ import sys
 import time
 from collections.abc import Sequence
 
+from hub.cli.add import split_command
 from hub.cli.parser import build_parser
 
 # stdout was closed by its reader (`hub list --json | head`): the status a process killed by SIGPIPE has, so that a
@@ -43,7 +44,10 @@ def _broken_pipe(exc: BaseException) -> bool:
 
 def _main(argv: Sequence[str] | None) -> int:
     started = time.monotonic()  # a host's first listing is timed from here (hub.upstream.startup)
-    args = build_parser().parse_args(argv)
+    words, command_line = split_command(list(sys.argv[1:] if argv is None else argv))
+    args = build_parser().parse_args(words)
+    if command_line is not None:
+        args.argv = command_line  # `hub add NAME ... -- COMMAND ARGS...`
     if args.command == "connect":
         from hub.cli.connect import run_connect
 
@@ -56,6 +60,14 @@ def _main(argv: Sequence[str] | None) -> int:
         from hub.cli.install import run_install_command
 
         return run_install_command(args)
+    if args.command == "init":
+        from hub.cli.init import run_init
+
+        return run_init(args)
+    if args.command in ("add", "remove"):
+        from hub.cli.add import run_add_command
+
+        return run_add_command(args)
     if args.command == "logs":
         from hub.cli.logs import run_logs
         from hub.config.paths import config_path

@@ -23,7 +23,9 @@ from hub.config.access import AuthConfig, PolicyRule
 from hub.config.lock import Lock
 from hub.config.model import ExposureMode, OutputMode, Strict
 from hub.config.overrides import ToolOverride
+from hub.config.sandbox import SandboxConfig, grants
 from hub.config.settings import HubSettings
+from hub.platform.sandbox import Grants
 
 # A prefix: a letter, then letters, digits or '-'. No '_' or '+': they separate the prefix from names and URIs.
 PREFIX_PATTERN = r"[a-z][a-z0-9-]{0,31}"
@@ -195,6 +197,11 @@ class ServerConfig(Strict):
     always_visible: tuple[str, ...] = Field(
         default=(), description="With exposure: hybrid, globs of the server's own tool names listed anyway."
     )
+    sandbox: SandboxConfig | None = Field(
+        default=None,
+        description="A stdio child's sandbox: 'strict', 'none', or {network, write, read, container}; unset: "
+        "hub.sandbox (docs/sandbox.md).",
+    )
 
     @field_validator("prefix")
     @classmethod
@@ -219,7 +226,7 @@ class ServerConfig(Strict):
         if (self.command is None) == (self.url is None):
             raise ValueError("give exactly one of 'command' (a stdio child) or 'url' (an HTTP or SSE child)")
         if self.url is not None:
-            stdio_only = [k for k in ("args", "env", "inherit_env", "cwd") if k in self.model_fields_set]
+            stdio_only = [k for k in ("args", "env", "inherit_env", "cwd", "sandbox") if k in self.model_fields_set]
             if stdio_only:
                 raise ValueError(f"{', '.join(stdio_only)} only apply to stdio children (with 'command'), not 'url'")
             if not re.match(r"https?://", self.url):
@@ -246,6 +253,11 @@ class ServerConfig(Strict):
                 "oauth grant client_credentials signs in as the hub, the same for every identity: use sessions: "
                 "shared (or per-host), not per-identity"
             )
+
+    def grants(self) -> Grants | None:
+        """The sandbox this stdio child runs in (hub.platform.sandbox); None: none. Set from hub.sandbox when the
+        server sets none (HubConfig)."""
+        return grants(self.sandbox)
 
     def launch_settings(self) -> dict[str, object]:
         """What a running child depends on: everything but the keys that only shape what the host sees of it (a
@@ -316,6 +328,14 @@ class HubConfig(Strict):
         default=None, description="For names no matching rule mentions: 'deny' when policies are given, else 'allow'."
     )
     servers: dict[str, ServerConfig]
+
+    @model_validator(mode="after")
+    def _default_sandbox(self) -> HubConfig:
+        """A stdio child without a sandbox of its own gets the hub's (and a reload that changes it restarts it)."""
+        for name, server in self.servers.items():
+            if server.command is not None and server.sandbox is None:
+                self.servers[name] = server.model_copy(update={"sandbox": self.hub.sandbox})
+        return self
 
     @model_validator(mode="after")
     def _unique_rules(self) -> HubConfig:

@@ -6,6 +6,7 @@ from __future__ import annotations
 from pydantic import Field
 
 from hub.config.model import ExposureMode, OutputMode, Strict
+from hub.config.sandbox import NO_SANDBOX, SandboxConfig
 
 # Longest exposed tool name by default: 64 (what hosts and LLM APIs allow) minus `mcp__hub__`, the longest prefix a
 # host puts before a server's tools (Claude Code), for a hub entry named `hub`.
@@ -106,3 +107,8 @@ class HubSettings(Strict):
         "what `hub logs` reads by default.",
     )
     log_rotate: LogRotation = LogRotation()
+    sandbox: SandboxConfig = Field(
+        default=NO_SANDBOX,
+        description="The sandbox of every stdio child that sets none of its own: 'strict', 'none', or "
+        "{network, write, read, container} (docs/sandbox.md).",
+    )

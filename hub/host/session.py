@@ -51,6 +51,7 @@ from hub.protocol.jsonrpc import (
 from hub.relay.catalog import LISTS
 from hub.relay.ports import AskFailed
 from hub.relay.router import ROUTED
+from hub.relay.task_records import TASKS_CAPABILITY, TASKS_EXTENSION, tasks_offered
 
 # Methods a 2026-07-28 request may call (the era has no ping, setLevel or subscribe).
 MODERN_METHODS = frozenset({"server/discover", "subscriptions/listen", *LISTS, *ROUTED}) - {
@@ -219,6 +220,8 @@ class HostSession:
             )
             return
         result = revisions.initialize_result(params["protocolVersion"], self._instructions())
+        if tasks_offered(self.hub.children.values()):  # the hub's own tasks (hub.relay.tasks)
+            result["capabilities"] = {**result["capabilities"], "tasks": TASKS_CAPABILITY}
         self.version = result["protocolVersion"]
         self.capabilities = capabilities
         self.client_info = params.get("clientInfo")
@@ -245,9 +248,12 @@ class HostSession:
         if method not in MODERN_METHODS:
             stream.end(error_line(request.id, METHOD_NOT_FOUND, f"Method not found: {method!r}"[:300]))
         elif method == "server/discover":
-            stream.end(
-                result_line(request.id, revisions.stamp(revisions.discover_result(self._instructions()), method))
-            )
+            discovered = revisions.discover_result(self._instructions())
+            if tasks_offered(self.hub.children.values()):  # the tasks extension (hub.relay.tasks)
+                capabilities = discovered["capabilities"]
+                extensions = {**capabilities.get("extensions", {}), TASKS_EXTENSION: {}}
+                discovered["capabilities"] = {**capabilities, "extensions": extensions}
+            stream.end(result_line(request.id, revisions.stamp(discovered, method)))
         else:
             self._serve(Received(self, request, envelope.version, stream, envelope))
 

@@ -26,6 +26,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from hub.install.secrets import (
+    CONNECTION_PASSWORD,
+    URL_USERINFO,
     SecretStore,
     is_reference,
     looks_secret,
@@ -51,6 +53,8 @@ _TRANSPORTS = {
 _ENV_REFERENCE = re.compile(r"\$\{env:([A-Za-z_][A-Za-z0-9_]*)\}")
 _QUERY = re.compile(r"([?&])([^=&#]+)=([^&#]*)")
 _HEADER_ARG = re.compile(r"^([A-Za-z0-9-]+):\s*(\S.*)$")
+_HEADER_FLAGS = frozenset({"--header", "-H", "--headers", "--http-header"})
+_INPUT = re.compile(r"\$\{input:([^}]+)\}")
 
 
 class Unusable(ValueError):
@@ -171,18 +175,24 @@ def _substitute(value: Any, variables: Mapping[str, str], notes: list[str]) -> A
     text = _ENV_REFERENCE.sub(r"${\1}", value)
     for name, path in variables.items():
         text = text.replace(f"${{{name}}}", path)
-    for unresolved in re.findall(r"\$\{(input:[^}]*|workspaceFolder|userHome)\}", text):
+    for unresolved in re.findall(r"\$\{(workspaceFolder|userHome)\}", text):
         notes.append(f"uses ${{{unresolved}}}, which only its host can fill: replace it in servers.yaml")
     return text
 
 
-def hide_secrets(prefix: str, converted: Converted, store: SecretStore) -> None:
-    """Replace every secret of the child by a `${VAR}` whose value goes to `store` (named in `converted.secrets`)."""
+def hide_secrets(
+    prefix: str, converted: Converted, store: SecretStore, inputs: Mapping[str, str] | None = None
+) -> None:
+    """Replace every secret of the child by a `${VAR}` whose value goes to `store` (named in `converted.secrets`),
+    and every host prompt (`${input:ID}`, described in `inputs`) by a `${VAR}` the person fills in."""
     child = converted.child
     label = variable_name(prefix)
+    _fill_inputs(child, label, store, converted, inputs or {})
     for name, value in list(child.get("env", {}).items()):
         if secret_env(name, value):
             child["env"][name] = _reference(store, converted, value, name, variable_name(prefix, name))
+        else:
+            child["env"][name] = _hide_embedded(value, label, store, converted)
     for name, value in list(child.get("headers", {}).items()):
         if secret_header(name, value):
             shown, credential = split_scheme(value)
@@ -191,7 +201,58 @@ def hide_secrets(prefix: str, converted: Converted, store: SecretStore) -> None:
     if "args" in child:
         child["args"] = _hide_in_args(child["args"], label, store, converted)
     if "url" in child:
-        child["url"] = _QUERY.sub(lambda m: _query(m, label, store, converted), child["url"])
+        child["url"] = _hide_embedded(child["url"], label, store, converted)
+
+
+def _fill_inputs(
+    child: dict[str, Any], label: str, store: SecretStore, converted: Converted, inputs: Mapping[str, str]
+) -> None:
+    """`${input:ID}` -> `${LABEL_ID}`, in every string of the child: the host would have asked for the value, the
+    hub cannot, so the env file gets the variable empty under a note saying what to fill in."""
+
+    def fill(match: re.Match[str]) -> str:
+        key = match.group(1).rsplit(":", 1)[-1]  # `${input:id}`, or `${input:command:id}`
+        what = inputs.get(key) or f"the value its host asked for as ${{input:{key}}}"
+        own = variable_name(key)  # `github-token` of the server `github` is GITHUB_TOKEN, not GITHUB_GITHUB_TOKEN
+        var = store.placeholder(what, own if own.startswith(f"{label}_") else variable_name(label, key))
+        note = f"fill in {var} in the env file ({what})"
+        if note not in converted.notes:
+            converted.notes.append(note)
+        return f"${{{var}}}"
+
+    def walk(value: Any) -> Any:
+        if isinstance(value, dict):
+            return {k: walk(v) for k, v in value.items()}
+        if isinstance(value, list):
+            return [walk(v) for v in value]
+        return _INPUT.sub(fill, value) if isinstance(value, str) else value
+
+    child.update(walk(child))
+
+
+def _hide_embedded(text: str, label: str, store: SecretStore, converted: Converted) -> str:
+    """The secrets inside a longer value: a URL's password (`postgresql://admin:PW@db/app`) or a user name that is
+    a token (`https://TOKEN@host`), a URL query's secret parameter, a connection string's `Password=...`."""
+
+    def userinfo(match: re.Match[str]) -> str:
+        password, user = match.group("password"), match.group("user")
+        if password and not is_reference(password):
+            var = variable_name(label, "password")
+            return match.group("start") + ":" + _reference(store, converted, password, var) + "@"
+        if password is None and looks_secret(user):
+            start = match.group("start")[: -len(user)]
+            return start + _reference(store, converted, user, variable_name(label, "token")) + "@"
+        return match.group(0)
+
+    def field_(match: re.Match[str]) -> str:
+        if is_reference(match.group(2)):
+            return match.group(0)
+        return match.group(1) + _reference(store, converted, match.group(2), variable_name(label, "password"))
+
+    if "://" in text:
+        text = URL_USERINFO.sub(userinfo, text)
+        text = _QUERY.sub(lambda m: _query(m, label, store, converted), text)
+    return CONNECTION_PASSWORD.sub(field_, text)
 
 
 def _reference(store: SecretStore, converted: Converted, value: str, *names: str) -> str:
@@ -212,7 +273,16 @@ def _hide_in_args(args: list[str], label: str, store: SecretStore, converted: Co
 
 def _hide_arg(arg: str, flag: str, index: int, label: str, store: SecretStore, converted: Converted) -> str:
     name, equals, value = arg.partition("=")
+    if equals and name in _HEADER_FLAGS:  # `--header=Authorization: Bearer ...`
+        return f"{name}=" + _hide_arg(value, name, index, label, store, converted)
     header = _HEADER_ARG.match(arg)
+    if header and flag in _HEADER_FLAGS and secret_header(header.group(1), header.group(2)):
+        shown, credential = split_scheme(header.group(2))
+        if not is_reference(credential.strip()):
+            var = variable_name(label, "token" if shown else header.group(1))
+            return f"{header.group(1)}:{' ' if arg[len(header.group(1)) + 1 :].startswith(' ') else ''}{shown}" + (
+                _reference(store, converted, credential.strip(), var)
+            )
     if equals and name.startswith("-") and value and secret_name(name) and not is_reference(value):
         return f"{name}=" + _reference(store, converted, value, variable_name(label, name))
     if flag.startswith("-") and "=" not in flag and secret_name(flag) and arg and not is_reference(arg):
@@ -223,7 +293,7 @@ def _hide_arg(arg: str, flag: str, index: int, label: str, store: SecretStore, c
         return f"{header.group(1)}: {shown}" + _reference(store, converted, credential, var)
     if looks_secret(arg):
         return _reference(store, converted, arg, variable_name(label, "arg", str(index + 1)))
-    return arg
+    return _hide_embedded(arg, label, store, converted)
 
 
 def _query(match: re.Match[str], label: str, store: SecretStore, converted: Converted) -> str:

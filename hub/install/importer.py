@@ -14,7 +14,7 @@ from __future__ import annotations
 import fnmatch
 import io
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -37,6 +37,7 @@ class Source:
     target: Target
     entries: dict[str, dict[str, Any]]
     client: Client | None
+    inputs: dict[str, str] = field(default_factory=dict)  # VS Code's prompts: id -> what it asks for
 
 
 def open_source(spec: str, paths: Paths, scope: Scope) -> Source:
@@ -60,7 +61,23 @@ def open_source(spec: str, paths: Paths, scope: Scope) -> Source:
         entries = open_servers(text, target.key, target.toml).entries()
     except EditError as exc:
         raise EditError(f"{target.file}: {exc}") from None
-    return Source(target, entries, client)
+    return Source(target, entries, client, {} if target.toml else _inputs(text))
+
+
+def _inputs(text: str) -> dict[str, str]:
+    """VS Code's `inputs` (`[{"id": "apiKey", "description": "Your API key", ...}]`): what each prompt asks for."""
+    from hub.install import jsonc
+
+    try:
+        data = jsonc.loads(text)
+    except jsonc.JsoncError:
+        return {}
+    found = data.get("inputs") if isinstance(data, dict) else None
+    return {
+        str(i["id"]): str(i.get("description") or i["id"])
+        for i in (found if isinstance(found, list) else [])
+        if isinstance(i, dict) and i.get("id")
+    }
 
 
 def _file_target(file: Path) -> Target:
@@ -131,7 +148,7 @@ def plan_import(source: Source, into: Path, paths: Paths) -> ImportPlan:
         store = SecretStore(parse_env_file(env_text or "", str(env_path)), paths.env)
     except EnvFileError as exc:
         raise EditError(str(exc)) from None
-    existing = _existing_children(yaml_text, into)
+    existing = existing_children(yaml_text, into)
     variables = {"userHome": str(paths.home), "workspaceFolder": str(paths.cwd)}
     items = _items(source, existing, store, variables)
     added = [i for i in items if i.state == "added"]
@@ -139,9 +156,10 @@ def plan_import(source: Source, into: Path, paths: Paths) -> ImportPlan:
     after = add_children(
         yaml_text, [(i.prefix, i.converted.child, f"imported from {label} ({i.name!r})") for i in added]
     )
-    _validate(after, into)
-    env_after = _env_text(env_text, store.added)
-    gitignore = _gitignore(into.parent / ".gitignore", env_path.name) if store.added or env_text else None
+    validate_servers(after, into)
+    env_after = env_text_with(env_text, store.added, store.placeholders)
+    wrote_env = store.added or store.placeholders or env_text
+    gitignore = gitignore_change(into.parent / ".gitignore", env_path.name) if wrote_env else None
     return ImportPlan(
         source,
         items,
@@ -169,11 +187,12 @@ def _items(
             items.append(Item(name, "skipped", reason=str(exc)))
             continue
         prefix = _free_prefix(fit_prefix(name), taken)
-        kept = dict(store.added)
-        hide_secrets(prefix, converted, store)
+        kept, kept_placeholders = dict(store.added), dict(store.placeholders)
+        hide_secrets(prefix, converted, store, source.inputs)
         same = known.get(identity(converted.child))
         if same is not None:
-            store.added = kept  # servers.yaml's child has its own references: the env file gets nothing of this one
+            # servers.yaml's child has its own references: the env file gets nothing of this one
+            store.added, store.placeholders = kept, kept_placeholders
             items.append(Item(name, "present", same, converted, f"servers.yaml has it as {same!r}"))
             continue
         if prefix != fit_prefix(name):
@@ -193,7 +212,7 @@ def _free_prefix(wanted: str, taken: set[str]) -> str:
     return f"{wanted[: 32 - len(str(number)) - 1]}-{number}"
 
 
-def _existing_children(text: str | None, into: Path) -> dict[str, dict[str, Any]]:
+def existing_children(text: str | None, into: Path) -> dict[str, dict[str, Any]]:
     if not text or not text.strip():
         return {}
     import yaml
@@ -210,6 +229,18 @@ def add_children(text: str | None, children: list[tuple[str, dict[str, Any], str
     """servers.yaml's text with `children` (prefix, keys, a comment) added under `servers:`, through ruamel.yaml's
     round trip: comments, order and quoting of the rest stay. Lists of plain values are written in flow style
     (`args: [-y, server]`), as the default servers.yaml does."""
+    return edit_servers(text, lambda servers, indent: _put(servers, children, indent))
+
+
+def _put(servers: Any, children: list[tuple[str, dict[str, Any], str]], indent: int) -> None:
+    for prefix, child, comment in children:
+        servers[prefix] = _commented(child)
+        servers.yaml_set_comment_before_after_key(prefix, before=comment, indent=indent)
+
+
+def edit_servers(text: str | None, change: Callable[[Any, int], None]) -> str:
+    """servers.yaml's text after `change(servers, indent)` edited its `servers:` mapping (ruamel.yaml's
+    CommentedMap, created when missing) in a round trip that keeps comments, order and quoting."""
     from ruamel.yaml import YAML
     from ruamel.yaml.comments import CommentedMap
     from ruamel.yaml.util import load_yaml_guess_indent
@@ -217,25 +248,27 @@ def add_children(text: str | None, children: list[tuple[str, dict[str, Any], str
     yaml = YAML()
     yaml.preserve_quotes = True
     yaml.width = 4096  # never fold a long command line
-    indent = 2
-    if text and text.strip():
+    indent, head = 2, ""
+    document = yaml.load(text) if text and text.strip() else None
+    if document is None:  # empty, or only comments: they stay on top
+        head = "".join(f"{line}\n" for line in (text or "").splitlines() if line.strip())
+        document = CommentedMap()
+    elif not isinstance(document, CommentedMap):
+        raise EditError("servers.yaml is not a mapping (`servers:` and the other top-level keys)")
+    else:
+        assert text is not None
         _, sequence, offset = load_yaml_guess_indent(text)
         indent = _mapping_indent(text)
         yaml.indent(mapping=indent, sequence=sequence or indent, offset=offset or 0)
-        document = yaml.load(text)
-    else:
-        document = CommentedMap()
     if document.get("servers") is None:
         document["servers"] = CommentedMap()
     servers = document["servers"]
     if not servers:
         servers.fa.set_block_style()
-    for prefix, child, comment in children:
-        servers[prefix] = _commented(child)
-        servers.yaml_set_comment_before_after_key(prefix, before=comment, indent=indent)
+    change(servers, indent)
     out = io.StringIO()
     yaml.dump(document, out)
-    return out.getvalue()
+    return head + out.getvalue()
 
 
 def _mapping_indent(text: str) -> int:
@@ -269,25 +302,29 @@ class _AnyValue(dict[str, str]):
         return "x"
 
 
-def _validate(text: str, into: Path) -> None:
+def validate_servers(text: str, into: Path, what: str = "the imported servers") -> None:
+    """Raises EditError when `text` is not a configuration the hub's loader takes (whatever the environment)."""
     from hub.config.loader import ConfigError, parse_config
 
     try:
         parse_config(text, into, _AnyValue())
     except ConfigError as exc:
-        raise EditError(f"the imported servers would not make a valid configuration: {exc}") from None
+        raise EditError(f"{what} would not make a valid configuration: {exc}") from None
 
 
-def _env_text(before: str | None, added: Mapping[str, str]) -> str:
+def env_text_with(before: str | None, added: Mapping[str, str], placeholders: Mapping[str, str]) -> str:
+    """The env file's text with `added` values appended, then each placeholder as an empty `NAME=` line under a
+    comment saying what to fill in (empty, the hub still starts; the server may then refuse until it is filled)."""
     text = before or ""
-    if added and text and not text.endswith("\n"):
+    if (added or placeholders) and text and not text.endswith("\n"):
         text += "\n"
-    if added and not text:
-        text = "# Secrets of servers.yaml's servers (hub import). Keep this file out of git; the hub reads it.\n"
-    return text + "".join(format_env_line(name, value) + "\n" for name, value in added.items())
+    if (added or placeholders) and not text:
+        text = "# Secrets of servers.yaml's servers. Keep this file out of git; the hub reads it.\n"
+    text += "".join(format_env_line(name, value) + "\n" for name, value in added.items())
+    return text + "".join(f"# fill in: {what}\n{name}=\n" for name, what in placeholders.items())
 
 
-def _gitignore(path: Path, name: str) -> FileChange | None:
+def gitignore_change(path: Path, name: str) -> FileChange | None:
     """The .gitignore beside servers.yaml with the env file listed (None if it already is)."""
     before = read_text(path)
     patterns = [line.strip().lstrip("/") for line in (before or "").splitlines()]

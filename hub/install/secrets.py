@@ -27,6 +27,10 @@ _REFERENCE = re.compile(r"^\$\{[A-Za-z_][A-Za-z0-9_]*(?::-[^}]*)?\}$")
 # A random-looking run: 20 or more letters and digits without a separator, holding both (words joined by '-' or
 # '_', UUIDs and version strings have shorter runs; API keys, hex digests and JWT parts do not).
 _RANDOM_RUN = re.compile(r"[A-Za-z0-9]{20,}")
+# A URL's user information (`scheme://user:password@host`), and a connection string's password field
+# (`Password=...;` in ADO.NET and JDBC strings, `password=...` in libpq's key=value form).
+URL_USERINFO = re.compile(r"(?P<start>[A-Za-z][A-Za-z0-9+.-]*://(?P<user>[^/?#@:\s]*))(?::(?P<password>[^/?#@\s]*))?@")
+CONNECTION_PASSWORD = re.compile(r"(?i)(?<![A-Za-z0-9_-])((?:password|passwd|pwd)\s*=\s*)([^;&\s'\"]+)")
 
 
 def is_reference(value: str) -> bool:
@@ -54,7 +58,8 @@ def secret_env(name: str, value: str) -> bool:
 
 
 def secret_header(name: str, value: str) -> bool:
-    if not value or is_reference(value):
+    """Whether a header's value holds a secret (`Bearer ${TOKEN}` does not: its credential is a reference)."""
+    if not value or is_reference(value) or is_reference(split_scheme(value)[1].strip()):
         return False
     return name.lower() not in PLAIN_HEADERS or looks_secret(value)
 
@@ -66,8 +71,10 @@ def split_scheme(value: str) -> tuple[str, str]:
 
 
 def variable_name(*parts: str) -> str:
-    """An environment variable's name from parts: `("my-server", "x-api-key")` -> `MY_SERVER_X_API_KEY`."""
-    name = re.sub(r"[^A-Za-z0-9]+", "_", "_".join(p for p in parts if p)).strip("_").upper()
+    """An environment variable's name from parts: `("my-server", "x-api-key")` -> `MY_SERVER_X_API_KEY`,
+    `("v", "apiKey")` -> `V_API_KEY`."""
+    joined = re.sub(r"([a-z0-9])([A-Z])", r"\1_\2", "_".join(p for p in parts if p))
+    name = re.sub(r"[^A-Za-z0-9]+", "_", joined).strip("_").upper()
     return name if name and not name[0].isdigit() else f"HUB_{name}"
 
 
@@ -80,6 +87,9 @@ class SecretStore:
     existing: Mapping[str, str]
     environment: Mapping[str, str] = field(default_factory=dict)
     added: dict[str, str] = field(default_factory=dict)
+    # Variables with no value yet (a host's prompt such as VS Code's `${input:...}`, a registry's secret): the name
+    # and what to fill in; the env file gets an empty line for each, under a comment saying what goes there.
+    placeholders: dict[str, str] = field(default_factory=dict)
 
     def put(self, value: str, *names: str) -> str:
         """The variable that holds `value`: the one that already does, else the first free of `names`, else the
@@ -94,6 +104,17 @@ class SecretStore:
                 return candidate
         raise ValueError("no free variable name")  # a thousand secrets of one server: not a real configuration
 
+    def placeholder(self, what: str, *names: str) -> str:
+        """A variable for a value the person must fill in (`what` says which): the env file's own if it has one of
+        `names` already, else the first free of `names`, else the last numbered."""
+        for name in names:
+            if name in self.existing or self.placeholders.get(name) == what:
+                return name
+        candidates = [*names, *(f"{names[-1]}_{n}" for n in range(2, 1000))]
+        name = next(c for c in candidates if self._free(c, ""))
+        self.placeholders[name] = what
+        return name
+
     def _free(self, name: str, value: str) -> bool:
-        taken = name in self.existing or name in self.added
+        taken = name in self.existing or name in self.added or name in self.placeholders
         return not taken and self.environment.get(name, value) == value

@@ -28,6 +28,7 @@ from anyio.abc import TaskGroup
 
 from hub.platform import LINUX, WINDOWS, WINDOWS_CREATION_FLAGS, portable
 from hub.platform.pipes import FdReader, FdWriter, StreamReader, StreamWriter, Writer
+from hub.platform.sandbox import Grants, wrap
 from hub.platform.watchdog import Known, ProcessTable
 
 POSIX_ENV = ("HOME", "LOGNAME", "PATH", "SHELL", "TERM", "USER", "LANG", "LC_ALL", "LC_CTYPE", "TZ", "TMPDIR")
@@ -53,6 +54,7 @@ class ProcessSpec:
     argv: tuple[str, ...]
     cwd: str | None
     env: Mapping[str, str]
+    cleanup: tuple[str, ...] = ()  # run after a stop: what removes a sandbox's remains (a container)
 
 
 def process_spec(
@@ -62,11 +64,22 @@ def process_spec(
     inherit_env: Sequence[str],
     cwd: str | None,
     environ: Mapping[str, str] | None = None,
+    sandbox: Grants | None = None,
+    name: str = "",
 ) -> ProcessSpec:
-    """How a stdio child with these settings is started, in the hub's environment (`environ`)."""
+    """How a stdio child with these settings is started, in the hub's environment (`environ`), confined by
+    `sandbox` when it is given (hub.platform.sandbox).
+
+    Raises:
+        SandboxUnavailable: the sandbox cannot be set up here; the child must not be started.
+    """
     source = os.environ if environ is None else environ
     child_env = {name: source[name] for name in (*BASE_ENV, *inherit_env) if name in source} | dict(env)
-    return ProcessSpec((resolve_command(command, child_env), *args), cwd, child_env)
+    if sandbox is None:
+        return ProcessSpec((resolve_command(command, child_env), *args), cwd, child_env)
+    inside = command if sandbox.container else resolve_command(command, child_env)
+    wrapped = wrap(name, (inside, *args), cwd, child_env, sandbox, (*inherit_env, *env))
+    return ProcessSpec(wrapped.argv, None if sandbox.container else cwd, child_env | dict(wrapped.env), wrapped.cleanup)
 
 
 def resolve_command(command: str, environ: Mapping[str, str], windows: bool = WINDOWS) -> str:
@@ -121,8 +134,10 @@ class ChildProcess:
         popen: subprocess.Popen[bytes] | None = None,
         fds: list[int] | None = None,
         process: Any = None,
+        cleanup: tuple[str, ...] = (),
     ) -> None:
         self.pid = pid
+        self._cleanup = cleanup
         self.returncode: int | None = None
         self.exited = anyio.Event()
         self._popen = popen  # the fast path's, with its pipes' descriptors (stdin, stdout, stderr)
@@ -228,6 +243,9 @@ class ChildProcess:
             if family := table.living(family):
                 self._signal(family, kill=True)  # what outlived every grace period
             self.release()
+            if self._cleanup:  # a container outlives its killed client: removed by name, bounded too
+                with anyio.move_on_after(KILL_GRACE), suppress(OSError):
+                    await anyio.run_process(list(self._cleanup), check=False)
 
     def _signal(self, family: Known, kill: bool) -> None:
         """Terminate (or kill) the child, while it is not reaped, its process group and its known descendants."""
@@ -273,7 +291,7 @@ async def spawn(spec: ProcessSpec, instance: str) -> ChildProcess:
         cwd=spec.cwd,
         **kwargs,
     )
-    return ChildProcess(process.pid, process=process)
+    return ChildProcess(process.pid, process=process, cleanup=spec.cleanup)
 
 
 def _spawn_fast(spec: ProcessSpec, env: dict[str, str]) -> ChildProcess:
@@ -309,7 +327,7 @@ def _spawn_fast(spec: ProcessSpec, env: dict[str, str]) -> ChildProcess:
         from hub.platform.linux import widen_pipe
 
         widen_pipe(out_read)
-    return ChildProcess(popen.pid, popen=popen, fds=[in_write, out_read, err_read])
+    return ChildProcess(popen.pid, popen=popen, fds=[in_write, out_read, err_read], cleanup=spec.cleanup)
 
 
 def describe_exit(returncode: int | None) -> str:

@@ -215,10 +215,21 @@ def sieve_items(method: str, key: str, version: str, items: tuple[dict[str, Any]
     envelope = {"resultType": "complete", "ttlMs": 0, "cacheScope": "private"} if is_modern(version) else {}
     for item in items:
         try:
-            shaped.extend(methods.serialize_server_result(method, version, {key: [item], **envelope})[key])
+            sieved = methods.serialize_server_result(method, version, {key: [item], **envelope})[key]
+            shaped.extend(_keep_execution(item, sieved) if envelope and "execution" in item else sieved)
         except (ValidationError, KeyError, ValueError, RecursionError) as exc:
             problems.append(f"{item.get('name') or item.get('uri') or item.get('uriTemplate')!r}: {_first(exc)}")
     return shaped, problems
+
+
+def _keep_execution(item: dict[str, Any], sieved: list[Any]) -> list[Any]:
+    """A tool's `execution` (its `taskSupport`) kept for a 2026-07-28 host: the core schema of that revision has
+    moved tasks to an extension and no longer names the field, but a host learns from it which tools need a task,
+    as a 2025-11-25 host does."""
+    execution = item["execution"]
+    if type(execution) is not dict or len(sieved) != 1 or type(sieved[0]) is not dict:
+        return sieved
+    return [{**sieved[0], "execution": execution}]
 
 
 def _first(exc: Exception) -> str:

@@ -3,6 +3,7 @@
 Nothing on the wire ties a child's `sampling/createMessage` to the `tools/call` that caused it. Each connection to
 a child keeps the host requests in flight on it (`Connection.inflight`, oldest first), and a child's request goes to:
 
+- a request that names a task the hub runs (`relatedTask`), the host session that created it (hub.relay.tasks);
 - the one session all of them belong to, on the stream of its newest request (a 2026-07-28 host's request belongs
   to no session and gets it as an input-required round instead);
 - with none in flight, the session that owns the connection (`sessions: per-host`), or the one host session there
@@ -38,6 +39,7 @@ PER_HOST_HINT = (
 # Methods a 2026-07-28 host can be asked something during (as an input-required round).
 ROUND_METHODS = frozenset({"tools/call", "prompts/get", "resources/read"})
 Spawn = Callable[..., None]  # runs a coroutine function with its arguments in the relay's task group
+ForTask = Callable[[Connection, Request, str], bool]  # whether a request belongs to a task the hub runs (handled)
 
 _log = structlog.get_logger("hub.relay")
 
@@ -66,9 +68,10 @@ def owner_of(inflight: dict[Call, None]) -> Call | Ambiguous | None:
 
 
 class Attribution:
-    def __init__(self, spawn: Spawn, hosts: Hosts) -> None:
+    def __init__(self, spawn: Spawn, hosts: Hosts, for_task: ForTask | None = None) -> None:
         self._spawn = spawn  # the relay's task group (hub.relay.inflight)
         self.hosts = hosts
+        self._for_task = for_task  # a request naming a task the hub runs goes to its owner (hub.relay.task_runner)
 
     def child_request(self, child: Child, connection: Connection, request: Request) -> None:
         kind = ASKS.get(request.method)
@@ -76,6 +79,8 @@ class Attribution:
             why = f"hub: {request.method!r} is not relayed to hosts"
             connection.respond(request.id, error={"code": METHOD_NOT_FOUND, "message": why})
             return
+        if self._for_task is not None and self._for_task(connection, request, kind):
+            return  # it names a task's `relatedTask`: the session that created the task is asked
         owner = owner_of(connection.inflight)
         if isinstance(owner, Ambiguous):
             _log.warning("child_request_ambiguous", child=child.name, kind=kind, host_sessions=owner.sessions)

@@ -240,7 +240,11 @@ class Call:
     def _deliver(self, result: dict[str, Any], exact: bytes | None) -> None:
         connection = self.connection
         child_modern = connection is not None and connection.modern
-        if self.child.prefix and self.method in RENAMES_URIS and (exact is None or b'"uri"' in exact):
+        if (
+            self.child.prefix
+            and self.method in RENAMES_URIS
+            and (exact is None or b'"uri"' in exact or b'resourceUri"' in exact)
+        ):
             prefix = self.child.prefix
             try:
                 renamed = map_uris(result, lambda uri: expose_uri(prefix, uri))

@@ -23,11 +23,13 @@ from hub.config.lock import FieldChange, Lock
 from hub.config.settings import HubSettings
 from hub.protocol import revisions
 from hub.protocol.jsonrpc import encode
+from hub.relay.apps import OwnNames, app_only, expose_app_uris
 from hub.relay.exposure import NO_RULES, ToolRules, shape_tool
+from hub.relay.header_params import header_problem
 from hub.relay.naming import expose_name, expose_tool_name, expose_uri, split_uri
 from hub.relay.search import ToolIndex
 from hub.upstream.child import Child, ChildState
-from hub.upstream.listing import Listing
+from hub.upstream.listing import CacheHint, Listing
 
 # The list methods: the result key of each, the namespace attribute it lists, and the key of a listed item that
 # policy globs match (its exposed name, or its exposed URI or template).
@@ -70,6 +72,15 @@ class Renamed:
 
 
 @dataclass(frozen=True)
+class RejectedTool:
+    """A child's tool left out of the listing because its definition breaks a rule of the protocol."""
+
+    child: str
+    original: str
+    problem: str
+
+
+@dataclass(frozen=True)
 class Quarantined:
     """A child's tool or prompt that differs from its pin in servers.lock (or is new since), held back."""
 
@@ -105,6 +116,7 @@ class Namespace(Listing):
     held_back: dict[str, tuple[str, str]] = field(default_factory=dict)
     quarantined: tuple[Quarantined, ...] = ()
     unlisted: frozenset[str] = frozenset()  # routed tools a listing leaves out (`exposure: search`): found by search
+    rejected: tuple[RejectedTool, ...] = ()
     _encoded: dict[tuple[str, str, int, View | None], bytes] = field(default_factory=dict, compare=False, repr=False)
 
     def route_uri(self, exposed: str) -> Route | None:
@@ -127,8 +139,19 @@ class Namespace(Listing):
 
     @functools.cached_property
     def _index(self) -> ToolIndex:
-        """The search index of this namespace's tools, made on its first search (a namespace never changes)."""
-        return ToolIndex(self.tools)
+        """The search index of this namespace's tools, made on its first search (a namespace never changes). A tool
+        for its app alone (`hub.relay.apps.app_only`) is never offered to the model, so never found."""
+        return ToolIndex([t for t in self.tools if t.get("name") not in self.app_only])
+
+    @functools.cached_property
+    def app_only(self) -> frozenset[str]:
+        """The exposed names of the tools for their app alone: never offered to the model (search, hub_call_tool)."""
+        return frozenset(str(t.get("name")) for t in self.tools if app_only(t))
+
+    @functools.cached_property
+    def own_names(self) -> OwnNames:
+        """The routed tools by their child's own names: an app calls its server's tools by those."""
+        return OwnNames((exposed, route.original) for exposed, route in self.tool_routes.items())
 
     def writes(self, tool: str) -> bool:
         """Whether the exposed `tool` may change something: not effectively read-only (policy `read_only`)."""
@@ -159,12 +182,18 @@ class Namespace(Listing):
                 _log.warning("listing_item_dropped", method=method, protocol=version, problem=problem)
             result: dict[str, Any] = {result_key: shaped}
             if revisions.is_modern(version):
+                # The children's hints, merged: the smallest ttl; private if any child's is, or if the caller's
+                # policy chose what this caller sees.
+                hint = self.hints.get(attribute, _NO_HINT)
+                result["ttlMs"] = hint.ttl_ms
+                result["cacheScope"] = "private" if hint.private or (view is not None and not view.open) else "public"
                 result = revisions.stamp(result, method)
             encoded = self._encoded[key] = encode(result)
         return encoded
 
 
 _DEFAULT_SETTINGS = HubSettings()
+_NO_HINT = CacheHint(0, private=False)  # a kind no child lists: only the hub's own items, the same for everyone
 
 
 class _Merger:
@@ -189,6 +218,8 @@ class _Merger:
         self.rules: dict[str, ToolRules] = {n: _BUILTIN_RULES for n in reserved}
         self.held_back: dict[str, tuple[str, str]] = {}
         self.quarantined: list[Quarantined] = []
+        self.rejected: list[RejectedTool] = []
+        self.hints: dict[str, CacheHint] = {}
 
     def add(self, kind: str, item: dict[str, Any], exposed: str, route: Route, key: str) -> bool:
         routes = self.routes[kind]
@@ -206,6 +237,10 @@ class _Merger:
         if not child.config.tools.allows(name):
             self.hidden[child.name] = self.hidden.get(child.name, 0) + 1
             return
+        problem = header_problem(tool.get("inputSchema"))
+        if problem is not None:
+            self.rejected.append(RejectedTool(child.name, name, problem))
+            return
         shaped = shape_tool(child.config, child.name, tool)
         exposed = expose_tool_name(child.prefix, shaped.suffix, self.name_budget)
         if exposed != expose_name(child.prefix, shaped.suffix):
@@ -213,7 +248,7 @@ class _Merger:
         if shaped.held_back is not None:
             self.held_back.setdefault(exposed, (shaped.held_back, "read_only"))
         elif not self._quarantines(child, "tool", tool, exposed) and self.add(
-            "tool", shaped.definition, exposed, Route(child.name, name), "name"
+            "tool", expose_app_uris(shaped.definition, child.prefix), exposed, Route(child.name, name), "name"
         ):
             self.rules[exposed] = shaped.rules
             if not self._listed(child, name, exposed):
@@ -231,6 +266,11 @@ class _Merger:
 
     def add_child(self, child: Child) -> None:
         listing, prefix = child.listing, child.prefix
+        for kind in ("tools", "prompts", "resources", "templates"):
+            # A list read without hints (none was read: the child is not up) but holding items said nothing.
+            hint = listing.hints.get(kind) or (CacheHint() if getattr(listing, kind) else None)
+            if hint is not None:
+                self.hints[kind] = hint if kind not in self.hints else self.hints[kind].merge(hint)
         lock = self.lock
         if lock is not None and child.config.on_change != "off" and child.state is ChildState.READY:
             verdict = lock.instructions_verdict(child.name, child.instructions)
@@ -318,6 +358,8 @@ def build_namespace(
         held_back={n: why for n, why in merger.held_back.items() if n not in tool_routes},
         quarantined=tuple(merger.quarantined),
         unlisted=frozenset(merger.unlisted),
+        rejected=tuple(merger.rejected),
+        hints=merger.hints,
     )
 
 
@@ -386,6 +428,10 @@ class Catalog:
                     exposed=r.exposed,
                     reason="exposed tool names must match ^[A-Za-z0-9_-]{1,64}$ and fit hub.name_budget",
                 )
+        for rejected in namespace.rejected:
+            if (key := ("rejected", rejected.child, rejected.original, rejected.problem)) not in self._reported:
+                self._reported.add(key)
+                _log.warning("tool_rejected", child=rejected.child, tool=rejected.original, problem=rejected.problem)
         for q in namespace.quarantined:
             if (key := ("quarantined", q.child, q.kind, q.original, repr(q.changes))) not in self._reported:
                 self._reported.add(key)

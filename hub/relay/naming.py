@@ -1,6 +1,8 @@
 """How a child's names and URIs are exposed to the host: tools and prompts become `<prefix>_<name>`; resource URIs
 and URI templates become `<prefix>+<uri>` (a valid URI: `+` is allowed in a scheme, so `time+file:///x` is still a
-URI). A prefix cannot contain `_` or `+`, so the first separator splits unambiguously. Routing never parses names
+URI), except MCP Apps' `ui://` URIs, which must keep their scheme: `ui://<rest>` becomes `ui://<prefix>+<rest>` (the
+prefix goes in front of the authority, where `+` is allowed too). A prefix cannot contain `_` or `+`, so the first
+separator splits unambiguously. Routing never parses names
 (the catalog keeps a table from exposed name to child and original name): the functions here build the exposed forms.
 
 Exposed tool names must match `^[A-Za-z0-9_-]{1,64}$`, the strictest rule among real hosts and LLM APIs, and fit
@@ -18,6 +20,8 @@ from typing import Any
 
 NAME_SEPARATOR = "_"
 URI_SEPARATOR = "+"
+UI_SCHEME = "ui://"
+UI_META_KEY = "ui/resourceUri"  # the flat form of `_meta.ui.resourceUri` that MCP Apps deprecates
 MAX_TOOL_NAME = 64
 TOOL_NAME_RE = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
 _INVALID_CHARS = re.compile(r"[^A-Za-z0-9_-]")
@@ -46,19 +50,43 @@ def expose_tool_name(prefix: str, name: str, budget: int = MAX_TOOL_NAME) -> str
 
 
 def expose_uri(prefix: str, uri: str) -> str:
-    return f"{prefix}{URI_SEPARATOR}{uri}" if prefix else uri
+    if not prefix:
+        return uri
+    if uri.startswith(UI_SCHEME):  # hosts render only `ui://` apps: the prefix goes inside the scheme
+        return f"{UI_SCHEME}{prefix}{URI_SEPARATOR}{uri[len(UI_SCHEME) :]}"
+    return f"{prefix}{URI_SEPARATOR}{uri}"
 
 
 def split_uri(exposed: str, prefixes: frozenset[str]) -> tuple[str, str]:
     """Split an exposed URI into (prefix, child URI); prefix '' if it carries none of ours."""
+    if exposed.startswith(UI_SCHEME):
+        head, sep, rest = exposed[len(UI_SCHEME) :].partition(URI_SEPARATOR)
+        if sep and head in prefixes:
+            return head, UI_SCHEME + rest
+        return "", exposed
     head, sep, rest = exposed.partition(URI_SEPARATOR)
     if sep and head in prefixes:
         return head, rest
     return "", exposed
 
 
+def map_ui_meta(meta: Any, rename: Callable[[str], str]) -> Any:
+    """A `_meta` with the MCP Apps resource URIs it names (`ui.resourceUri`, and the older `ui/resourceUri`)
+    renamed; the very object when it names none."""
+    if not isinstance(meta, dict):
+        return meta
+    changed: dict[str, Any] = {}
+    ui = meta.get("ui")
+    if isinstance(ui, dict) and isinstance(ui.get("resourceUri"), str):
+        changed["ui"] = {**ui, "resourceUri": rename(ui["resourceUri"])}
+    if isinstance(meta.get(UI_META_KEY), str):
+        changed[UI_META_KEY] = rename(meta[UI_META_KEY])
+    return {**meta, **changed} if changed else meta
+
+
 def map_uris(value: Any, rename: Callable[[str], str]) -> Any:
-    """Rename every URI a child hands out inside a result: resource links, embedded resources, read contents.
+    """Rename every URI a child hands out inside a result: resource links, embedded resources, read contents, and
+    the MCP Apps resource URIs in `_meta`.
 
     Returns new containers only where something changed, so results without URIs pass through untouched.
     """
@@ -75,6 +103,8 @@ def map_uris(value: Any, rename: Callable[[str], str]) -> Any:
         changed["resource"] = map_uris(value["resource"], rename)
     elif "uri" in value and isinstance(value["uri"], str) and kind is None and ("text" in value or "blob" in value):
         changed["uri"] = rename(value["uri"])  # a resource contents item
+    if "_meta" in value and (meta := map_ui_meta(value["_meta"], rename)) is not value["_meta"]:
+        changed["_meta"] = meta  # an MCP Apps result (or content item) naming its app
     for key in ("content", "contents", "messages"):
         if key in value and isinstance(value[key], list | dict):
             new = map_uris(value[key], rename)

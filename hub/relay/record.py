@@ -129,6 +129,35 @@ class Record:
             if outcome in REJECTIONS:
                 metrics.rejection(outcome)
 
+    def task_ended(self, task: dict[str, Any], outcome: str) -> None:
+        """The second line of a task-augmented tools/call (hub.relay.tasks): its task ended, with `outcome` and the
+        duration since the call created it. `task` is the task's record (hub.relay.task_records)."""
+        began = task.get("began")
+        fields: dict[str, Any] = {
+            "method": "tools/call",
+            "replica": self.replica,
+            "host_session": task.get("session"),
+            "identity": task.get("identity"),
+            "auth": task.get("auth"),
+            "rule": task.get("rule"),
+            "request_id": cut(task.get("requestId")),
+            "child": task.get("child"),
+            "name": cut(task.get("tool")),
+            "original": cut(task.get("original")),
+            "duration_ms": round((time.time() - began) * 1000, 2) if isinstance(began, float) else None,
+            "outcome": outcome,
+            "bytes_in": 0,
+            "bytes_out": 0,
+            "task": task.get("key"),
+            "task_status": task.get("status"),
+        }
+        error = task.get("error")
+        if isinstance(error, dict):
+            fields["error_code"], fields["error_message"] = error.get("code"), cut(error.get("message"))
+        self._call_log(fields)
+        if self.recent is not None:
+            self.recent.record(fields)
+
 
 def cut(value: Any) -> Any:
     """A string from a host or a child, cut to LOG_FIELD_LIMIT characters for the log."""

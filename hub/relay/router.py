@@ -20,6 +20,7 @@ from hub.access.policy import ALLOWED
 from hub.config.settings import HubSettings
 from hub.protocol import errors, revisions
 from hub.relay.admission import SUBSCRIPTIONS, Admission
+from hub.relay.apps import AmbiguousOwnName
 from hub.relay.builtins import HEALTH_TOOL, Builtins, Forwarded
 from hub.relay.call import Call, answer_error
 from hub.relay.catalog import CALL_TOOL, GATEWAY_TOOLS, SEARCH_TOOL, Catalog, Route
@@ -30,9 +31,13 @@ from hub.relay.inflight import InFlight
 from hub.relay.ports import HostRequest
 from hub.relay.record import Record, cut
 from hub.relay.rounds import PARKED, ROUND_PREFIX, named, unknown_round
+from hub.relay.task_records import TASK_METHODS
+from hub.relay.tasks import Tasks
 from hub.upstream.child import Child, ChildState
 
-ROUTED = frozenset({"tools/call", "resources/read", "prompts/get", "completion/complete", *SUBSCRIPTIONS})
+ROUTED = frozenset(
+    {"tools/call", "resources/read", "prompts/get", "completion/complete", *SUBSCRIPTIONS, *TASK_METHODS}
+)
 _log = structlog.get_logger("hub")
 
 
@@ -61,6 +66,14 @@ class Router:
         self.flight = InFlight()
         self.deadlines: Deadlines = self.flight.deadlines  # read by every call: a plain attribute, not a property
         self.redact = redact  # `redact_output`: a result with the secrets the hub knows replaced
+        self.tasks = Tasks(  # the tasks the hub hands out (hub.relay.tasks), for any identity its policy allows
+            admission.shared,
+            record,
+            hosts,
+            record.replica,
+            self.spawn,
+            lambda identity, tool: admission.decide(identity, tool, catalog.namespace.writes(tool)).allowed,
+        )
 
     async def run(self, *, task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
         """The relay's tasks (hub.relay.inflight), until cancelled; started with `task_group.start`."""
@@ -88,6 +101,8 @@ class Router:
         namespace = self.catalog.namespace
         if method == "tools/call":
             self._tool_call(request, waited)
+        elif method in TASK_METHODS:
+            self.tasks.handle(request)
         elif method == "prompts/get":
             name = _string(params, "name")
             _object(params, "arguments")
@@ -146,10 +161,32 @@ class Router:
                     self.builtins.search(request, decision.rule)
                 except errors.HubError as error:
                     self.refuse(request, error, "hub", decision.rule)
-            else:  # the named tool's own call, routed as if the host had sent it
-                self._tool_call(Forwarded(request), waited)
+            else:  # the named tool's own call, routed as if the host had sent it; the model's, so not an app's
+                forwarded = Forwarded(request)
+                if forwarded.params["name"] in self.catalog.namespace.app_only:
+                    raise errors.ArgumentRefused(
+                        f"tool {named(forwarded.params['name'])} is for its app only (_meta.ui.visibility)", "name"
+                    )
+                self._tool_call(forwarded, waited)
             return
+        if route is None and (app := self._own_name(request, name)) is not None:
+            name, route = app, self.catalog.namespace.tool_routes[app]
         self._dispatch(request, waited, "tool", name, route, {**params, "name": route.original} if route else params)
+
+    def _own_name(self, request: HostRequest, name: str) -> str | None:
+        """An app's call by its server's own tool name (hub.relay.apps): the exposed name of the one tool of that
+        own name the caller's policy lets it use, then routed and admitted as that name; never a guess."""
+        namespace, identity = self.catalog.namespace, request.session.identity
+        try:
+            return namespace.own_names.resolve(
+                name, lambda exposed: self.admission.decide(identity, exposed, namespace.writes(exposed)).allowed
+            )
+        except AmbiguousOwnName as exc:
+            raise errors.UnknownName(
+                f"Ambiguous tool: {named(name)} is the own name of tools of several servers "
+                f"({', '.join(exc.exposed)}): call one of them by that name",
+                {"candidates": list(exc.exposed)},
+            ) from None
 
     def _dispatch(
         self, request: HostRequest, waited: bool, kind: str, exposed: str, route: Route | None, params: dict[str, Any]
@@ -244,10 +281,21 @@ class Router:
         if child is None:  # removed by a reload while the request waited (its count, its confirmation)
             self.refuse(request, errors.Unavailable(f"server '{route.child}' was removed"), route.child, rule)
             return
+        try:
+            tasked = self.tasks.asked(request, child, exposed, route.original)
+        except errors.HubError as error:
+            self.refuse(request, error, route.child, rule)
+            return
         quota = self.admission.take_quota(request)  # raises RateLimited
         meta = revisions.child_meta(params.get("_meta"))
         child_params = {k: v for k, v in params.items() if k != "_meta"}
+        creation = self.tasks.creation(request, child, exposed, rule) if tasked else None
+        if creation is not None:
+            request = creation  # its answer, the child's task, becomes the hub's own (hub.relay.tasks)
+            child_params.setdefault("task", {})
         call = Call(self, request, child, exposed, route.original, child_params)
+        if creation is not None:
+            creation.call = call
         call.quota, call.rule, call.confirmation = quota, rule, confirmed
         call.span = span = self.record.span(request, exposed, params.get("_meta"))
         if span is not None:
@@ -283,7 +331,8 @@ class Router:
         if starting and not waited:
             self.spawn(self._after_start, request, starting)
             return
-        down = [c for c in self._possible_owners(exposed) if c.state is not ChildState.READY]
+        # Said of a name that carries the child's prefix (or of an unprefixed child): not of any name at all.
+        down = [c for c in self._possible_owners(exposed) if c.state is not ChildState.READY and _carries(exposed, c)]
         if down and kind == "tool":  # the host may know the name from before: say why it is gone
             raise errors.Unavailable(f"tool {named(exposed)} is not available: {down[0].unavailable_reason()}")
         raise errors.UnknownName(f"Unknown {kind}: {named(exposed)}")
@@ -372,12 +421,11 @@ class Router:
     # ---- children still starting ----------------------------------------------------------------------------
 
     def _possible_owners(self, name: str) -> list[Child]:
-        """The children whose prefix `name` carries (or that have none): one of them may own it once it is up."""
-        return [
-            c
-            for c in self.catalog.children.values()
-            if not c.prefix or name.startswith((c.prefix + "_", c.prefix + "+"))
-        ]
+        """The children whose prefix `name` carries (or that have none): one of them may own it once it is up. A
+        name with none of the prefixes may be any child's own name for a tool (an app's call: hub.relay.apps)."""
+        children = self.catalog.children.values()
+        owners = [c for c in children if c.prefix and _carries(name, c)]
+        return [c for c in children if owners == [] or not c.prefix or c in owners]
 
     async def _after_start(self, request: HostRequest, starting: list[Child]) -> None:
         _log.info("call_waits_for_start", name=cut(_name(request)), servers=[c.name for c in starting])
@@ -407,6 +455,12 @@ class Router:
             call.span,
             call.confirmation,
         )
+
+
+def _carries(name: str, child: Child) -> bool:
+    """Whether an exposed name or URI carries the child's prefix (every name does, for an unprefixed child)."""
+    prefix = child.prefix
+    return not prefix or name.startswith((prefix + "_", prefix + "+", f"ui://{prefix}+"))
 
 
 def _owner(call: Call) -> object:

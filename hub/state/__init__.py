@@ -1,6 +1,6 @@
 """State that replicas of one hub must share: the key that seals input rounds, the rounds' used nonces, each
-identity's requests per minute (hub.state.rate), pin approvals, and a `Vault` for OAuth children's sign-ins
-(RedisState's; hub.upstream.oauth_vaults chooses where they are kept).
+identity's requests per minute (hub.state.rate), pin approvals, hub-owned tasks (hub.relay.tasks), and a `Vault`
+for OAuth children's sign-ins (RedisState's; hub.upstream.oauth_vaults chooses where they are kept).
 
 `state: {backend: memory}` (the default) keeps it in the process: replicas are each on their own. With `backend:
 redis`, a round sealed on one replica is answered on any and accepted once across all, every replica takes from one
@@ -51,6 +51,34 @@ class SharedState(Protocol):
 
     async def use_nonce(self, nonce: str, expiry: float) -> bool:
         """Mark a round's nonce used until `expiry` (wall clock); False if it was used already."""
+
+    # ---- hub-owned tasks (hub.relay.tasks) -------------------------------------------------------------------
+
+    async def put_task(self, key: str, record: dict[str, Any], keep_s: float) -> None:
+        """Store a task's record (a JSON object naming its `identity`), kept `keep_s` seconds from now."""
+
+    async def get_task(self, key: str) -> dict[str, Any] | None:
+        """A task's record; None once it has expired, or if there never was one."""
+
+    async def task_keys(self, identity: str) -> list[str]:
+        """The keys of `identity`'s tasks still kept."""
+
+    async def cancel_task(self, key: str, keep_s: float) -> None:
+        """Mark a task's cancel asked, for the replica that runs it."""
+
+    async def task_cancelled(self, key: str) -> bool: ...
+
+    async def put_answers(self, key: str, answers: dict[str, Any], keep_s: float) -> None:
+        """A 2026-07-28 host's answers to a task's input requests, for the replica that runs it."""
+
+    async def take_answers(self, key: str) -> dict[str, Any]:
+        """The answers stored for a task since the last take, removed."""
+
+    async def beat(self, replica: str, keep_s: float) -> None:
+        """`replica` runs tasks and is alive for `keep_s` seconds more."""
+
+    async def alive(self, replica: str) -> bool:
+        """Whether `replica` has beaten within its last `keep_s`."""
 
     async def close(self) -> None: ...
 

@@ -22,6 +22,11 @@ class MemoryState:
         self._clock = clock
         self._windows: dict[str, deque[float]] = {}
         self._next_sweep = clock() + WINDOW
+        self._tasks: dict[str, tuple[dict[str, Any], float]] = {}  # key -> (record, wall-clock expiry)
+        self._task_keys: dict[str, dict[str, None]] = {}  # identity -> its task keys, oldest first
+        self._cancels: set[str] = set()
+        self._answers: dict[str, dict[str, Any]] = {}
+        self._beats: dict[str, float] = {}
 
     async def take(self, identity: str, per_minute: int) -> RateDecision:
         now = self._clock()
@@ -62,6 +67,44 @@ class MemoryState:
             return False
         self._used[nonce] = expiry
         return True
+
+    # ---- tasks (hub.relay.tasks): this process's own -------------------------------------------------------------
+
+    async def put_task(self, key: str, record: dict[str, Any], keep_s: float) -> None:
+        now = time.time()
+        self._tasks = {k: v for k, v in self._tasks.items() if v[1] >= now}
+        self._tasks[key] = (dict(record), now + keep_s)
+        self._task_keys.setdefault(str(record.get("identity")), {})[key] = None
+
+    async def get_task(self, key: str) -> dict[str, Any] | None:
+        entry = self._tasks.get(key)
+        if entry is None or entry[1] < time.time():
+            return None
+        return dict(entry[0])
+
+    async def task_keys(self, identity: str) -> list[str]:
+        keys = self._task_keys.get(identity, {})
+        for gone in [k for k in keys if k not in self._tasks]:
+            del keys[gone]
+        return list(keys)
+
+    async def cancel_task(self, key: str, keep_s: float) -> None:
+        self._cancels.add(key)
+
+    async def task_cancelled(self, key: str) -> bool:
+        return key in self._cancels
+
+    async def put_answers(self, key: str, answers: dict[str, Any], keep_s: float) -> None:
+        self._answers[key] = {**self._answers.get(key, {}), **answers}
+
+    async def take_answers(self, key: str) -> dict[str, Any]:
+        return self._answers.pop(key, {})
+
+    async def beat(self, replica: str, keep_s: float) -> None:
+        self._beats[replica] = time.time() + keep_s
+
+    async def alive(self, replica: str) -> bool:
+        return self._beats.get(replica, 0.0) >= time.time()
 
     async def close(self) -> None:
         return None

@@ -32,6 +32,11 @@ LOCK_PREFIX = "hub:state:lock:"  # a refresh of one OAuth record in progress (hu
 LOCK_SECONDS = 30.0
 LOCK_POLL = 0.05
 _RELEASE = "if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('del', KEYS[1]) else return 0 end"
+TASK_PREFIX = "hub:state:task:"  # a hub-owned task's record, as JSON, expiring with the task (hub.relay.tasks)
+TASKS_OF_PREFIX = "hub:state:tasks-of:"  # a set per identity: the keys of its tasks
+TASK_CANCEL_PREFIX = "hub:state:task-cancel:"  # a task whose cancel was asked on a replica that does not run it
+TASK_ANSWERS_PREFIX = "hub:state:task-answers:"  # a hash: a 2026-07-28 host's answers for a task's input requests
+REPLICA_PREFIX = "hub:state:replica:"  # a replica running tasks, expiring unless it beats again
 RESUBSCRIBE_BACKOFF = (0.5, 10.0)  # seconds between attempts to listen again after Redis went away
 
 
@@ -144,6 +149,69 @@ class RedisState:
     async def names(self) -> list[str]:
         keys = await self._call(self._client.hkeys, OAUTH_KEY)
         return sorted(k.decode() if isinstance(k, bytes) else str(k) for k in keys or ())
+
+    # ---- tasks (hub.relay.tasks): shared by every replica --------------------------------------------------------
+
+    async def put_task(self, key: str, record: dict[str, Any], keep_s: float) -> None:
+        seconds = max(1, int(keep_s) + 1)
+        await self._call(self._client.set, TASK_PREFIX + key, json.dumps(record, separators=(",", ":")), ex=seconds)
+        index = TASKS_OF_PREFIX + str(record.get("identity"))
+        await self._call(self._client.sadd, index, key)
+        await self._call(self._client.expire, index, seconds, gt=True)
+        await self._call(self._client.expire, index, seconds, nx=True)
+
+    async def get_task(self, key: str) -> dict[str, Any] | None:
+        raw = await self._call(self._client.get, TASK_PREFIX + key)
+        if raw is None:
+            return None
+        try:
+            record = json.loads(raw)
+        except (ValueError, UnicodeDecodeError):
+            return None
+        return record if isinstance(record, dict) else None
+
+    async def task_keys(self, identity: str) -> list[str]:
+        index = TASKS_OF_PREFIX + identity
+        members = await self._call(self._client.smembers, index)
+        keys = sorted(m.decode() if isinstance(m, bytes) else str(m) for m in members or ())
+        if keys:
+            present = await self._call(self._client.mget, [TASK_PREFIX + k for k in keys])
+            gone = [k for k, value in zip(keys, present, strict=True) if value is None]
+            if gone:
+                await self._call(self._client.srem, index, *gone)
+            keys = [k for k in keys if k not in gone]
+        return keys
+
+    async def cancel_task(self, key: str, keep_s: float) -> None:
+        await self._call(self._client.set, TASK_CANCEL_PREFIX + key, b"1", ex=max(1, int(keep_s) + 1))
+
+    async def task_cancelled(self, key: str) -> bool:
+        return bool(await self._call(self._client.exists, TASK_CANCEL_PREFIX + key))
+
+    async def put_answers(self, key: str, answers: dict[str, Any], keep_s: float) -> None:
+        name = TASK_ANSWERS_PREFIX + key
+        await self._call(self._client.hset, name, mapping={k: json.dumps(v) for k, v in answers.items()})
+        await self._call(self._client.expire, name, max(1, int(keep_s) + 1))
+
+    async def take_answers(self, key: str) -> dict[str, Any]:
+        """The answers stored for a task, removed as they are read (one transaction: none is taken twice)."""
+        pipe = self._client.pipeline(transaction=True)
+        pipe.hgetall(TASK_ANSWERS_PREFIX + key)
+        pipe.delete(TASK_ANSWERS_PREFIX + key)
+        stored, _ = await self._call(pipe.execute)
+        taken: dict[str, Any] = {}
+        for name, raw in (stored or {}).items():
+            try:
+                taken[name.decode() if isinstance(name, bytes) else str(name)] = json.loads(raw)
+            except (ValueError, UnicodeDecodeError):
+                continue
+        return taken
+
+    async def beat(self, replica: str, keep_s: float) -> None:
+        await self._call(self._client.set, REPLICA_PREFIX + replica, b"1", px=max(1, int(keep_s * 1000)))
+
+    async def alive(self, replica: str) -> bool:
+        return bool(await self._call(self._client.exists, REPLICA_PREFIX + replica))
 
     async def close(self) -> None:
         with anyio.move_on_after(REDIS_TIMEOUT):

@@ -9,7 +9,8 @@ coalesced here over a short window before the changed kinds are read again; a 20
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from typing import Any
 
 import anyio
@@ -41,13 +42,35 @@ _LISTS = {  # kind -> (method, result key, the capability that offers it)
 
 
 @dataclass(frozen=True)
+class CacheHint:
+    """How long a list may be cached and by whom (2026-07-28 `ttlMs`, `cacheScope`): of a child's list, the
+    smallest ttl and the narrowest scope of its pages; of a merged list, of its children's (`merge`)."""
+
+    ttl_ms: int = 0
+    private: bool = True
+
+    @classmethod
+    def of(cls, page: dict[str, Any]) -> CacheHint:
+        """What a page says. Said nothing (a child of an older revision): ttl 0, as the spec tells a client to
+        assume; and private, since nothing says the list is the same for every caller."""
+        ttl = page.get("ttlMs")
+        ttl_ms = ttl if type(ttl) is int and ttl > 0 else 0  # negative: treated as 0, as the spec says
+        return cls(ttl_ms, page.get("cacheScope") != "public")
+
+    def merge(self, other: CacheHint) -> CacheHint:
+        return CacheHint(min(self.ttl_ms, other.ttl_ms), self.private or other.private)
+
+
+@dataclass(frozen=True)
 class Listing:
-    """Everything a child offers, as the raw dicts it sent (so unknown fields pass through)."""
+    """Everything a child offers, as the raw dicts it sent (so unknown fields pass through), and the cache hints of
+    each kind of list it was read for (`CacheHint`, by kind: "tools", "resources", "templates", "prompts")."""
 
     tools: tuple[dict[str, Any], ...] = ()
     resources: tuple[dict[str, Any], ...] = ()
     templates: tuple[dict[str, Any], ...] = ()
     prompts: tuple[dict[str, Any], ...] = ()
+    hints: Mapping[str, CacheHint] = field(default_factory=dict, compare=False)
 
 
 def offered(connection: Connection) -> list[str]:
@@ -62,11 +85,13 @@ async def read_lists(connection: Connection, kinds: list[str], base: Listing) ->
         errors.HubError, TimeoutError: a page could not be read (a kind advertised but not served reads as empty).
     """
     updates: dict[str, tuple[dict[str, Any], ...]] = {}
+    hints = dict(base.hints)
     for kind in kinds:
         method, key, _ = _LISTS[kind]
         items: list[dict[str, Any]] = []
         cursor: str | None = None
         seen: set[str] = set()
+        hint: CacheHint | None = None
         while True:
             try:
                 page = await connection.request(method, {"cursor": cursor} if cursor else {}, LIST_TIMEOUT)
@@ -74,6 +99,7 @@ async def read_lists(connection: Connection, kinds: list[str], base: Listing) ->
                 if exc.code == METHOD_NOT_FOUND:
                     break  # advertised but not served (templates, often): empty
                 raise
+            hint = CacheHint.of(page) if hint is None else hint.merge(CacheHint.of(page))
             found = page.get(key)
             items.extend(item for item in (found if isinstance(found, list) else ()) if isinstance(item, dict))
             next_cursor = page.get("nextCursor")
@@ -82,7 +108,11 @@ async def read_lists(connection: Connection, kinds: list[str], base: Listing) ->
             cursor = next_cursor
             seen.add(next_cursor)
         updates[kind] = tuple(items)
-    return Listing(**{**base.__dict__, **updates})
+        if hint is None:  # not served: no list of this kind to merge
+            hints.pop(kind, None)
+        else:
+            hints[kind] = hint
+    return Listing(**{**base.__dict__, **updates, "hints": hints})
 
 
 class ListChanges:

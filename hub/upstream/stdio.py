@@ -83,7 +83,9 @@ async def open_stdio(
         OSError: the command or working directory does not exist or cannot be run.
     """
     assert config.command is not None
-    spec = process_spec(config.command, config.args, config.env, config.inherit_env, config.cwd)
+    spec = process_spec(
+        config.command, config.args, config.env, config.inherit_env, config.cwd, None, config.grants(), name
+    )
     wire = StdioWire(name)
     process = await spawn(spec, watchdog.mark)
     watchdog.add(process.pid)

@@ -8,7 +8,7 @@ import anyio
 import mcp_types as types
 
 from tests.differential.harness import NEW, Outcome, ServerSpec, Side
-from tests.differential.servers import ISO_TIME, TASK_SUPPORT_DROPPED, npm_entry, npm_missing
+from tests.differential.servers import ISO_TIME, npm_entry, npm_missing
 from tests.support.waits import WAIT
 
 # Variables a child inherits from the hub (docs/configuration.md) that the SDK's client does not pass: get-env answers
@@ -18,6 +18,7 @@ INHERITED = {"LANG": "C.UTF-8", "LC_ALL": "C.UTF-8", "LC_CTYPE": "C.UTF-8", "TZ"
 HUB_INSTANCE = (r'\n\s*"HUB_INSTANCE": "[^"]*",', "")
 # What the server makes up on each call: task ids, the clock of its dynamic resources, random ids.
 TASK_ID = (r'"taskId": "[^"]+"', '"taskId": "<task>"')
+TASK_NAMED = (r"Task [0-9a-f]{32} ", "Task <task> ")  # in the server's own error messages
 CLOCK = (r"\d\d?:\d\d:\d\d [AP]M", "<clock>")
 UUID = (r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}", "<uuid>")
 DOCUMENT = "demo://resource/static/document/architecture.md"
@@ -128,12 +129,17 @@ async def _roots(side: Side) -> Outcome:
 
 
 async def _tasks(side: Side) -> Outcome:
-    """A task-augmented tools/call, then tasks/get, tasks/list, tasks/cancel and tasks/result on the task."""
+    """The tool that requires a task called without one, then a task-augmented tools/call, then tasks/get,
+    tasks/list, tasks/cancel and tasks/result on the task."""
+    without = await side.call("simulate-research-query", {"topic": "without a task"})
     params = types.CallToolRequestParams(
         name=side.tool("simulate-research-query"), arguments={"topic": "tides"}, task=types.TaskMetadata(ttl=60_000)
     )
     created = await side.send_unchecked("tools/call", params.model_dump(by_alias=True, exclude_none=True, mode="json"))
-    steps: dict[str, Outcome] = {"tools/call with task": created}
+    steps: dict[str, Outcome] = {
+        "tools/call without a task": without,
+        "tools/call with task": created,
+    }
     task_id = created.get("result", {}).get("task", {}).get("taskId")
     if not isinstance(task_id, str):
         return steps
@@ -182,7 +188,6 @@ EVERYTHING = ServerSpec(
         ("toggle-subscriber-updates", {}),
         ("toggle-subscriber-updates", {}),
         ("trigger-long-running-operation", {"duration": 0.2, "steps": 2}),
-        ("simulate-research-query", {"topic": "without a task"}),
     ],
     # The tools that ask the host for input are called by the features (sampling, elicit, roots), through the SDK's
     # own loop: through the hub, a 2026-07-28 host gets their requests as input-required rounds.
@@ -214,21 +219,31 @@ EVERYTHING = ServerSpec(
         "roots": _roots,
         "tasks": _tasks,
     },
+    # simulate-research-query requires a task: called by the tasks feature, with and without one (a 2026-07-28 host
+    # without the tasks extension is refused -32021 by the hub, as the extension says; the server itself speaks only
+    # 2025-11-25, so that difference is the tasks cell's documented gap).
     feature_tools=frozenset(
-        {"trigger-sampling-request", "trigger-elicitation-request", "trigger-url-elicitation", "get-roots-list"}
+        {
+            "trigger-sampling-request",
+            "trigger-elicitation-request",
+            "trigger-url-elicitation",
+            "get-roots-list",
+            "simulate-research-query",
+        }
     ),
     handshake_only=frozenset({"logging"}),
-    volatile=[ISO_TIME, CLOCK, UUID, TASK_ID, HUB_INSTANCE],
+    volatile=[ISO_TIME, CLOCK, UUID, TASK_ID, TASK_NAMED, HUB_INSTANCE],
     session_resources="demo://resource/session/",
     gaps={
-        **TASK_SUPPORT_DROPPED,
         ("subscribe", None, NEW): "found by this suite: a 2026-07-28 host's subscriptions/listen with "
         "resourceSubscriptions is acknowledged as honoured, but the hub never sends the server resources/subscribe "
         "(only a handshake host's resources/subscribe does), so no notifications/resources/updated ever comes",
-        ("capabilities", None, None): "the server declares the `tasks` capability (list, cancel, tools/call); "
-        "the hub does not, though it forwards task-augmented calls",
-        ("tasks", None, None): "the hub forwards the task-augmented tools/call and hands the host the server's "
-        "task, but answers tasks/get, tasks/list, tasks/cancel and tasks/result with -32601 Method not found "
-        "(and does not declare the tasks capability)",
+        ("capabilities", None, NEW): "the server speaks 2025-11-25 only, so directly a 2026-07-28 host falls back "
+        "and sees the 2025-11-25 `tasks` capability; through the hub it speaks 2026-07-28, where tasks are the "
+        "extension io.modelcontextprotocol/tasks (capabilities.extensions), not `tasks` (docs/decisions/015)",
+        ("tasks", None, NEW): "the script's task steps are 2025-11-25's (params.task, tasks/list, tasks/result, no "
+        "envelope), which the server answers directly after its fallback; a 2026-07-28 host through the hub has the "
+        "tasks extension instead (tests/integration/test_tasks_eras.py drives it), and without the extension the tool "
+        "that requires a task gets -32021 from the hub, as the extension says, where the server answers isError",
     },
 )

@@ -348,7 +348,7 @@ async def _resources(side: Side, spec: ServerSpec) -> list[tuple[str, Outcome]]:
     steps: list[tuple[str, Outcome]] = []
     listed = await side.list_all("resources/list")
     for resource in listed.get("result", {}).get("resources", []):
-        own = resource["uri"] if side.prefix is None else resource["uri"].removeprefix(f"{side.prefix}+")
+        own = resource["uri"] if side.prefix is None else own_uri(resource["uri"], side.prefix)
         steps.append((f"resources/read {own}", await read(side, resource["uri"])))
     for template, uris in spec.templates.items():
         for uri in uris:
@@ -375,8 +375,9 @@ async def complete(side: Side, ref: dict[str, Any], argument: dict[str, str]) ->
 def normalise(value: Any, prefix: str | None, direct_modern: bool) -> Any:
     """Undo the hub's documented renames (docs/namespace.md) and drop what it documents as its own.
 
-    - `<prefix>_<name>` of tools and prompts (in lists) and `<prefix>+<uri>` of every `uri` and `uriTemplate`
-      (lists, contents, resource links, embedded resources) back to the server's own;
+    - `<prefix>_<name>` of tools and prompts (in lists) and `<prefix>+<uri>` (`ui://<prefix>+<rest>` for an MCP
+      app's) of every `uri`, `uriTemplate` and app `resourceUri` (lists, contents, resource links, embedded
+      resources, a tool's `_meta`) back to the server's own;
     - the logger of a relayed log message (`<prefix>/<logger>`, or `<prefix>` for none) and the `<prefix>: `
       before a relayed error's message;
     - `resultType` and the `io.modelcontextprotocol/serverInfo` stamp of a 2026-07-28 answer (who answered);
@@ -404,9 +405,16 @@ def normalise(value: Any, prefix: str | None, direct_modern: bool) -> Any:
 
 
 def _unprefix(key: str, value: str, prefix: str) -> str:
-    if key in ("uri", "uriTemplate"):
-        return value.removeprefix(f"{prefix}+")
+    if key in ("uri", "uriTemplate", "resourceUri", "ui/resourceUri"):
+        return own_uri(value, prefix)
     return value.removeprefix(f"{prefix}/") if key == "logger" else value
+
+
+def own_uri(exposed: str, prefix: str) -> str:
+    """The server's own URI of one the hub exposes: `<prefix>+<uri>`, or `ui://<prefix>+<rest>` for an app's."""
+    if exposed.startswith(f"ui://{prefix}+"):
+        return "ui://" + exposed.removeprefix(f"ui://{prefix}+")
+    return exposed.removeprefix(f"{prefix}+")
 
 
 def _unprefix_names(out: dict[str, Any], prefix: str) -> dict[str, Any]:

@@ -15,14 +15,9 @@ from typing import Any
 import anyio
 import mcp_types as types
 
-from tests.differential.harness import NEW, Outcome, ServerSpec, Side, read
+from tests.differential.harness import Outcome, ServerSpec, Side, read
 from tests.support.paths import REPO
 
-# A 2026-07-28 host learns each tool's execution.taskSupport from the server directly, not through the hub.
-TASK_SUPPORT_DROPPED = {
-    ("lists", None, NEW): "tools/list to a 2026-07-28 host drops every tool's `execution` (taskSupport: forbidden, "
-    "required), which the server lists and a 2025-11-25 host gets"
-}
 NPM_BIN = REPO / "tests" / "npm" / "node_modules" / ".bin"
 
 
@@ -76,7 +71,6 @@ MEMORY = ServerSpec(
     entry=lambda workspace: npm_entry("mcp-server-memory", MEMORY_FILE_PATH=str(workspace / "memory.jsonl")),
     missing=lambda: npm_missing("mcp-server-memory"),
     reset=_memory_reset,
-    gaps=TASK_SUPPORT_DROPPED,
     calls=lambda workspace: [
         ("read_graph", {}),
         (
@@ -195,7 +189,6 @@ FILESYSTEM = ServerSpec(
     reset=_filesystem_reset,
     features={"roots": _filesystem_roots},
     handshake_only=frozenset({"roots"}),
-    gaps=TASK_SUPPORT_DROPPED,
     calls=_filesystem_calls,
     # get_file_info: a file's birth time cannot be set, and files the script writes get the time of the call.
     volatile=[(r"(created|modified|accessed): [^\\\"]+", r"\1: <time>"), (r'"(birthtime|mtime|atime)[^,}]+', "<t>")],
@@ -289,13 +282,4 @@ APPS = ServerSpec(
     calls=lambda workspace: [("get-time", {})],
     features={"apps": _apps},
     volatile=[ISO_TIME],
-    gaps={
-        (
-            "apps",
-            None,
-            None,
-        ): "the tool keeps `_meta.ui.resourceUri` (and `ui/resourceUri`) `ui://get-time/mcp-app.html` "
-        "while the hub lists the resource as `apps+ui://get-time/mcp-app.html`: reading the advertised URI answers "
-        "-32602 Unknown resource; and the app's own tools/call `get-time` (the server's name) answers Unknown tool"
-    },
 )

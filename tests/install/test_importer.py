@@ -168,7 +168,6 @@ def test_each_hosts_shapes_become_children() -> None:
         "headers": {"X-Key": "${GH_KEY}"},
     }
     prompt = convert({"type": "stdio", "command": "x", "env": {"T": "${input:token}"}, "envFile": ".env"}, home)
-    assert any("${input:token}" in note for note in prompt.notes)
     assert any("not imported: envFile" in note for note in prompt.notes)
     folder = convert({"command": "fs-mcp", "args": ["${workspaceFolder}", "${userHome}/notes"]}, home)
     assert folder.child["args"] == ["/home/me/src/app", "/home/me/notes"]

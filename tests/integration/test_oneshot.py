@@ -87,7 +87,7 @@ def test_check_json_has_the_documented_schema(tmp_path: Path) -> None:
     assert set(report) == {"config", "servers", "ready", "total", "collisions"}
     assert (report["ready"], report["total"], report["config"]) == (1, 2, str(config))
     servers = {s["name"]: s for s in report["servers"]}
-    keys = {"name", "state", "tools", "resources", "prompts", "start_ms", "restarts", "error", "quarantined"}
+    keys = {"name", "state", "tools", "resources", "prompts", "start_ms", "restarts", "sandbox", "error", "quarantined"}
     assert all(set(s) == keys for s in servers.values())
     assert servers["kitchen"]["state"] == "ready" and servers["kitchen"]["error"] is None
     assert servers["hung"]["state"] != "ready"

@@ -90,10 +90,14 @@ backend hub
 
 @asynccontextmanager
 async def replicas_behind_haproxy(
-    tmp: Path, count: int = 3, stateless: bool = False
+    tmp: Path, count: int = 3, stateless: bool = False, config: Path | None = None
 ) -> AsyncIterator[tuple[str, list[Replica]]]:
+    """`count` replicas serving `config` (else the kitchen child) behind HAProxy; its URL and the replicas."""
     haproxy = system_tool("haproxy")
-    config = write_servers(tmp, {"k": python_child("tests.children.kitchen", "--name", "k")}, {"log_arguments": True})
+    if config is None:
+        config = write_servers(
+            tmp, {"k": python_child("tests.children.kitchen", "--name", "k")}, {"log_arguments": True}
+        )
     front, stats = free_port(), free_port()
     async with AsyncExitStack() as stack:
         replicas = []

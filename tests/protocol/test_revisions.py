@@ -198,3 +198,13 @@ def test_unstamp_removes_the_era_fields_and_the_childs_identity_only() -> None:
     assert unstamp(result) == {"content": [], "_meta": {"com.example/x": 1}}
     assert unstamp({"content": [], "_meta": {SERVER_INFO_KEY: {}}}) == {"content": []}, "an emptied _meta goes"
     assert unstamp({"content": [], "_meta": {"k": 1}}) == {"content": [], "_meta": {"k": 1}}
+
+
+def test_a_tools_execution_reaches_a_2026_host_as_it_reaches_a_2025_host() -> None:
+    tool = {"name": "t", "inputSchema": {"type": "object"}, "execution": {"taskSupport": "optional"}}
+    for version in (revisions.LATEST_HANDSHAKE, revisions.LATEST_MODERN):
+        (shaped,), problems = revisions.sieve_items("tools/list", "tools", version, (tool,))
+        assert problems == [] and shaped["execution"] == {"taskSupport": "optional"}, version
+    without = {"name": "u", "inputSchema": {"type": "object"}}
+    (shaped,), _ = revisions.sieve_items("tools/list", "tools", revisions.LATEST_MODERN, (without,))
+    assert "execution" not in shaped

@@ -4,10 +4,14 @@ URI routing, the encoded listings, and the catalog's rebuilds."""
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from typing import Any
 
 import pytest
+from structlog.testing import capture_logs
 
+from hub.access.identity import Identity
+from hub.access.policy import OPEN, Policy, Rule, View
 from hub.config import ServerConfig, ToolFilter
 from hub.config.settings import HubSettings
 from hub.platform.watchdog import Watchdog
@@ -15,7 +19,7 @@ from hub.protocol import revisions
 from hub.relay.builtins import HEALTH_TOOL_DEF
 from hub.relay.catalog import Catalog, Collision, Renamed, Route, build_namespace
 from hub.upstream.child import Child
-from hub.upstream.listing import Listing
+from hub.upstream.listing import CacheHint, Listing
 
 
 def child(
@@ -349,3 +353,156 @@ def test_the_catalog_reserves_what_the_hub_says_at_each_rebuild() -> None:
     reserved.add("hub_health")
     assert catalog.rebuild() == ["tools"]
     assert catalog.namespace.tool_routes == {}
+
+
+# ---- MCP Apps, cache hints, what a 2026-07-28 host gets of each item --------------------------------------------
+
+APP_URI = "ui://get-time/mcp-app.html"
+
+
+def app_child(name: str, visibility: list[str] | None = None) -> Child:
+    made = child(name)
+    ui: dict[str, Any] = {"resourceUri": APP_URI}
+    if visibility is not None:
+        ui["visibility"] = visibility
+    made.listing = Listing(
+        tools=(
+            {
+                "name": "get-time",
+                "description": "Returns the current server time.",
+                "inputSchema": {"type": "object"},
+                "_meta": {"ui": ui, "ui/resourceUri": APP_URI},
+            },
+        ),
+        resources=({"uri": APP_URI, "name": "Get Time App", "mimeType": "text/html;profile=mcp-app"},),
+    )
+    return made
+
+
+def test_an_apps_resource_and_the_tool_that_points_at_it_are_renamed_together() -> None:
+    ns = build_namespace([app_child("app")])
+    (tool,) = ns.tools
+    exposed = "ui://app+get-time/mcp-app.html"
+    assert tool["_meta"] == {"ui": {"resourceUri": exposed}, "ui/resourceUri": exposed}
+    assert names(ns.resources, "uri") == [exposed]
+    assert ns.route_uri(exposed) == Route("app", APP_URI)
+    assert ns.resource_routes[exposed] == Route("app", APP_URI)
+
+
+def test_an_apps_uri_routes_by_its_prefix_even_when_no_listing_names_it() -> None:
+    made = app_child("app")
+    made.listing = Listing(tools=made.listing.tools)  # the server leaves its UI resource out of resources/list
+    ns = build_namespace([made])
+    assert ns.route_uri("ui://app+get-time/mcp-app.html") == Route("app", APP_URI)
+
+
+def test_an_app_only_tool_keeps_its_marking_in_listings_and_is_not_found_by_search() -> None:
+    ns = build_namespace([app_child("app", ["app"]), child("time", tools=["get_time"])])
+    listed = json.loads(ns.listing("tools/list", revisions.LATEST_HANDSHAKE))
+    (app_tool,) = [t for t in listed["tools"] if t["name"] == "app_get-time"]
+    assert app_tool["_meta"]["ui"]["visibility"] == ["app"]
+    modern = json.loads(ns.listing("tools/list", revisions.LATEST_MODERN))
+    assert [t["_meta"]["ui"]["visibility"] for t in modern["tools"] if t["name"] == "app_get-time"] == [["app"]]
+    found = [t["name"] for t in ns.search("get time", 10, OPEN)]
+    assert found == ["time_get_time"]
+
+
+def test_a_tool_for_model_and_app_is_found_by_search() -> None:
+    ns = build_namespace([app_child("app", ["model", "app"])])
+    assert [t["name"] for t in ns.search("current time", 10, OPEN)] == ["app_get-time"]
+
+
+def test_own_names_of_a_namespace_name_every_child_that_has_one() -> None:
+    ns = build_namespace([app_child("a"), app_child("b"), child("time", tools=["now"])])
+    assert ns.own_names.resolve("now", lambda exposed: True) == "time_now"
+    assert ns.own_names.resolve("get-time", lambda exposed: exposed.startswith("b_")) == "b_get-time"
+
+
+def hinted(made: Child, **hints: CacheHint) -> Child:
+    made.listing = replace(made.listing, hints=hints)
+    return made
+
+
+def cache_fields(ns: Any, method: str = "tools/list", view: View | None = None) -> tuple[Any, Any]:
+    listed = json.loads(ns.listing(method, revisions.LATEST_MODERN, view=view))
+    return listed["ttlMs"], listed["cacheScope"]
+
+
+def test_a_merged_list_takes_the_smallest_ttl_and_is_public_only_if_every_child_says_so() -> None:
+    a = hinted(child("a", tools=["x"]), tools=CacheHint(60_000, private=False))
+    b = hinted(child("b", tools=["y"]), tools=CacheHint(5_000, private=False))
+    assert cache_fields(build_namespace([a, b])) == (5_000, "public")
+    c = hinted(child("c", tools=["z"]), tools=CacheHint(90_000, private=True))
+    assert cache_fields(build_namespace([a, b, c])) == (5_000, "private")
+
+
+def test_a_child_that_said_nothing_counts_as_ttl_0_and_private() -> None:
+    a = hinted(child("a", tools=["x"]), tools=CacheHint(60_000, private=False))
+    silent = child("old", tools=["y"])  # listed, without hints: an older revision's child
+    assert cache_fields(build_namespace([a, silent])) == (0, "private")
+
+
+def test_each_kind_of_list_merges_its_own_hints() -> None:
+    a = hinted(
+        child("a", tools=["x"], prompts=["p"]),
+        tools=CacheHint(60_000, private=False),
+        prompts=CacheHint(1_000, private=True),
+    )
+    ns = build_namespace([a])
+    assert cache_fields(ns, "tools/list") == (60_000, "public")
+    assert cache_fields(ns, "prompts/list") == (1_000, "private")
+    assert cache_fields(ns, "resources/list") == (0, "public"), "no child lists resources: nothing to keep private"
+
+
+def test_a_list_the_callers_policy_chose_is_private() -> None:
+    a = hinted(child("a", tools=["x", "y"]), tools=CacheHint(60_000, private=False))
+    ns = build_namespace([a])
+    view = Policy((Rule("some", subjects=frozenset({"*"}), allow=("a_x",)),), "deny").view(Identity("ann"))
+    assert cache_fields(ns, view=view) == (60_000, "private")
+    assert cache_fields(ns, view=OPEN) == (60_000, "public")
+
+
+def test_a_tools_task_support_and_icons_reach_both_eras() -> None:
+    made = child("srv")
+    icons = [{"src": "https://example.com/i.png", "mimeType": "image/png", "sizes": ["48x48"]}]
+    made.listing = Listing(
+        tools=(
+            {
+                "name": "research",
+                "inputSchema": {"type": "object"},
+                "execution": {"taskSupport": "required"},
+                "icons": icons,
+            },
+        ),
+        prompts=({"name": "p", "icons": icons},),
+        resources=({"uri": "file:///r", "name": "r", "icons": icons},),
+        templates=({"uriTemplate": "file:///{x}", "name": "t", "icons": icons},),
+    )
+    ns = build_namespace([made])
+    for version in (revisions.LATEST_HANDSHAKE, revisions.LATEST_MODERN):
+        (tool,) = json.loads(ns.listing("tools/list", version))["tools"]
+        assert tool["execution"] == {"taskSupport": "required"}, version
+        assert tool["icons"] == icons, version
+        for method, key in (("prompts/list", "prompts"), ("resources/list", "resources")):
+            assert json.loads(ns.listing(method, version))[key][0]["icons"] == icons, (version, method)
+        templates = json.loads(ns.listing("resources/templates/list", version))["resourceTemplates"]
+        assert templates[0]["icons"] == icons, version
+
+
+def test_a_tool_with_an_invalid_x_mcp_header_is_left_out_and_logged_by_name() -> None:
+    made = child("srv", tools=["good"])
+    bad = {
+        "name": "bad",
+        "inputSchema": {"type": "object", "properties": {"r": {"type": "number", "x-mcp-header": "R"}}},
+    }
+    made.listing = Listing(tools=(*made.listing.tools, bad))
+    catalog = Catalog(lambda: frozenset())
+    catalog.children = {"srv": made}
+    with capture_logs() as logs:
+        catalog.rebuild()
+        catalog.rebuild()
+    assert names(catalog.namespace.tools) == ["srv_good"]
+    assert "srv_bad" not in catalog.namespace.tool_routes
+    rejected = [line for line in logs if line["event"] == "tool_rejected"]
+    assert len(rejected) == 1, "each once"
+    assert rejected[0]["tool"] == "bad" and rejected[0]["child"] == "srv" and "number" in rejected[0]["problem"]

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from hub.relay.naming import expose_name, expose_tool_name, expose_uri, map_uris, split_uri
+from hub.relay.naming import expose_name, expose_tool_name, expose_uri, map_ui_meta, map_uris, split_uri
 
 HOST_TOOL_NAME = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
 
@@ -125,6 +125,58 @@ def test_split_uri_leaves_a_plus_scheme_that_is_not_our_prefix_whole() -> None:
 def test_split_uri_inverts_expose_uri() -> None:
     uri = "svn+ssh://host/repo?rev=1#frag"
     assert split_uri(expose_uri("code", uri), frozenset({"code"})) == ("code", uri)
+
+
+@pytest.mark.parametrize(
+    ("uri", "exposed"),
+    [
+        ("ui://get-time/mcp-app.html", "ui://app+get-time/mcp-app.html"),
+        ("ui://weather-dashboard", "ui://app+weather-dashboard"),
+        ("ui:///no-authority.html", "ui://app+/no-authority.html"),
+    ],
+)
+def test_an_apps_ui_uri_keeps_its_scheme_with_the_prefix_before_its_authority(uri: str, exposed: str) -> None:
+    assert expose_uri("app", uri) == exposed
+    assert split_uri(exposed, frozenset({"app", "time"})) == ("app", uri)
+
+
+def test_an_unprefixed_ui_uri_is_left_whole() -> None:
+    assert expose_uri("", "ui://get-time/x.html") == "ui://get-time/x.html"
+    assert split_uri("ui://get-time/x.html", frozenset({"app"})) == ("", "ui://get-time/x.html")
+    # A `+` in an authority that is not one of our prefixes: the child's own URI.
+    assert split_uri("ui://a+b/x.html", frozenset({"app"})) == ("", "ui://a+b/x.html")
+
+
+def test_a_ui_uri_is_never_prefixed_in_front_of_its_scheme() -> None:
+    assert split_uri("app+ui://get-time/x.html", frozenset({"app"})) == ("app", "ui://get-time/x.html")
+    assert not expose_uri("app", "ui://get-time/x.html").startswith("app+")
+
+
+def test_map_ui_meta_renames_both_forms_of_a_tools_app_uri_and_keeps_the_rest() -> None:
+    meta = {"ui": {"resourceUri": "ui://t/a.html", "visibility": ["app"]}, "ui/resourceUri": "ui://t/a.html", "k": 1}
+    renamed = map_ui_meta(meta, lambda uri: expose_uri("app", uri))
+    assert renamed == {
+        "ui": {"resourceUri": "ui://app+t/a.html", "visibility": ["app"]},
+        "ui/resourceUri": "ui://app+t/a.html",
+        "k": 1,
+    }
+    untouched = {"ui": {"visibility": ["model"]}, "other": "ui://t/a.html"}
+    assert map_ui_meta(untouched, lambda uri: "x") is untouched
+    assert map_ui_meta(None, lambda uri: "x") is None
+
+
+def test_map_uris_renames_the_app_uri_a_tool_result_carries_in_its_meta() -> None:
+    result = {"content": [], "_meta": {"ui": {"resourceUri": "ui://t/a.html"}}}
+    renamed = map_uris(result, lambda uri: expose_uri("app", uri))
+    assert renamed["_meta"] == {"ui": {"resourceUri": "ui://app+t/a.html"}}
+    plain = {"content": [], "_meta": {"ui": {"csp": {}}}}
+    assert map_uris(plain, lambda uri: expose_uri("app", uri)) is plain
+
+
+def test_read_contents_of_an_app_are_renamed_back_to_the_exposed_ui_uri() -> None:
+    result = {"contents": [{"uri": "ui://t/a.html", "mimeType": "text/html;profile=mcp-app", "text": "<html>"}]}
+    renamed = map_uris(result, lambda uri: expose_uri("app", uri))
+    assert renamed["contents"][0]["uri"] == "ui://app+t/a.html"
 
 
 # ---- URIs inside results -------------------------------------------------------------------------------

@@ -10,7 +10,7 @@ import pytest
 
 from hub.protocol import errors
 from hub.protocol.jsonrpc import METHOD_NOT_FOUND
-from hub.upstream.listing import ListChanges, Listing, offered, read_lists
+from hub.upstream.listing import CacheHint, ListChanges, Listing, offered, read_lists
 
 pytestmark = pytest.mark.anyio
 
@@ -63,3 +63,33 @@ async def test_a_burst_of_list_changed_is_one_re_read_of_the_kinds_it_named() ->
     with anyio.move_on_after(0.2) as waited:
         await changes.next()
     assert waited.cancelled_caught, "nothing changed since: nothing to read"
+
+
+async def test_a_lists_cache_hint_is_its_pages_smallest_ttl_and_narrowest_scope() -> None:
+    child = Pages(
+        {
+            ("tools/list", None): {
+                "tools": [{"name": "a"}],
+                "nextCursor": "2",
+                "ttlMs": 60_000,
+                "cacheScope": "public",
+            },
+            ("tools/list", "2"): {"tools": [{"name": "b"}], "ttlMs": 30_000, "cacheScope": "public"},
+            ("prompts/list", None): {"prompts": [], "ttlMs": 10_000, "cacheScope": "private"},
+            ("resources/list", None): {"resources": [], "ttlMs": -5, "cacheScope": "public"},  # negative: 0
+        },
+        {"tools": {}, "prompts": {}, "resources": {}},
+    )
+    listing = await read_lists(child, offered(child), Listing())  # type: ignore[arg-type]
+    assert listing.hints["tools"] == CacheHint(30_000, private=False)
+    assert listing.hints["prompts"] == CacheHint(10_000, private=True)
+    assert listing.hints["resources"] == CacheHint(0, private=False)
+    assert "templates" not in listing.hints, "not served: nothing said"
+
+
+async def test_a_child_that_says_nothing_of_caching_gets_ttl_0_and_private() -> None:
+    child = Pages({("tools/list", None): {"tools": [{"name": "a"}]}}, {"tools": {}})
+    listing = await read_lists(child, ["tools"], Listing())  # type: ignore[arg-type]
+    assert listing.hints == {"tools": CacheHint(0, private=True)}
+    again = await read_lists(child, [], listing)  # type: ignore[arg-type]
+    assert again.hints == listing.hints, "a kind not read again keeps its hint"

@@ -1,0 +1,82 @@
+"""`sandbox:` of a stdio child, and its default under `hub:` (docs/sandbox.md): what people type, checked and turned
+into the platform's `Grants`.
+
+- `strict`: no network, nothing writable but a private /tmp, nothing readable beyond the system and the child's own
+  install directory and cwd;
+- `{network: true, write: [...], read: [...]}`: strict plus these grants (`~` and `${VAR}` expand; absolute paths);
+- `{container: IMAGE, ...}`: the child's command runs in that image under Docker or Podman, with the same grants;
+- `none`: no sandbox.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Literal
+
+from pydantic import Field, field_validator, model_validator
+
+from hub.config.model import Strict
+from hub.platform.sandbox import Grants
+
+
+class SandboxConfig(Strict):
+    """A sandbox: `strict`, `none`, or grants beyond `strict` (a word is read as `{mode: WORD}`)."""
+
+    mode: Literal["strict", "none"] = Field(
+        default="strict", description="'none': no sandbox; 'strict' with the grants below (the default)."
+    )
+    network: bool = Field(default=False, description="Let the child open network connections.")
+    write: tuple[str, ...] = Field(default=(), description="Absolute paths (~ and ${VAR} expand) the child may write.")
+    read: tuple[str, ...] = Field(default=(), description="Absolute paths beyond the system the child may read.")
+    container: str | None = Field(
+        default=None, min_length=1, description="An image: the child's command runs in it (docker or podman run)."
+    )
+    runtime: Literal["docker", "podman"] | None = Field(
+        default=None, description="With container: which runtime; unset: docker if installed, else podman."
+    )
+
+    @field_validator("write", "read")
+    @classmethod
+    def _absolute(cls, value: tuple[str, ...]) -> tuple[str, ...]:
+        paths = []
+        for given in value:
+            path = os.path.normpath(os.path.expanduser(given))
+            if not os.path.isabs(path):
+                raise ValueError(
+                    f"sandbox path {given!r} is not absolute: write it from / or ~ (or ${{VAR}}/...), as the "
+                    "child's cwd says nothing about where the sandbox is"
+                )
+            if path == os.sep:
+                raise ValueError("sandbox path '/' grants the whole system: use sandbox: none instead")
+            paths.append(path)
+        return tuple(paths)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _word(cls, value: object) -> object:
+        if isinstance(value, str):
+            if value not in ("strict", "none"):
+                raise ValueError(
+                    f"sandbox {value!r} is not a sandbox: write strict, none, or a mapping of network, write, read "
+                    "and container"
+                )
+            return {"mode": value}
+        return value
+
+    @model_validator(mode="after")
+    def _runtime_needs_container(self) -> SandboxConfig:
+        if self.mode == "none" and len(self.model_fields_set) > 1:
+            raise ValueError("sandbox none takes no grants: remove them, or the mode")
+        if self.runtime is not None and self.container is None:
+            raise ValueError("sandbox runtime needs container: IMAGE (bubblewrap has no runtime to choose)")
+        return self
+
+
+NO_SANDBOX = SandboxConfig(mode="none")
+
+
+def grants(setting: SandboxConfig | None) -> Grants | None:
+    """The platform's grants of a setting; None: no sandbox."""
+    if setting is None or setting.mode == "none":
+        return None
+    return Grants(setting.network, setting.write, setting.read, setting.container, setting.runtime)
