@@ -7,10 +7,11 @@ a script gets the refusal instead.
 from __future__ import annotations
 
 import json
+import re
 import sys
-from typing import TYPE_CHECKING, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
-from hub.cli.output import EXIT_USAGE, fail
+from hub.cli.output import EXIT_FAILED, EXIT_USAGE, fail, print_json
 
 if TYPE_CHECKING:
     from hub.host.inprocess import InProcessHost
@@ -42,9 +43,10 @@ async def ask_on_terminal(question: str) -> bool:
     return answer[0].strip().lower() in ("y", "yes")
 
 
-async def print_call(host: InProcessHost, name: str, arguments: str, out: TextIO) -> int:
-    """The result's blocks on `out`; 0, or 1 for an error or an isError result, 2 for arguments that are not an
-    object."""
+async def print_call(host: InProcessHost, name: str, arguments: str, as_json: bool, out: TextIO) -> int:
+    """The result on `out` (its content once; structured content only when no text block already says it; with
+    `as_json`, the result as the hub answered it); 0, or 1 for an error (one line on stderr, or `{"error": ...}`
+    with `as_json`) or an isError result, 2 for arguments that are not an object."""
     from hub.host.inprocess import HostError
 
     try:
@@ -56,12 +58,57 @@ async def print_call(host: InProcessHost, name: str, arguments: str, out: TextIO
     try:
         result = await host.request("tools/call", {"name": name, "arguments": parsed})
     except HostError as exc:
-        return fail(str(exc))
-    for block in result.get("content", []):
+        if as_json:
+            error = {"code": exc.error.get("code"), "message": exc.error.get("message")}
+            print_json({"error": error}, out)
+            return EXIT_FAILED
+        return fail(one_line(str(exc)))
+    return _print_result(result, name, as_json, out)
+
+
+def _print_result(result: dict[str, Any], name: str, as_json: bool, out: TextIO) -> int:
+    content = [block for block in result.get("content", []) if isinstance(block, dict)]
+    failed = bool(result.get("isError"))
+    if as_json:
+        document: dict[str, Any] = {"content": content, "isError": failed}
+        if "structuredContent" in result:
+            document["structuredContent"] = result["structuredContent"]
+        print_json(document, out)
+        return EXIT_FAILED if failed else 0
+    if failed:  # the tool's own error: one line on stderr, as the hub's errors are
+        texts = [str(block.get("text", "")) for block in content if block.get("type") == "text"]
+        return fail(f"{name}: " + one_line("\n".join(texts) or "the tool reported an error"))
+    said = []
+    for block in content:
         if block.get("type") == "text":
-            out.write(str(block.get("text", "")).rstrip("\n") + "\n")
+            text = str(block.get("text", ""))
+            said.append(_as_json(text))
+            out.write(text.rstrip("\n") + "\n")
         else:
             out.write(json.dumps(block) + "\n")
-    if "structuredContent" in result:
-        out.write("structuredContent: " + json.dumps(result["structuredContent"]) + "\n")
-    return 1 if result.get("isError") else 0
+    if "structuredContent" in result and result["structuredContent"] not in said:
+        out.write(json.dumps(result["structuredContent"], indent=2) + "\n")
+    return 0
+
+
+def _as_json(text: str) -> Any:
+    try:
+        return json.loads(text)
+    except ValueError:
+        return None
+
+
+def one_line(message: str) -> str:
+    """An error message on one line: a pydantic validation error's "loc" and "msg [type=...]" lines become
+    "loc: msg", its "For further information" lines go."""
+    parts: list[str] = []
+    for raw in message.splitlines():
+        line = raw.strip()
+        if not line or line.startswith("For further information"):
+            continue
+        detail = re.fullmatch(r"(.*?)\s*\[type=[^\]]*\]", line)
+        if detail is not None and parts:
+            parts[-1] = f"{parts[-1]}: {detail.group(1)}"
+        else:
+            parts.append(line)
+    return "; ".join(parts)

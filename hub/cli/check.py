@@ -13,7 +13,7 @@ cost nothing until found.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from typing import TYPE_CHECKING, Any, TextIO
 
 from hub.cli.output import print_json, print_table
@@ -24,9 +24,50 @@ if TYPE_CHECKING:
     from hub.host.inprocess import InProcessHost
 
 
-def print_check(hub: Hub, out: TextIO) -> int:
-    """One row per server, then collisions, quarantines and includes; 0 when every server is ready, else 1."""
+def check_report(hub: Hub, late: Collection[str]) -> dict[str, Any]:
+    """`hub check --json`'s document (docs/cli.md): the servers named in `late` did not settle within their
+    connect_timeout, and are reported failed with the reason."""
     report = hub.health()
+    servers = []
+    for s in report["servers"]:
+        state, error = s["state"], s["last_error"]
+        failure = hub.children[s["name"]].last_failure
+        if state != "ready" and error is None and failure is not None:
+            error = failure[0] or None  # restarting: the attempt under way has no error yet, the last one had
+        if s["name"] in late:
+            timeout = hub.children[s["name"]].config.connect_timeout
+            state, error = "failed", f"did not connect and list within {timeout:g}s"
+        servers.append(
+            {
+                "name": s["name"],
+                "state": state,
+                "tools": s["tools"],
+                "resources": s["resources"],
+                "prompts": s["prompts"],
+                "start_ms": s["start_ms"],
+                "restarts": s["restarts"],
+                "sandbox": s.get("sandbox", "-"),
+                "error": error,
+                "quarantined": s["quarantined"],
+            }
+        )
+    ready = sum(1 for s in servers if s["state"] == "ready")
+    return {
+        "config": str(hub.loaded.path),
+        "servers": servers,
+        "ready": ready,
+        "total": len(servers),
+        "collisions": report["collisions"],
+    }
+
+
+def print_check(hub: Hub, as_json: bool, late: Collection[str], out: TextIO) -> int:
+    """One row per server, then collisions, quarantines and includes; 0 when every server is ready, else 1."""
+    report = check_report(hub, late)
+    status = 0 if report["ready"] == report["total"] else 1
+    if as_json:
+        print_json(report, out)
+        return status
     rows = [["SERVER", "STATE", "TOOLS", "RESOURCES", "PROMPTS", "START_MS", "RESTARTS", "SANDBOX", "ERROR"]]
     for s in report["servers"]:
         rows.append(
@@ -38,8 +79,8 @@ def print_check(hub: Hub, out: TextIO) -> int:
                 str(s["prompts"]),
                 "" if s["start_ms"] is None else f"{s['start_ms']:.0f}",
                 str(s["restarts"]),
-                s.get("sandbox", "-"),
-                s["last_error"] or "",
+                s["sandbox"],
+                s["error"] or "",
             ]
         )
     print_table(rows, out)
@@ -56,9 +97,8 @@ def print_check(hub: Hub, out: TextIO) -> int:
                 keys = ", ".join(f"{key} ({_relative(where, hub.loaded.path)})" for key, where in overridden.items())
                 line += f"; overridden: {keys}"
             out.write(line + "\n")
-    failed = [s["name"] for s in report["servers"] if s["state"] != "ready"]
-    out.write(f"{len(report['servers']) - len(failed)}/{len(report['servers'])} servers ready ({hub.loaded.path})\n")
-    return 1 if failed else 0
+    out.write(f"{report['ready']}/{report['total']} servers ready ({hub.loaded.path})\n")
+    return status
 
 
 def _origin(hub: Hub, name: str) -> dict[str, Any]:

@@ -19,7 +19,7 @@ import structlog
 from hub.cli.output import EXIT_INTERRUPTED, EXIT_USAGE
 from hub.connect.forward import Forwarder
 from hub.connect.remote import Remote, new_client
-from hub.connect.token import DEFAULT_ENV, Token, TokenError, from_env, from_keyring
+from hub.connect.token import Token, TokenError, from_options
 from hub.logs import configure_logging
 from hub.platform import WINDOWS
 from hub.platform.stdio_wire import stdio_wire
@@ -39,14 +39,11 @@ def run_connect(args: argparse.Namespace) -> int:
         print(f"hub connect: {problem}", file=sys.stderr)
         return EXIT_USAGE
     try:
-        if args.keyring is not None:
-            token = from_keyring(args.keyring, args.keyring_user)
-        else:
-            token = from_env(args.token_env or DEFAULT_ENV, os.environ, required=args.token_env is not None)
+        token = from_options(args.token_env, args.keyring, args.keyring_user, os.environ)
     except TokenError as exc:
         print(f"hub connect: {exc}", file=sys.stderr)
         return EXIT_USAGE
-    call_log = configure_logging(args.log_format, args.log_level, args.log_file)
+    call_log = configure_logging(args.log_format or "json", args.log_level or "info", args.log_file)
     if token.value is not None:
         call_log.redactor.add([token.value])  # never in a log line, even quoted back in a hub's error
     try:

@@ -60,7 +60,8 @@ def _install(args: argparse.Namespace, paths: Paths, out: TextIO) -> int:
     if args.status:
         return _status(args, paths, out)
     if args.client not in CLIENTS:
-        return fail(f"install: name a client: {', '.join(CLIENT_NAMES)} (or --status)", EXIT_USAGE)
+        problem = "name a client" if args.client is None else f"unknown client {args.client!r}; known clients"
+        return fail(f"install: {problem}: {', '.join(CLIENT_NAMES)} (or --status)", EXIT_USAGE)
     client = CLIENTS[args.client]
     try:
         target = client_target(client, paths, args.scope)

@@ -34,3 +34,27 @@ def print_table(rows: Sequence[Sequence[str]], out: TextIO, right: Collection[in
     """Rows as aligned columns, the first row a header."""
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
     out.writelines(table_row(row, widths, right) for row in rows)
+
+
+class StartProgress:
+    """On a terminal (`stream` is stderr), one line saying which servers are still starting, rewritten as each gets
+    ready (or fails), and erased once the wait is over; nothing when `stream` is not a terminal."""
+
+    def __init__(self, stream: TextIO) -> None:
+        self._stream = stream
+        self._on = stream.isatty()
+        self._shown = 0  # width of the line on the terminal
+
+    def starting(self, children: Sequence[Any]) -> None:
+        """`children` (objects with a `name`) are still starting."""
+        if self._on:
+            self._show(f"hub: starting {', '.join(child.name for child in children)} ..." if children else "")
+
+    def done(self) -> None:
+        if self._on:
+            self._show("")
+
+    def _show(self, line: str) -> None:
+        self._stream.write("\r" + line.ljust(self._shown) + ("\r" if not line else ""))
+        self._stream.flush()
+        self._shown = len(line)

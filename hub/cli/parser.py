@@ -26,6 +26,7 @@ def build_parser() -> argparse.ArgumentParser:
     """`hub`'s parser; `args.command` names the command, `args.action` the sub-command of `token` and `auth`."""
     parser = argparse.ArgumentParser(prog="hub", description="One MCP entry for your host, many MCP servers behind it.")
     parser.add_argument("--version", action="version", version=f"hub {__version__}")
+    _global(parser)
     common = _common()
     commands = parser.add_subparsers(dest="command", required=True)
     _serve(commands, common)
@@ -42,29 +43,39 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+_CONFIG_HELP = (
+    "path of servers.yaml (default: $HUB_CONFIG, else ./servers.yaml if it exists, else servers.yaml in the user's "
+    "config directory, e.g. ~/.config/hub on Linux)"
+)
+_FORMAT_HELP = "json (default for serve and connect) or console (default for the other commands)"
+
+
+def _global(parser: argparse.ArgumentParser) -> None:
+    """--config and the logs' options before the command too (`hub -c servers.yaml list`): the same options after
+    it have no default of their own, so that they replace these only when given."""
+    _config(parser, _CONFIG_HELP, suppress=False)
+    _log_options(parser, _FORMAT_HELP, suppress=False)
+
+
 def _common() -> argparse.ArgumentParser:
     """The options every command that reads servers.yaml takes: --config and the logs'."""
     common = argparse.ArgumentParser(add_help=False)
-    _config(
-        common,
-        "path of servers.yaml (default: $HUB_CONFIG, else ./servers.yaml if it exists, else servers.yaml in the "
-        "user's config directory, e.g. ~/.config/hub on Linux)",
-    )
-    _log_options(common, None, "json (default for serve) or console (default for the other commands)")
+    _config(common, _CONFIG_HELP)
+    _log_options(common, _FORMAT_HELP)
     return common
 
 
-def _config(sub: argparse.ArgumentParser, help: str) -> None:
-    sub.add_argument("-c", "--config", default=os.environ.get("HUB_CONFIG"), help=help)
+def _config(sub: argparse.ArgumentParser, help: str, suppress: bool = True) -> None:
+    default = argparse.SUPPRESS if suppress else os.environ.get("HUB_CONFIG")
+    sub.add_argument("-c", "--config", default=default, help=help)
 
 
-def _log_options(sub: argparse.ArgumentParser, default: tuple[str, str] | None, format_help: str) -> None:
-    """--log-format, --log-level (`default`: theirs, else the command decides) and --log-file."""
-    log_format, log_level = default or (None, None)
-    sub.add_argument("--log-format", choices=["json", "console"], default=log_format, help=format_help)
-    level_help = "debug, info, warning, error" + (f" (default: {log_level})" if log_level else "")
-    sub.add_argument("--log-level", default=log_level, help=level_help)
-    sub.add_argument("--log-file", default=None, help="append logs to this file instead of stderr")
+def _log_options(sub: argparse.ArgumentParser, format_help: str, suppress: bool = True) -> None:
+    """--log-format, --log-level and --log-file (the command decides their defaults)."""
+    default = argparse.SUPPRESS if suppress else None
+    sub.add_argument("--log-format", choices=["json", "console"], default=default, help=format_help)
+    sub.add_argument("--log-level", default=default, help="debug, info, warning, error")
+    sub.add_argument("--log-file", default=default, help="append logs to this file instead of stderr")
 
 
 def _identity(sub: argparse.ArgumentParser, help: str, group: bool = True) -> None:
@@ -130,8 +141,8 @@ def _catalog(commands: Commands, common: argparse.ArgumentParser) -> None:
     call = commands.add_parser("call", parents=[common], help="call one tool and print the result")
     call.add_argument("name", help="exposed tool name, e.g. time_get_current_time")
     call.add_argument("arguments", nargs="?", default="{}", help="JSON object of arguments")
-    for sub in (listing, cost):
-        sub.add_argument("--json", action="store_true", help="machine-readable output")
+    for sub in (check, listing, cost, call):
+        sub.add_argument("--json", action="store_true", help="machine-readable output (schema: docs/cli.md)")
     for sub in (listing, cost, call):
         _identity(sub, _POLICY_IDENTITY)
         _wait(sub)
@@ -201,6 +212,28 @@ def _reload(commands: Commands) -> None:
     target = reload.add_mutually_exclusive_group(required=True)
     target.add_argument("--pid", type=int, help="process id of a hub (sends it SIGHUP)")
     target.add_argument("--url", help="base URL of a hub serving HTTP, e.g. http://127.0.0.1:8000 (POST /reload)")
+    _token_source(reload, "an admin's bearer token, sent with --url")
+
+
+def _token_source(sub: argparse.ArgumentParser, what: str) -> None:
+    """--token-env VAR | --keyring SERVICE [--keyring-user USER]: where `what` is (never on the command line)."""
+    source = sub.add_mutually_exclusive_group()
+    source.add_argument(
+        "--token-env",
+        metavar="VAR",
+        help=f"the environment variable holding {what} (default: {DEFAULT_ENV}; unset there: no token)",
+    )
+    source.add_argument(
+        "--keyring",
+        metavar="SERVICE",
+        help="read the token from the OS keyring's entry for SERVICE (needs the 'keyring' package)",
+    )
+    sub.add_argument(
+        "--keyring-user",
+        metavar="USER",
+        default=DEFAULT_KEYRING_USER,
+        help=f"the user name of the keyring entry (default: {DEFAULT_KEYRING_USER})",
+    )
 
 
 def _logs(commands: Commands) -> None:
@@ -218,7 +251,12 @@ def _logs(commands: Commands) -> None:
         help="the log file (default: --log-file, else hub.log_file of servers.yaml); FILE.1, FILE.2, ... are read too",
     )
     _config(logs, "servers.yaml whose hub.log_file is read by default (found as for the other commands)")
-    logs.add_argument("--log-file", metavar="PATH", help="the file `hub serve --log-file PATH` writes (same as FILE)")
+    logs.add_argument(
+        "--log-file",
+        metavar="PATH",
+        default=argparse.SUPPRESS,
+        help="the file `hub serve --log-file PATH` writes (same as FILE)",
+    )
     logs.add_argument(
         "-f",
         "--follow",
@@ -259,24 +297,8 @@ def _connect(commands: Commands) -> None:
         "(it is sent list_changed). Starts no hub and reads no servers.yaml.",
     )
     connect.add_argument("url", metavar="URL", help="the hub's MCP endpoint, e.g. https://hub.example.com/mcp")
-    source = connect.add_mutually_exclusive_group()
-    source.add_argument(
-        "--token-env",
-        metavar="VAR",
-        help=f"the environment variable holding the bearer token (default: {DEFAULT_ENV}; unset there: no token)",
-    )
-    source.add_argument(
-        "--keyring",
-        metavar="SERVICE",
-        help="read the token from the OS keyring's entry for SERVICE (needs the 'keyring' package)",
-    )
-    connect.add_argument(
-        "--keyring-user",
-        metavar="USER",
-        default=DEFAULT_KEYRING_USER,
-        help=f"the user name of the keyring entry (default: {DEFAULT_KEYRING_USER})",
-    )
-    _log_options(connect, ("json", "info"), "format of log lines (default: json)")
+    _token_source(connect, "the bearer token")
+    _log_options(connect, "format of log lines (default: json; level: info)")
 
 
 def _auth(commands: Commands, common: argparse.ArgumentParser) -> None:

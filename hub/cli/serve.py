@@ -7,6 +7,7 @@ hub open to anyone who can reach it would call every tool with the hub's credent
 from __future__ import annotations
 
 import argparse
+import sys
 from typing import TYPE_CHECKING
 
 from hub.cli.output import EXIT_USAGE, fail
@@ -42,8 +43,18 @@ async def run_serve(
     )
     from hub.serve import serve
 
+    if http and sys.stderr.isatty():  # a person started it: one line to read among the JSON log lines
+        print(f"hub: serving MCP at {endpoint(args.http)} (Ctrl-C stops)", file=sys.stderr, flush=True)
     await serve(hub, args.http, args.allow_host)
     return 0
+
+
+def endpoint(bind: str) -> str:
+    """The MCP endpoint's URL that `--http BIND` serves."""
+    from hub.host.http_server import parse_bind
+
+    host, port = parse_bind(bind)
+    return f"http://{f'[{host}]' if ':' in host else host}:{port}/mcp"
 
 
 def loopback(bind: str) -> bool:

@@ -13,7 +13,7 @@ import argparse
 import sys
 from typing import TYPE_CHECKING
 
-from hub.cli.output import EXIT_INTERRUPTED, EXIT_USAGE, fail
+from hub.cli.output import EXIT_INTERRUPTED, EXIT_USAGE, StartProgress, fail
 
 if TYPE_CHECKING:
     from hub.app import Hub
@@ -89,12 +89,19 @@ async def _one_shot(hub: Hub, args: argparse.Namespace) -> int:
 
         return await run_pin(hub, args, sys.stdout)
     async with hub.running():
-        await hub.startup.settle(limit_s=args.wait)
-        hub.startup.end()  # --wait said how long to wait: the listing below does not wait again
+        late: list[str] = []
+        if args.command != "call" or args.wait is not None:
+            # Each server at most its own connect_timeout (`hub call` waits only for its tool's server: the router
+            # holds the call until that one is up, as bounded).
+            progress = StartProgress(sys.stderr)
+            await hub.startup.settle(limit_s=args.wait, progress=progress.starting)
+            progress.done()
+            late = [name for name, child in hub.children.items() if not child.settled.is_set()]
+        hub.startup.end()  # the wait is over: the listing below does not wait again
         if args.command == "check":
             from hub.cli.check import print_check
 
-            return print_check(hub, sys.stdout)
+            return print_check(hub, args.json, late, sys.stdout)
         from hub.cli.call import ask_on_terminal, print_call
 
         # A person at a terminal is asked to confirm a call held by `confirm:`; a script is not (it gets the error).
@@ -109,4 +116,4 @@ async def _one_shot(hub: Hub, args: argparse.Namespace) -> int:
             from hub.cli.check import print_list
 
             return await print_list(hub, host, args.json, sys.stdout)
-        return await print_call(host, args.name, args.arguments, sys.stdout)
+        return await print_call(host, args.name, args.arguments, args.json, sys.stdout)

@@ -92,3 +92,15 @@ def from_keyring(service: str, user: str) -> Token:
     if not isinstance(value, str):
         raise TokenError(f"{source} has no such entry: store the token with `keyring set {service} {user}`")
     return Token(_clean(value, source), source)
+
+
+def from_options(token_env: str | None, keyring: str | None, keyring_user: str, environ: Mapping[str, str]) -> Token:
+    """The token the command line points at: `--keyring SERVICE` (with `--keyring-user`), else `--token-env VAR`
+    (required then), else $HUB_TOKEN if set (`hub connect`, `hub reload --url`).
+
+    Raises:
+        TokenError: as from_env and from_keyring.
+    """
+    if keyring is not None:
+        return from_keyring(keyring, keyring_user)
+    return from_env(token_env or DEFAULT_ENV, environ, required=token_env is not None)

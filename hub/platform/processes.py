@@ -223,13 +223,14 @@ class ChildProcess:
                 await anyio.sleep(STOP_POLL)
         return self.returncode is not None
 
-    async def stop(self) -> None:
-        """Close stdin, wait, then terminate and kill the child and its descendants; every wait bounded."""
+    async def stop(self, exit_grace: float = EXIT_GRACE) -> None:
+        """Close stdin, wait `exit_grace`, then terminate and kill the child and its descendants; every wait
+        bounded."""
         with anyio.CancelScope(shield=True):
             table = self._table
             family = table.descendants({self.pid})  # its helpers, while they are still its descendants
             await self.close_stdin()
-            await self._wait(EXIT_GRACE)
+            await self._wait(exit_grace)
             family = table.descendants({self.pid}) | family
             for kill in (False, True):
                 family = table.living(family)

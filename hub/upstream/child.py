@@ -295,10 +295,15 @@ class Child:
                 self.last_error = connection.closed
                 self.state = ChildState.RESTARTING
                 tg.cancel_scope.cancel()
-        except TimeoutError:
-            self.last_error = f"did not connect and list within {self.config.connect_timeout:g}s"
         except Exception as exc:  # the child's failure is reported, never the hub's
-            self.last_error = self.describe_failure(exc)
+            # fail_after fires inside the task group: its TimeoutError may come wrapped in an ExceptionGroup
+            timed_out = isinstance(exc, TimeoutError) or (
+                isinstance(exc, ExceptionGroup) and exc.split(TimeoutError)[1] is None
+            )
+            if timed_out:
+                self.last_error = f"did not connect and list within {self.config.connect_timeout:g}s"
+            else:
+                self.last_error = self.describe_failure(exc)
             self._needs_sign_in = self._needs_sign_in or _is_sign_in(exc)
         finally:
             self.shared = None

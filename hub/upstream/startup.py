@@ -8,14 +8,17 @@ most `startup_listing_wait` after it spawned the hub. Every wait here is bounded
 
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import Callable, Mapping
 
 import anyio
 import structlog
 
-from hub.platform.processes import EXIT_GRACE, KILL_GRACE
 from hub.upstream.child import Child
+
+# A child's first attempt fails on its own connect_timeout; this is the time then given to stop its process.
+SETTLE_SLACK = 1.0
 
 
 class StartupWait:
@@ -27,15 +30,33 @@ class StartupWait:
         self._limit = limit  # `hub.startup_listing_wait`, as configured now
         self._over = False  # every child started with the hub settled, or the wait ran out
 
-    async def settle(self, children: list[Child] | None = None, limit_s: float | None = None) -> None:
-        """Until `children` (all, by default) are ready or have failed once, at most `limit_s`; by default the
-        slowest connect_timeout, the time a hung process is then given to exit, and a second to report it."""
+    async def settle(
+        self,
+        children: list[Child] | None = None,
+        limit_s: float | None = None,
+        progress: Callable[[list[Child]], None] | None = None,
+    ) -> None:
+        """Until `children` (all, by default) are ready or have failed once: each at most its own connect_timeout
+        (and SETTLE_SLACK for its process to be stopped), all at most `limit_s`. `progress` is told the children still
+        starting, first and each time one settles. Those whose `settled` is not set after it did not settle in time."""
         pool = list(self._children().values()) if children is None else children
-        if limit_s is None:
-            limit_s = max((child.config.connect_timeout for child in pool), default=0.0) + EXIT_GRACE + KILL_GRACE + 1
-        with anyio.move_on_after(limit_s):
-            for child in pool:
+        begun = time.monotonic()
+        starting = [child for child in pool if not child.settled.is_set()]
+
+        async def one(child: Child) -> None:
+            with anyio.move_on_after(begun + child.config.connect_timeout + SETTLE_SLACK - time.monotonic()):
                 await child.settled.wait()
+            if child.settled.is_set():
+                starting.remove(child)
+                if progress is not None:
+                    progress(list(starting))
+
+        if progress is not None:
+            progress(list(starting))
+        with anyio.move_on_after(math.inf if limit_s is None else limit_s):
+            async with anyio.create_task_group() as tg:
+                for child in list(starting):
+                    tg.start_soon(one, child)
 
     def left(self) -> float:
         """Seconds a list request may still wait for the children started with the hub; 0 once that is over."""

@@ -18,7 +18,7 @@ from anyio.abc import TaskGroup
 
 from hub.config.schema import ServerConfig
 from hub.platform.pipes import Broken, Lines, Writer
-from hub.platform.processes import ChildProcess, describe_exit, process_spec, spawn
+from hub.platform.processes import EXIT_GRACE, ChildProcess, describe_exit, process_spec, spawn
 from hub.platform.watchdog import Watchdog
 from hub.upstream.connection import Connection, Events
 
@@ -101,7 +101,9 @@ async def open_stdio(
         # Stopped by the hub (a reload, the hub's own stop) unless the process ended first: requests still in flight
         # are answered now, before the child answers them itself as it sees its stdin close.
         connection.ended(f"server '{name}' was stopped by the hub")
-        await process.stop()
+        # A process that never finished its handshake has no session to end cleanly: it is not given the grace to
+        # exit on its own (a hung one would hold a one-shot command, or the next attempt, for nothing).
+        await process.stop(EXIT_GRACE if connection.server_info else 0.0)
         watchdog.discard(process.pid)
 
 

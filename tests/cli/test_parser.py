@@ -63,3 +63,31 @@ def test_the_cli_modules_import_one_another_without_a_cycle() -> None:
     for module in graph:
         visit(module, ())
     assert not any(name in graph for name in _imports(REPO / "hub" / "cli" / "__init__.py"))
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["-c", "x.yaml", "--log-level", "debug", "list"],
+        ["list", "-c", "x.yaml", "--log-level", "debug"],
+        ["--log-level", "info", "list", "-c", "x.yaml", "--log-level", "debug"],  # after the command wins
+    ],
+)
+def test_the_options_every_command_takes_go_before_or_after_it(argv: list[str]) -> None:
+    args = build_parser().parse_args(argv)
+    assert (args.command, args.config, args.log_level, args.log_format) == ("list", "x.yaml", "debug", None)
+
+
+def test_global_options_reach_the_commands_that_start_no_hub() -> None:
+    logs = build_parser().parse_args(["--log-file", "hub.log", "-c", "x.yaml", "logs"])
+    assert (logs.log_file, logs.config) == ("hub.log", "x.yaml")
+    connect = build_parser().parse_args(["connect", "http://127.0.0.1:8000/mcp"])
+    assert (connect.log_format, connect.log_level, connect.token_env) == (None, None, None)
+
+
+def test_check_and_call_take_json_and_reload_takes_a_token_source() -> None:
+    assert build_parser().parse_args(["check", "--json"]).json
+    call = build_parser().parse_args(["call", "time_get_current_time", "--json"])
+    assert (call.json, call.arguments) == (True, "{}")
+    reload = build_parser().parse_args(["reload", "--url", "http://h:8000", "--keyring", "h"])
+    assert (reload.keyring, reload.keyring_user, reload.token_env) == ("h", "token", None)

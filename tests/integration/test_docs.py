@@ -90,7 +90,16 @@ def test_the_check_and_list_in_the_docs_show_the_default_servers_as_they_are() -
 
 CALLS = [
     ("hub call nope", 1, "hub: Unknown tool: 'nope' (code -32602)"),
-    ('hub call time_get_current_time \'{"timezone":"Mars/Olympus"}\'', 1, "Error executing tool get_current_time"),
+    (
+        'hub call time_get_current_time \'{"timezone":"Mars/Olympus"}\'',
+        1,
+        "hub: time_get_current_time: Error executing tool get_current_time",
+    ),
+    (
+        "hub call time_get_current_time '{}'",
+        1,
+        "hub: time_get_current_time: Error executing tool get_current_time: 1 valid",
+    ),
     ("hub call time_get_current_time '{bad'", 2, "hub: arguments must be a JSON object: Expecting property name"),
     ('hub call git_git_commit \'{"repo_path":".","message":"x"}\'', 1, "hub: Unknown tool: 'git_git_commit'"),
 ]

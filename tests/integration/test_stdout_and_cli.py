@@ -169,9 +169,9 @@ def test_list_json_shows_the_catalog_with_listing_sizes(mixed_config: Path) -> N
 def test_call_prints_the_result_and_reports_errors(mixed_config: Path) -> None:
     result = run_cli("call", "kitchen_add", '{"a": 2, "b": 3}', config=mixed_config)
     assert result.returncode == 0, result.stderr
-    assert 'structuredContent: {"sum": 5' in result.stdout
+    assert json.loads(result.stdout) == {"sum": 5}  # printed once: the structured content repeats the text
     failed = run_cli("call", "kitchen_fail", config=mixed_config)
-    assert failed.returncode == 1 and "on purpose" in failed.stdout
+    assert failed.returncode == 1 and "on purpose" in failed.stderr
     unknown = run_cli("call", "kitchen_nope", config=mixed_config)
     assert unknown.returncode == 1 and "Unknown tool: 'kitchen_nope'" in unknown.stderr
 

@@ -1,0 +1,219 @@
+"""One-shot commands run as a user runs them (`python -m hub ...` in a child process): a hung server holds none of
+them past its own connect_timeout, a closed stdout ends them quietly, `--json` has the documented schema, and the
+options that every command takes also work before the command."""
+
+from __future__ import annotations
+
+import json
+import os
+import pty
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import anyio
+import pytest
+
+from hub.cli.install import CLIENT_NAMES
+from tests.integration.test_team import create_token, team_config
+from tests.support.children import python_child, write_config
+from tests.support.paths import REPO
+from tests.support.processes import serve_hub_http, stop_process
+from tests.support.system import free_port
+from tests.support.waits import WAIT
+
+pytestmark = pytest.mark.integration
+
+HUNG_TIMEOUT = 3  # the hung server's connect_timeout in `hub check`
+CALL_HUNG_TIMEOUT = 20  # and in `hub call`, which must not wait for it at all
+# The issue's requirements, as upper bounds of the whole command (process start to exit), not benchmarks. On a
+# machine so loaded that the ready server alone starts slower than that, the bound is the same command without the
+# hung server (plus the hung server's connect_timeout for check): still far below what waiting for it would take.
+CALL_BOUND = 3.0
+CHECK_BOUND = HUNG_TIMEOUT + 2.0
+
+
+def hub(*args: str) -> tuple[subprocess.CompletedProcess[str], float]:
+    """`hub ARGS...` run to its end, and how long it took (seconds)."""
+    began = time.monotonic()
+    done = subprocess.run(
+        [sys.executable, "-m", "hub", *args], cwd=REPO, capture_output=True, text=True, timeout=WAIT * 2
+    )
+    return done, time.monotonic() - began
+
+
+def hung_config(directory: Path, connect_timeout: float) -> Path:
+    """kitchen (ready in a moment) beside a server that never answers initialize."""
+    directory.mkdir(exist_ok=True)
+    return write_config(
+        directory,
+        {
+            "kitchen": python_child("tests.children.kitchen"),
+            "hung": {"command": "sleep", "args": ["1000"], "connect_timeout": connect_timeout},
+        },
+    )
+
+
+def test_a_call_waits_only_for_its_own_server(tmp_path: Path, kitchen_config: Path) -> None:
+    call = ("call", "kitchen_add", '{"a": 2, "b": 3}', "-c")
+    done, took = hub(*call, str(hung_config(tmp_path / "hung", CALL_HUNG_TIMEOUT)))
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout) == {"sum": 5}, "the content once; the same structured content is not repeated"
+    if took >= CALL_BOUND:
+        alone = hub(*call, str(kitchen_config))[1]
+        assert took < alone + 2.0, f"hub call took {took:.1f}s beside a hung server, {alone:.1f}s without"
+
+
+def test_check_reports_the_hung_server_once_its_own_connect_timeout_has_passed(
+    tmp_path: Path, kitchen_config: Path
+) -> None:
+    done, took = hub("check", "-c", str(hung_config(tmp_path / "hung", HUNG_TIMEOUT)))
+    assert done.returncode == 1
+    rows = {line.split()[0]: line for line in done.stdout.splitlines() if line}
+    assert rows["kitchen"].split()[1] == "ready"
+    assert f"did not connect and list within {HUNG_TIMEOUT}s" in rows["hung"], done.stdout
+    assert "TimeoutError" not in done.stdout + done.stderr
+    if took >= CHECK_BOUND:
+        alone = hub("check", "-c", str(kitchen_config))[1]
+        assert took < alone + HUNG_TIMEOUT, f"hub check took {took:.1f}s, {alone:.1f}s without the hung server"
+
+
+def test_check_json_has_the_documented_schema(tmp_path: Path) -> None:
+    config = hung_config(tmp_path / "hung", HUNG_TIMEOUT)
+    done, _ = hub("check", "--json", "-c", str(config))
+    assert done.returncode == 1
+    report = json.loads(done.stdout)
+    assert set(report) == {"config", "servers", "ready", "total", "collisions"}
+    assert (report["ready"], report["total"], report["config"]) == (1, 2, str(config))
+    servers = {s["name"]: s for s in report["servers"]}
+    keys = {"name", "state", "tools", "resources", "prompts", "start_ms", "restarts", "sandbox", "error", "quarantined"}
+    assert all(set(s) == keys for s in servers.values())
+    assert servers["kitchen"]["state"] == "ready" and servers["kitchen"]["error"] is None
+    assert servers["hung"]["state"] != "ready"
+    assert servers["hung"]["error"] == f"did not connect and list within {HUNG_TIMEOUT}s"
+
+
+@pytest.fixture
+def kitchen_config(tmp_path: Path) -> Path:
+    return write_config(tmp_path, {"kitchen": python_child("tests.children.kitchen")})
+
+
+def test_call_json_has_the_documented_schema(kitchen_config: Path) -> None:
+    done, _ = hub("call", "--json", "kitchen_add", '{"a": 2, "b": 3}', "-c", str(kitchen_config))
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout) == {
+        "content": [{"type": "text", "text": '{"sum": 5}'}],
+        "isError": False,
+        "structuredContent": {"sum": 5},
+    }
+    failed, _ = hub("call", "--json", "kitchen_fail", "-c", str(kitchen_config))
+    assert failed.returncode == 1
+    assert json.loads(failed.stdout) == {
+        "content": [{"type": "text", "text": "kitchen failed on purpose"}],
+        "isError": True,
+    }
+    unknown, _ = hub("call", "--json", "kitchen_nope", "-c", str(kitchen_config))
+    assert unknown.returncode == 1
+    assert json.loads(unknown.stdout) == {"error": {"code": -32602, "message": "Unknown tool: 'kitchen_nope'"}}
+
+
+def test_call_errors_are_one_line_on_stderr(kitchen_config: Path) -> None:
+    failed, _ = hub("call", "kitchen_fail", "-c", str(kitchen_config))
+    assert (failed.returncode, failed.stdout) == (1, "")
+    assert failed.stderr.splitlines()[-1] == "hub: kitchen_fail: kitchen failed on purpose"
+    boom, _ = hub("call", "kitchen_boom", "-c", str(kitchen_config))
+    assert boom.returncode == 1 and boom.stderr.splitlines()[-1] == "hub: kitchen: boom exploded (code -32603)", (
+        boom.stderr
+    )
+
+
+def test_a_validation_error_is_one_line() -> None:
+    done, _ = hub("call", "time_get_current_time", "-c", str(REPO / "servers.yaml"))
+    assert done.returncode == 1 and done.stdout == ""
+    lines = done.stderr.splitlines()
+    assert lines == [
+        "hub: time_get_current_time: Error executing tool get_current_time: "
+        "1 validation error for get_current_timeArguments; timezone: Field required"
+    ], done.stderr
+
+
+def test_a_closed_stdout_ends_the_command_quietly(kitchen_config: Path) -> None:
+    read_end, write_end = os.pipe()
+    process = subprocess.Popen(
+        [sys.executable, "-m", "hub", "list", "--json", "-c", str(kitchen_config)],
+        cwd=REPO,
+        stdout=write_end,
+        stderr=subprocess.PIPE,
+    )
+    os.close(write_end)
+    os.close(read_end)  # the reader is gone before the hub writes (`hub list --json | head -c 10`, and more)
+    _, err = process.communicate(timeout=WAIT)
+    assert process.returncode == 141
+    assert b"Traceback" not in err and b"BrokenPipeError" not in err, err.decode()
+
+
+def test_options_every_command_takes_also_go_before_it(kitchen_config: Path) -> None:
+    done, _ = hub("-c", str(kitchen_config), "--log-level", "error", "list", "--json")
+    assert done.returncode == 0, done.stderr
+    assert "kitchen_add" in {tool["name"] for tool in json.loads(done.stdout)["tools"]}
+    # given after the command too, that one wins
+    done, _ = hub("-c", "/nonexistent/servers.yaml", "check", "-c", str(kitchen_config))
+    assert done.returncode == 0, done.stderr
+
+
+def test_an_unknown_client_is_named_with_the_known_ones() -> None:
+    done, _ = hub("install", "nope")
+    assert done.returncode == 2
+    assert done.stderr.splitlines() == [
+        f"hub: install: unknown client 'nope'; known clients: {', '.join(CLIENT_NAMES)} (or --status)"
+    ]
+
+
+@pytest.mark.anyio
+async def test_reload_over_http_sends_the_admin_token_as_connect_does(tmp_path: Path) -> None:
+    config = team_config(tmp_path)
+    root = create_token(config, "root", "admin")
+    alice = create_token(config, "alice", "oncall")
+    async with serve_hub_http(config, tmp_path / "hub.log") as url:
+        base = url.removesuffix("/mcp")
+        env = {k: v for k, v in os.environ.items() if k != "HUB_TOKEN"}
+
+        def reload(*args: str, **extra: str) -> subprocess.CompletedProcess[str]:
+            command = [sys.executable, "-m", "hub", "reload", "--url", base, *args]
+            return subprocess.run(command, cwd=REPO, env=env | extra, capture_output=True, text=True, timeout=WAIT)
+
+        nobody = await anyio.to_thread.run_sync(reload)
+        assert nobody.returncode == 1 and "401" in nobody.stderr and "$HUB_TOKEN is not set" in nobody.stderr
+        done = await anyio.to_thread.run_sync(lambda: reload("--token-env", "ADMIN_TOKEN", ADMIN_TOKEN=root))
+        assert done.returncode == 0, done.stderr
+        assert "unchanged" in done.stdout
+        default = await anyio.to_thread.run_sync(lambda: reload(HUB_TOKEN=root))
+        assert default.returncode == 0, default.stderr
+        refused = await anyio.to_thread.run_sync(lambda: reload(HUB_TOKEN=alice))
+        assert refused.returncode == 1 and "403" in refused.stderr
+        unset = await anyio.to_thread.run_sync(lambda: reload("--token-env", "NOT_SET_HERE"))
+        assert unset.returncode == 2 and "$NOT_SET_HERE is not set" in unset.stderr
+
+
+@pytest.mark.anyio
+async def test_serve_http_names_its_url_on_a_terminal(kitchen_config: Path) -> None:
+    port = free_port()
+    leader, follower = pty.openpty()
+    process = await anyio.open_process(
+        [sys.executable, "-m", "hub", "serve", "--http", str(port), "-c", str(kitchen_config)],
+        cwd=REPO,
+        stdout=subprocess.DEVNULL,
+        stderr=follower,
+    )
+    os.close(follower)
+    seen = b""
+    try:
+        with anyio.fail_after(WAIT):
+            while b"\n" not in seen.partition(b"hub: serving")[2]:
+                seen += await anyio.to_thread.run_sync(os.read, leader, 4096)
+    finally:
+        await stop_process(process)
+        os.close(leader)
+    line = seen.partition(b"hub: serving")[2].split(b"\n")[0].decode().strip()
+    assert line == f"MCP at http://127.0.0.1:{port}/mcp (Ctrl-C stops)"
