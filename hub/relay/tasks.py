@@ -10,8 +10,9 @@ identity that created the task only, as its policy allows the tool now.
 
 Eras: a 2025-11-25 host asks for a task with `params.task`; a 2026-07-28 host that declares the tasks extension gets
 one for a tool whose server requires it (the server decides, as the extension says), whatever its server's era.
-`tasks/result` and `tasks/list` do not exist in the extension; `tasks/update` (input for an `input_required` task)
-has nothing in 2025-11-25 to carry it, and is refused.
+`tasks/result` and `tasks/list` do not exist in the extension; `tasks/update` carries a 2026-07-28 host's answers to
+the child's requests for its task (shown in `tasks/get` as `inputRequests`), through the shared state to the replica
+running it.
 """
 
 from __future__ import annotations
