@@ -153,7 +153,12 @@ def absorb(record: dict[str, Any], task: dict[str, Any]) -> bool:
 
 def shown(record: dict[str, Any], modern: bool) -> dict[str, Any]:
     """The Task a host gets (`tasks/get`, `tasks/list`, the status notification), in its era's field names."""
-    task: dict[str, Any] = {"taskId": record["id"], "status": record["status"]}
+    status = record["status"]
+    if modern and status == "input_required" and not record.get("inputRequests"):
+        # The child says it waits for input, but its question has not reached the hub yet: to a 2026-07-28 host,
+        # input_required means "answer these inputRequests", and there is nothing to answer yet.
+        status = "working"
+    task: dict[str, Any] = {"taskId": record["id"], "status": status}
     if isinstance(record.get("statusMessage"), str):
         task["statusMessage"] = record["statusMessage"]
     task["createdAt"] = record["createdAt"]
@@ -161,7 +166,7 @@ def shown(record: dict[str, Any], modern: bool) -> dict[str, Any]:
     task["ttlMs" if modern else "ttl"] = record.get("ttl")
     if record.get("pollInterval") is not None:
         task["pollIntervalMs" if modern else "pollInterval"] = record["pollInterval"]
-    if modern and task["status"] == "input_required" and record.get("inputRequests"):
+    if status == "input_required" and modern:
         task["inputRequests"] = record["inputRequests"]
     if modern and record.get("final"):  # the extension's tasks/get carries the outcome inline
         if "result" in record:

@@ -158,9 +158,10 @@ async def test_a_task_fails_when_its_server_restarts(tmp_path: Path) -> None:
     assert [c["outcome"] for c in ended] == ["task_failed"]
 
 
-async def modern_update_across(url_a: str, url_b: str) -> None:
+async def modern_update_across(url_a: str, url_b: str, steer: tuple[dict[str, str], dict[str, str]] = ({}, {})) -> None:
     """A 2026-07-28 host over HTTP (one POST per request, `Mcp-Name` = the task id): its task, created through
-    replica a, asks a question, which the host finds and answers (tasks/update) through replica b."""
+    replica a, asks a question, which the host finds and answers (tasks/update) through replica b. `steer`: extra
+    headers for the requests meant for a and for b (behind a balancer: what sends them there)."""
     from tests.integration.test_http_front import events
 
     meta = {
@@ -176,7 +177,8 @@ async def modern_update_across(url_a: str, url_b: str) -> None:
 
         async def send(url: str, method: str, params: dict[str, Any], name: str) -> dict[str, Any]:
             message = {"jsonrpc": "2.0", "id": 1, "method": method, "params": {**params, "_meta": meta}}
-            answer = await http.post(url, json=message, headers={**headers, "mcp-method": method, "mcp-name": name})
+            routing = {**headers, **steer[url == url_b], "mcp-method": method}
+            answer = await http.post(url, json=message, headers={**routing, "mcp-name": name})
             (last,) = [m for m in events(answer) if m.get("id") == 1]
             result: dict[str, Any] = last["result"]
             return result
@@ -277,9 +279,34 @@ async def test_a_tasks_question_reaches_the_session_that_created_it(tmp_path: Pa
     assert host.elicited[0].meta["io.modelcontextprotocol/related-task"] == {"taskId": task_id}
 
 
-async def test_behind_haproxy_a_task_is_read_and_cancelled_through_the_other_replica(tmp_path: Path) -> None:
+async def session_per_replica(url: str, replicas: list[Any]) -> dict[str, str]:
+    """A handshake session id on each replica behind the balancer at `url` (an id names its replica), by opening
+    sessions until each replica has one: HAProxy has then learned each id (stick store-response)."""
+    found: dict[str, str] = {}
+    initialize = {
+        "jsonrpc": "2.0",
+        "id": 0,
+        "method": "initialize",
+        "params": {
+            "protocolVersion": "2025-11-25",
+            "capabilities": {},
+            "clientInfo": {"name": "steer", "version": "1"},
+        },
+    }
+    headers = {"accept": "application/json, text/event-stream", "content-type": "application/json"}
+    async with httpx2.AsyncClient(timeout=WAIT) as http:
+        for _ in range(20 * len(replicas)):  # leastconn among idle replicas: a few opens each, not a timing
+            session = (await http.post(url, json=initialize, headers=headers)).headers["mcp-session-id"]
+            found.setdefault(session.partition(".")[0], session)
+            if len(found) == len(replicas):
+                return found
+    raise AssertionError(f"sessions opened only on {sorted(found)}")
+
+
+async def test_behind_haproxy_a_task_is_read_updated_and_cancelled_through_the_other_replica(tmp_path: Path) -> None:
     """Two replicas on one Redis behind HAProxy (deploy/haproxy.cfg's sticky sessions): tasks created in a session
-    served by one replica are read, waited for, listed and cancelled in a session served by the other."""
+    served by one replica are read, waited for, listed and cancelled in a session served by the other; a 2026-07-28
+    host's task created through one replica is read and updated (its question answered) through the other."""
     from tests.integration.test_replicas import replicas_behind_haproxy
     from tests.integration.test_shared_state import redis_server
 
@@ -316,6 +343,20 @@ async def test_behind_haproxy_a_task_is_read_and_cancelled_through_the_other_rep
             assert "# Research Report: tides" in result["result"]["content"][0]["text"]
             assert "error" in await raw(second, "tasks/result", {"taskId": other})
             assert (await raw(first, "tasks/get", {"taskId": other}))["result"]["status"] == "cancelled"
+            ran_legacy = {c["replica"] for r in replicas for c in log_events(r.log, "call") if "task" in c}
+
+            # A 2026-07-28 host has no session; each of its requests is steered by a session id HAProxy has learned
+            # (stick match), which the hub does not read on such a request: creation through r1, the rest via r2.
+            sessions = await session_per_replica(url, replicas)
+            to_r1, to_r2 = {"mcp-session-id": sessions["r1"]}, {"mcp-session-id": sessions["r2"]}
+            await modern_update_across(url, f"{url}?", steer=(to_r1, to_r2))  # "?": the same URL, told apart
     ends = [c for r in replicas for c in log_events(r.log, "call") if "task" in c]
-    assert sorted(c["task_status"] for c in ends) == ["cancelled", "completed"]
-    assert len({c["replica"] for c in ends}) == 1, "the replica that created them ran them to their end"
+    assert sorted(c["task_status"] for c in ends) == ["cancelled", "completed", "completed"]
+    assert len(ran_legacy) == 1, "the replica that created them ran them to their end"
+    # A 2026-07-28 request's host session is its own (`http-<hex>`); a handshake session's id names its replica.
+    served = {
+        r.name: [c["method"] for c in log_events(r.log, "call") if c["host_session"].startswith("http-")]
+        for r in replicas
+    }
+    assert "tools/call" in served["r1"] and "tools/call" not in served["r2"], served
+    assert "tasks/update" in served["r2"] and "tasks/update" not in served["r1"], served

@@ -83,6 +83,15 @@ def test_a_host_sees_the_task_in_its_eras_field_names() -> None:
     assert "pollInterval" not in shown(record(pollInterval=None), modern=False)
 
 
+def test_a_2026_host_is_told_input_required_only_with_the_requests_to_answer() -> None:
+    asks = {"q1": {"method": "elicitation/create", "params": {"message": "which tides?"}}}
+    # The child already says input_required; its question is still on its way to the hub.
+    assert shown(record(status="input_required"), modern=True)["status"] == "working"
+    ready = shown(record(status="input_required", inputRequests=asks), modern=True)
+    assert (ready["status"], ready["inputRequests"]) == ("input_required", asks)
+    assert shown(record(status="input_required"), modern=False)["status"] == "input_required"
+
+
 def test_the_childs_view_updates_the_record_but_never_undoes_its_end() -> None:
     mine = record()
     assert absorb(mine, {"status": "working", "statusMessage": "Analyzing content...", "pollInterval": 500})
