@@ -46,7 +46,8 @@ async def ask_on_terminal(question: str) -> bool:
 async def print_call(host: InProcessHost, name: str, arguments: str, as_json: bool, out: TextIO) -> int:
     """The result on `out` (its content once; structured content only when no text block already says it; with
     `as_json`, the result as the hub answered it); 0, or 1 for an error (one line on stderr, or `{"error": ...}`
-    with `as_json`) or an isError result, 2 for arguments that are not an object."""
+    with `as_json`) or an isError result (printed as the tool said it, except a validation error of the arguments:
+    one line on stderr), 2 for arguments that are not an object."""
     from hub.host.inprocess import HostError
 
     try:
@@ -75,9 +76,9 @@ def _print_result(result: dict[str, Any], name: str, as_json: bool, out: TextIO)
             document["structuredContent"] = result["structuredContent"]
         print_json(document, out)
         return EXIT_FAILED if failed else 0
-    if failed:  # the tool's own error: one line on stderr, as the hub's errors are
-        texts = [str(block.get("text", "")) for block in content if block.get("type") == "text"]
-        return fail(f"{name}: " + one_line("\n".join(texts) or "the tool reported an error"))
+    texts = "\n".join(str(block.get("text", "")) for block in content if block.get("type") == "text")
+    if failed and (VALIDATION.search(texts) or not texts):  # the arguments were refused: one line on stderr
+        return fail(f"{name}: " + one_line(texts or "the tool reported an error"))
     said = []
     for block in content:
         if block.get("type") == "text":
@@ -88,7 +89,11 @@ def _print_result(result: dict[str, Any], name: str, as_json: bool, out: TextIO)
             out.write(json.dumps(block) + "\n")
     if "structuredContent" in result and result["structuredContent"] not in said:
         out.write(json.dumps(result["structuredContent"], indent=2) + "\n")
-    return 0
+    return EXIT_FAILED if failed else 0  # any other error of the tool's is its own output (the exit status says so)
+
+
+# A validation error of the arguments as Python servers (pydantic) report it: "1 validation error for ...".
+VALIDATION = re.compile(r"\b\d+ validation errors? for \w+")
 
 
 def _as_json(text: str) -> Any:

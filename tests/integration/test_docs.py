@@ -93,7 +93,7 @@ CALLS = [
     (
         'hub call time_get_current_time \'{"timezone":"Mars/Olympus"}\'',
         1,
-        "hub: time_get_current_time: Error executing tool get_current_time",
+        "Error executing tool get_current_time: Invalid timezone",
     ),
     (
         "hub call time_get_current_time '{}'",

@@ -127,16 +127,20 @@ async def test_a_call_with_a_foreign_origin_is_refused_as_by_the_sdk(tmp_path: P
         assert recorded(record, "tools/call") == []
 
 
+SAMPLE = {"messages": [{"role": "user", "content": {"type": "text", "text": "hi"}}], "maxTokens": 5}
+
+
 async def test_a_child_s_request_during_a_call_goes_on_the_call_s_stream(tmp_path: Path) -> None:
-    """A host that can be asked keeps the pass-through: the child's roots/list reaches it as an event of the call's
-    own stream, and only the answer the host POSTs from its own session goes back to the child."""
-    roots = {"roots": [{"uri": "file:///work/a", "name": "a"}]}
+    """A host that can be asked keeps the pass-through: the child's sampling/createMessage reaches it as an event of
+    the call's own stream, and only the answer the host POSTs from its own session goes back to the child. (A
+    roots/list is the session's, not the call's: it goes on the session's own stream, decision 017.)"""
+    sampled = {"role": "assistant", "content": {"type": "text", "text": "from a"}, "model": "m"}
     async with http_hub(tmp_path) as (url, record, http):
         a = RawHost(http, url, capabilities={"roots": {"listChanged": True}, "sampling": {}})
-        b = RawHost(http, url, capabilities={"roots": {}})
+        b = RawHost(http, url, capabilities={"sampling": {}})
         await a.open()
         await b.open()
-        params = {"name": "rec_ask", "arguments": {"method": "roots/list"}}
+        params = {"name": "rec_ask", "arguments": {"method": "sampling/createMessage", "params": SAMPLE}}
         call = {"jsonrpc": "2.0", "id": 9, "method": "tools/call", "params": params}
         seen: list[dict[str, Any]] = []
         with anyio.fail_after(WAIT):
@@ -146,15 +150,15 @@ async def test_a_child_s_request_during_a_call_goes_on_the_call_s_stream(tmp_pat
                     if not line.startswith("data:"):
                         continue
                     seen.append(message := json.loads(line[5:]))
-                    if message.get("method") == "roots/list":
-                        answer = {"jsonrpc": "2.0", "id": message["id"], "result": roots}
+                    if message.get("method") == "sampling/createMessage":
+                        answer = {"jsonrpc": "2.0", "id": message["id"], "result": sampled}
                         # Another session's answer under the same id is not this call's.
-                        wrong = {**answer, "result": {"roots": [{"uri": "file:///work/b"}]}}
+                        wrong = {**answer, "result": {**sampled, "content": {"type": "text", "text": "from b"}}}
                         assert (await b.post(wrong)).status_code in (200, 202)
                         assert (await a.post(answer)).status_code == 202
-        assert [m.get("method") for m in seen] == ["roots/list", None]
+        assert [m.get("method") for m in seen] == ["sampling/createMessage", None]
         text = seen[-1]["result"]["content"][0]["text"]
-        assert json.loads(text)["result"] == roots
+        assert json.loads(text)["result"] == sampled
         (sent,) = recorded(record, "tools/call")
         assert around_the_sdk(sent), "a host that declared roots and sampling lost the pass-through"
 
@@ -175,14 +179,14 @@ async def test_a_request_to_the_host_ends_with_its_call(tmp_path: Path) -> None:
     """The host cancels the call while the hub waits for its answer to the child's request: the wait ends, the
     child is told, and the session goes on."""
     async with http_hub(tmp_path) as (url, record, http):
-        host = RawHost(http, url, capabilities={"roots": {}})
+        host = RawHost(http, url, capabilities={"sampling": {}})
         await host.open()
-        params = {"name": "rec_ask", "arguments": {"method": "roots/list"}}
+        params = {"name": "rec_ask", "arguments": {"method": "sampling/createMessage", "params": SAMPLE}}
         call = {"jsonrpc": "2.0", "id": 11, "method": "tools/call", "params": params}
         with anyio.fail_after(WAIT):
             async with http.stream("POST", url, json=call, headers=host.headers) as stream:
                 async for line in stream.aiter_lines():
-                    if line.startswith("data:") and json.loads(line[5:]).get("method") == "roots/list":
+                    if line.startswith("data:") and json.loads(line[5:]).get("method") == "sampling/createMessage":
                         assert await host.cancel(11) == 202
                         break
             (cancelled,) = await wait_recorded(record, "notifications/cancelled")
@@ -190,7 +194,7 @@ async def test_a_request_to_the_host_ends_with_its_call(tmp_path: Path) -> None:
                 await anyio.sleep(0.02)
         (sent,) = recorded(record, "tools/call")
         assert cancelled["params"]["requestId"] == sent["id"]
-        (answer,) = answers  # the child's roots/list got an error, not silence
+        (answer,) = answers  # the child's sampling/createMessage got an error, not silence
         assert answer["id"].startswith("rec-ask-") and "ended before it answered" in answer["error"]["message"]
         assert await host.request(12, "tools/call", {"name": "rec_echo", "arguments": {"text": "on"}}) == {
             "content": [{"type": "text", "text": "on"}]

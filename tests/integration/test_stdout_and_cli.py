@@ -171,7 +171,7 @@ def test_call_prints_the_result_and_reports_errors(mixed_config: Path) -> None:
     assert result.returncode == 0, result.stderr
     assert json.loads(result.stdout) == {"sum": 5}  # printed once: the structured content repeats the text
     failed = run_cli("call", "kitchen_fail", config=mixed_config)
-    assert failed.returncode == 1 and "on purpose" in failed.stderr
+    assert failed.returncode == 1 and "on purpose" in failed.stdout  # the tool's own error is its output
     unknown = run_cli("call", "kitchen_nope", config=mixed_config)
     assert unknown.returncode == 1 and "Unknown tool: 'kitchen_nope'" in unknown.stderr
 
