@@ -93,7 +93,7 @@ class ServerSpec:
     # Aspects only a 2025-11-25 host runs: what the 2026-07-28 revision removed without a replacement a host could
     # compare (session-wide log messages: a 2026-07-28 host opts in per request; roots/list_changed).
     handshake_only: frozenset[str] = frozenset()
-    # (aspect, front or None for both, era or None for both) -> why it differs today: an xfail(strict) case.
+    # (aspect, front or None for both, era or None for both) -> why it differs, as the docs say: an xfail(strict) case.
     gaps: dict[tuple[str, str | None, str | None], str] = field(default_factory=dict)
 
     def aspects(self) -> list[str]:
@@ -291,7 +291,7 @@ def cells(spec: ServerSpec) -> list[Any]:
                 ]
                 # Only a difference (AssertionError) is the known gap: a timeout or a crash there still fails.
                 marks = [
-                    pytest.mark.xfail(strict=True, raises=AssertionError, reason=f"issue 30: {why}")
+                    pytest.mark.xfail(strict=True, raises=AssertionError, reason=f"documented: {why}")
                     for why in reasons[:1]
                 ]
                 params.append(pytest.param(front, era, aspect, marks=marks, id=f"{front}-{era}-{aspect}"))

@@ -159,8 +159,8 @@ async def _allowed(side: Side, directory: Path) -> Outcome:
 
 async def _roots_changed(side: Side) -> bool:
     """Tell the server the host's roots changed; whether it asked for them within 10 s. The script waits for that
-    before its next call: with a call in flight, the hub ties the server's roots/list to it (issue 30, "Roots";
-    tests/integration/test_roots.py), and this suite compares answers, not that race."""
+    before its next call: the race between a call in flight and the server's roots/list is
+    tests/integration/test_roots.py's (decision 017); this suite compares answers."""
     asked = side.host.roots_asked
     await side.client.send_roots_list_changed()
     with contextlib.suppress(TimeoutError):
