@@ -169,7 +169,10 @@ class Router:
                     )
                 self._tool_call(forwarded, waited)
             return
-        if route is None and (app := self._own_name(request, name)) is not None:
+        # An app's call by a server's own tool name is resolved once every server that could have that name has
+        # listed its tools: while one is still starting, its tools are not known, and one candidate is a guess.
+        settled = waited or all(c.settled.is_set() for c in self._possible_owners(name))
+        if route is None and settled and (app := self._own_name(request, name)) is not None:
             name, route = app, self.catalog.namespace.tool_routes[app]
         self._dispatch(request, waited, "tool", name, route, {**params, "name": route.original} if route else params)
 

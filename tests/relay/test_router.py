@@ -6,11 +6,13 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+import anyio
 import pytest
 
 from hub.access.identity import Identity
 from hub.access.policy import Policy, Rule
 from hub.relay.catalog import CALL_TOOL
+from hub.upstream.child import ChildState
 from tests.relay.harness import FakeSession, running_relay
 
 pytestmark = pytest.mark.anyio
@@ -46,6 +48,22 @@ async def test_an_own_name_two_servers_have_is_refused_and_neither_is_called() -
         assert request.failure["message"].startswith("Ambiguous tool: 'get-time'")
         assert request.failure["data"] == {"candidates": ["a_get-time", "b_get-time"]}
         assert a.wire.requests("tools/call") == [] and b.wire.requests("tools/call") == []
+
+
+async def test_an_own_name_waits_for_the_servers_still_starting_before_it_is_resolved() -> None:
+    """One server that has the name is up, another is still starting: routing to the one would be a guess."""
+    async with running_relay() as relay:
+        a = relay.add_child("a", tools=("get-time",))
+        b = relay.add_child("b")
+        b.child.state, b.child.settled = ChildState.STARTING, anyio.Event()
+        request = relay.call_tool("get-time")
+        b.child.listing = replace(b.child.listing, tools=({"name": "get-time", "inputSchema": {"type": "object"}},))
+        b.child.state = ChildState.READY
+        relay.catalog.rebuild()
+        b.child.settled.set()
+        await request.answered()
+        assert request.failure["data"] == {"candidates": ["a_get-time", "b_get-time"]}
+        assert a.wire.requests("tools/call") == []
 
 
 async def test_the_callers_policy_decides_which_servers_own_name_it_is() -> None:
