@@ -21,7 +21,7 @@ from typing import Any
 
 from hub.config.envfile import EnvFileError, env_file_path, parse_env_file
 from hub.install.convert import Converted, hide_secrets
-from hub.install.edit import EditError, read_text, write_atomic
+from hub.install.edit import EditError, read_text
 from hub.install.importer import (
     ENV_MODE,
     FileChange,
@@ -31,6 +31,7 @@ from hub.install.importer import (
     existing_children,
     gitignore_change,
     validate_servers,
+    write_changes,
 )
 from hub.install.secrets import SecretStore
 
@@ -146,15 +147,5 @@ def _cut(text: str, name: str) -> str | None:
 
 
 def write_edit(edit: ServerEdit) -> list[Path]:
-    """Write the edit's files: the env file first (mode 0600 from its creation), then the .gitignore, then
-    servers.yaml, so that servers.yaml never references a secret that is not there. Returns the files written.
-
-    Raises:
-        EditError: a file cannot be written.
-    """
-    written = []
-    for change in (edit.env, edit.gitignore, edit.servers):
-        if change is not None and change.changes:
-            write_atomic(change.path, change.after, change.mode)
-            written.append(change.path)
-    return written
+    """Write the edit's files (`importer.write_changes`: the env file before servers.yaml); the files written."""
+    return write_changes((edit.env, edit.gitignore, edit.servers))

@@ -14,7 +14,7 @@ from __future__ import annotations
 import fnmatch
 import io
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -335,15 +335,21 @@ def gitignore_change(path: Path, name: str) -> FileChange | None:
 
 
 def write_import(plan: ImportPlan) -> list[Path]:
-    """Write what the plan changes: the env file first (mode 0600 from its creation), then the .gitignore, then
-    servers.yaml, so that servers.yaml never references a secret that is not there. Returns the files written.
+    """Write what the plan changes (`write_changes`); the files written."""
+    return write_changes((plan.env, plan.gitignore, plan.servers))
+
+
+def write_changes(changes: Iterable[FileChange | None]) -> list[Path]:
+    """Write the changes that change something, in order: the env file first (mode 0600 from its creation), then
+    the .gitignore, then servers.yaml, so that servers.yaml never references a secret that is not there. Returns
+    the files written.
 
     Raises:
         EditError: a file cannot be written.
     """
     written = []
-    for change in (plan.env, plan.gitignore, plan.servers):
-        if change.changes:
+    for change in changes:
+        if change is not None and change.changes:
             write_atomic(change.path, change.after, change.mode)
             written.append(change.path)
     return written

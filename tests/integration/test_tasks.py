@@ -51,6 +51,18 @@ def tasks_config(directory: Path) -> Path:
     return path
 
 
+def shared_config(directory: Path, redis_url: str) -> Path:
+    """server-everything for replicas that share their state in Redis (`state: {backend: redis}`)."""
+    path = directory / "servers.yaml"
+    document = {
+        "hub": {"startup_listing_wait": 60},
+        "state": {"backend": "redis", "url": redis_url},
+        "servers": {"everything": everything_server()},
+    }
+    path.write_text(yaml.safe_dump(document, sort_keys=False))
+    return path
+
+
 async def raw(client: Client, method: str, params: dict[str, Any]) -> dict[str, Any]:
     """The raw answer (result or error) to a request whose result the SDK's client would not parse (a
     CreateTaskResult to a tools/call). Sent on the session's dispatcher, a private attribute of the SDK: tests only."""
@@ -210,13 +222,7 @@ async def test_a_task_created_on_one_replica_is_read_and_cancelled_on_another(tm
     from tests.integration.test_shared_state import redis_server
 
     async with redis_server() as redis_url:
-        document = {
-            "hub": {"startup_listing_wait": 60},
-            "state": {"backend": "redis", "url": redis_url},
-            "servers": {"everything": everything_server()},
-        }
-        config = tmp_path / "servers.yaml"
-        config.write_text(yaml.safe_dump(document, sort_keys=False))
+        config = shared_config(tmp_path, redis_url)
         log_a, log_b = tmp_path / "a.log", tmp_path / "b.log"
         async with serve_hub_http(config, log_b, "--replica-id", "b") as url_b, connect_host(url_b) as on_b:
             async with serve_hub_http(config, log_a, "--replica-id", "a") as url_a, connect_host(url_a) as on_a:
@@ -311,13 +317,7 @@ async def test_behind_haproxy_a_task_is_read_updated_and_cancelled_through_the_o
     from tests.integration.test_shared_state import redis_server
 
     async with redis_server() as redis_url:
-        document = {
-            "hub": {"startup_listing_wait": 60},
-            "state": {"backend": "redis", "url": redis_url},
-            "servers": {"everything": everything_server()},
-        }
-        config = tmp_path / "servers.yaml"
-        config.write_text(yaml.safe_dump(document, sort_keys=False))
+        config = shared_config(tmp_path, redis_url)
         async with (
             replicas_behind_haproxy(tmp_path, count=2, config=config) as (url, replicas),
             connect_host(url) as first,
