@@ -96,9 +96,8 @@ async def _login(credentials: Credentials, args: argparse.Namespace, config: Ser
     loopback = _Loopback()
 
     async def show(url: str) -> None:
-        print(
-            f"Open this address in a browser to sign '{identity}' in to server '{args.server}':\n{url}", file=sys.stderr
-        )
+        opening = f"Open this address in a browser to sign '{identity}' in to server '{args.server}':\n{url}"
+        print(opening, file=sys.stderr)
         if not args.no_browser:
             webbrowser.open(url)
 

@@ -171,10 +171,13 @@ class Router:
             return
         # An app's call by a server's own tool name is resolved once every server that could have that name has
         # listed its tools: while one is still starting, its tools are not known, and one candidate is a guess.
-        settled = waited or all(c.settled.is_set() for c in self._possible_owners(name))
-        if route is None and settled and (app := self._own_name(request, name)) is not None:
+        if route is None and self._settled(name, waited) and (app := self._own_name(request, name)) is not None:
             name, route = app, self.catalog.namespace.tool_routes[app]
         self._dispatch(request, waited, "tool", name, route, {**params, "name": route.original} if route else params)
+
+    def _settled(self, name: str, waited: bool) -> bool:
+        """Whether every child that could own `name` has listed (or was waited for already)."""
+        return waited or all(c.settled.is_set() for c in self._possible_owners(name))
 
     def _own_name(self, request: HostRequest, name: str) -> str | None:
         """An app's call by its server's own tool name (hub.relay.apps): the exposed name of the one tool of that

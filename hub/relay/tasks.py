@@ -154,8 +154,11 @@ class Tasks:
         run (-32601), or, to a 2026-07-28 host without the extension, for a tool that runs only as one (-32021)."""
         if request.method != "tools/call":
             return False
+        modern = revisions.is_modern(request.version)
+        if not modern and request.params.get("task") is None:
+            return False  # the common call: no task asked, nothing to look up
         support = task_support(child, original)
-        if revisions.is_modern(request.version):
+        if modern:
             if support != "required":
                 return False
             if not declares_extension(request.params):
@@ -165,8 +168,6 @@ class Tasks:
                     {"requiredCapabilities": {"extensions": {"io.modelcontextprotocol/tasks": {}}}},
                 )
             return True
-        if request.params.get("task") is None:
-            return False
         if support == "forbidden":
             raise TaskRefused(
                 f"Method not found: tool {exposed!r} cannot run as a task (its server does not offer it as one: "
