@@ -38,17 +38,25 @@ def routing_headers(method: str, params: Mapping[str, Any], param_map: HeaderMap
     return headers
 
 
+def header_problem(schema: Any) -> str | None:
+    """What is wrong with the `x-mcp-header` annotations of a tool's input schema, None if nothing: the SDK's check,
+    the one its servers validate with. A tool with a problem is left out of listings, as the revision says."""
+    from mcp.shared.inbound import find_invalid_x_mcp_header
+
+    return find_invalid_x_mcp_header(schema)
+
+
 def header_maps(tools: Iterable[Mapping[str, Any]]) -> dict[str, HeaderMap]:
     """The `x-mcp-header` properties of each listed tool that has any, by tool name. A tool whose annotations are
     invalid gets none (it is not to be listed at all; a call to it carries no `Mcp-Param-*` header)."""
-    from mcp.shared.inbound import X_MCP_HEADER_KEY, find_invalid_x_mcp_header, x_mcp_header_map
+    from mcp.shared.inbound import X_MCP_HEADER_KEY, x_mcp_header_map
 
     maps: dict[str, HeaderMap] = {}
     for tool in tools:
         name, schema = tool.get("name"), tool.get("inputSchema")
         if not isinstance(name, str) or not isinstance(schema, dict) or X_MCP_HEADER_KEY not in str(schema):
             continue
-        if find_invalid_x_mcp_header(schema) is None:
+        if header_problem(schema) is None:
             found = x_mcp_header_map(schema)
             if found:
                 maps[name] = found

@@ -22,10 +22,10 @@ from hub.access.policy import View
 from hub.config.lock import FieldChange, Lock
 from hub.config.settings import HubSettings
 from hub.protocol import revisions
+from hub.protocol.headers import header_problem
 from hub.protocol.jsonrpc import encode
 from hub.relay.apps import OwnNames, app_only, expose_app_uris
 from hub.relay.exposure import NO_RULES, ToolRules, shape_tool
-from hub.relay.header_params import header_problem
 from hub.relay.naming import expose_name, expose_tool_name, expose_uri, split_uri
 from hub.relay.search import ToolIndex
 from hub.upstream.child import Child, ChildState
