@@ -57,6 +57,16 @@ def text_of(result: types.CallToolResult) -> str:
     return "".join(block.text for block in result.content if isinstance(block, types.TextContent))
 
 
+def denials(log: Path) -> list[tuple[str, str, str, str, str]]:
+    """The hub's `sandbox_denied` events: (child, kind, path or address, error, source)."""
+    events = [json.loads(line) for line in log.read_text().splitlines() if '"sandbox_denied"' in line]
+    return [
+        (e["child"], e["kind"], e.get("path") or e.get("address"), e["error"], e["source"])
+        for e in events
+        if e.get("event") == "sandbox_denied"
+    ]
+
+
 @pytest.fixture
 def listener() -> Iterator[int]:
     """A TCP server on the host's loopback (a listening socket accepts into its backlog); yields its port."""
@@ -118,6 +128,18 @@ async def test_a_strict_child_reaches_no_network_and_writes_only_its_grants(tmp_
         assert f"escape denied: {attempt}" in log, attempt
     assert f"escape denied: read {outside / 'secret.txt'}: [Errno 2] No such file or directory" in log
     assert "bwrap (write 1)" in text_of(health)
+    # Each escape is also the hub's own event, of its kind; the unsandboxed child's and the granted network are not.
+    logged = denials(tmp_path / "hub.log")
+    (network,) = [d for d in logged if d[1] == "network"]
+    assert network[:3] == ("jail", "network", f"127.0.0.1:{listener}") and network[3] in ("ECONNREFUSED", "ENETUNREACH")
+    assert sorted(d for d in logged if d[1] != "network") == sorted(
+        [
+            ("jail", "write", str(escaped), "ENOENT", "stderr"),  # its directory is not there for the child
+            ("open", "write", str(escaped), "ENOENT", "stderr"),
+            ("jail", "write", str(in_cwd), "EROFS", "stderr"),
+            ("jail", "read", str(outside / "secret.txt"), "ENOENT", "stderr"),
+        ]
+    )
 
 
 async def test_server_filesystem_given_root_sees_only_its_grant(tmp_path: Path) -> None:
@@ -145,6 +167,9 @@ async def test_server_filesystem_given_root_sees_only_its_grant(tmp_path: Path) 
         # The home it sees is an empty one of its own (here under its private /tmp): what it writes there is gone.
         await client.call_tool("fs_write_file", {"path": str(home / "dropped.txt"), "content": "x"})
         assert not (home / "dropped.txt").exists()
+    # The refused read is the hub's event, from the server's error answer (ENOENT, the key being there on the host).
+    key = str(home / ".ssh" / "id_ed25519")
+    assert denials(tmp_path / "hub.log") == [("fs", "read", key, "ENOENT", "answer")]
 
 
 def hub_check(config: Path, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
