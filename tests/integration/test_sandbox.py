@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 import shutil
 import signal
 import socket
@@ -39,6 +40,7 @@ from tests.support.waits import wait_for_file
 
 pytestmark = [pytest.mark.anyio, pytest.mark.integration]
 
+SANDBOX_RESULTS = "bench/results/sandbox.json"
 FILESYSTEM = REPO / "tests" / "npm" / "node_modules" / ".bin" / "mcp-server-filesystem"
 CHECK_LIMIT = 120
 
@@ -325,20 +327,30 @@ def test_conformance_passes_through_the_hub_with_the_fixture_child_sandboxed(tmp
     assert " 0 failed" in output.splitlines()[-1]
 
 
-def test_the_sandbox_bench_reports_a_ratio_in_one_run() -> None:
-    """`python -m bench.sandbox --quick`: the smoke of the benchmark (the figure wants more rounds)."""
+def test_the_sandbox_bench_reports_a_ratio_in_one_run(tmp_path: Path) -> None:
+    """The command docs/sandbox.md gives for its figure, with `--quick` for its rounds and a file of the test's for
+    its `--out`: the smoke of the benchmark (the figure wants more rounds)."""
     needs_bwrap()
+    (command,) = bench_commands()
+    argv = shlex.split(command)
+    assert argv[:3] == ["python", "-m", "bench.sandbox"] and argv[argv.index("--out") + 1] == SANDBOX_RESULTS
+    out = tmp_path / "sandbox.json"
+    argv[argv.index("--out") + 1] = str(out)
+    argv[argv.index("--rounds") : argv.index("--rounds") + 2] = ["--quick"]
     done = subprocess.run(
-        [sys.executable, "-m", "bench.sandbox", "--quick"],
-        cwd=REPO,
-        capture_output=True,
-        text=True,
-        timeout=CHECK_LIMIT,
-        check=False,
+        [sys.executable, *argv[1:]], cwd=REPO, capture_output=True, text=True, timeout=CHECK_LIMIT, check=False
     )
     assert done.returncode == 0, done.stderr[-3000:]
     report = json.loads(done.stdout)
     assert set(report["first_call_ms"]) == {"none", "strict"} and report["ratio_strict_to_none"] > 0
+    assert report["rounds"] == 1 and report["machine"]["hub"]["git_commit"]
+    assert json.loads(out.read_text()) == report
+
+
+def bench_commands() -> list[str]:
+    """The `python -m bench.sandbox` lines of docs/sandbox.md's sh blocks."""
+    lines = (REPO / "docs" / "sandbox.md").read_text().splitlines()
+    return [line for line in lines if line.startswith("python -m bench.sandbox")]
 
 
 FAKE_DOCKER = """#!/bin/sh
