@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from hub.platform.denials import Denial, address, denial
-from hub.platform.sandbox import Exposure, Grants, bwrap_exposure, hidden, unwritable
+from hub.platform.sandbox import Exposure, Grants, bwrap_exposure, container_argv, hidden, unwritable
 
 
 @pytest.fixture
@@ -116,3 +116,12 @@ def test_an_address_never_carries_a_urls_password() -> None:
     )
     assert address("connect ECONNREFUSED [::1]:80") == "[::1]:80"
     assert address("Connection refused") is None
+
+
+def test_a_containers_exposure_is_its_grants_only_the_image_is_not_the_host(host: Path) -> None:
+    grants = Grants(write=(str(host / "granted"),), read=(str(host / "docs"),), container="node:22")
+    shown = container_argv("c", ["npx", "srv"], None, grants, [], "/usr/bin/docker").exposure
+    assert shown == Exposure((str(host / "docs"), str(host / "granted")), (str(host / "granted"),), ("/tmp",), False)
+    assert hidden("/usr/bin/env", shown)  # the host's, not the image's
+    key = host / "home" / ".ssh" / "id_ed25519"
+    assert denial(f"ENOENT: no such file or directory, open '{key}'", shown) == Denial("read", str(key), "ENOENT")
