@@ -87,3 +87,21 @@ async def test_a_host_listing_the_policy_left_empty_is_logged_with_who_and_which
     assert (line["default_policy"], line["matching_rules"]) == ("deny", [])
     assert line["hidden"]["tools"] == sum(line["hidden_by"].values()) > 0
     assert list(line["hidden_by"]) == ["default_policy: deny"]
+
+
+async def test_hub_health_tells_a_caller_who_the_hub_takes_it_for_and_nothing_of_what_is_hidden(
+    tmp_path: Path,
+) -> None:
+    only_health = {"name": "health-only", "subjects": ["rita"], "allow": ["hub_health"]}
+    config = team_config(tmp_path, [*POLICIES, only_health])
+    async with connect_hub(hub_params(config, tmp_path / "hub.log", "--as", "rita", "--group", "sales")) as client:
+        assert await tool_names(client) == {"hub_health"}
+        report = (await client.call_tool("hub_health", {})).structured_content
+    assert report is not None
+    assert report["caller"] == {
+        "identity": "rita",
+        "groups": ["sales"],
+        "auth": "local",
+        "matching_rules": ["health-only"],
+    }
+    assert report["servers"] == [], "nor of the servers whose names the policy hides from rita"

@@ -201,4 +201,8 @@ async def test_the_health_report_shows_only_the_servers_of_names_the_caller_may_
         request = relay.call_tool("hub_health", session=dba)
         await request.answered()
         report = request.result["structuredContent"]
-        assert report == {"servers": [{"name": "postgres"}], "collisions": []}
+        assert report == {
+            "caller": {"identity": "dave", "groups": ["dba"], "auth": "jwt", "matching_rules": ["dba"]},
+            "servers": [{"name": "postgres"}],
+            "collisions": [],
+        }
