@@ -77,7 +77,8 @@ class Explanation:
         return out
 
     def document(self) -> dict[str, Any]:
-        """The `policy` object of `hub list --json` (docs/cli.md); None-free, stable keys."""
+        """The `policy` object of `hub list --json` (docs/cli.md): always the same keys; a `rule` of None (null) is
+        default_policy, as in the call log."""
         return {
             "open": self.view.open,
             "default_policy": self.view.default,
