@@ -45,7 +45,9 @@ def args(command: str, **given: Any) -> argparse.Namespace:
         "restore": False,
         "status": False,
         "url": None,
-        "token_env": "HUB_TOKEN",
+        "token_env": None,
+        "keyring": None,
+        "keyring_user": "token",
     }
     return argparse.Namespace(**(defaults | given))
 
