@@ -348,7 +348,7 @@ def _install(commands: Commands, common: argparse.ArgumentParser) -> None:
         help="a team hub's URL (hub serve --http) instead of a local hub: a native HTTP entry where the host takes "
         "one, else (and always with --keyring) a `hub connect URL` entry",
     )
-    _token_source(install, "the token, with --url (the host's environment, never its file)")
+    _token_source(install, "the token, with --url, in the environment the host starts with")
     imports = commands.add_parser(
         "import",
         parents=[common],
