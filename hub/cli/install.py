@@ -97,13 +97,13 @@ def _install_local(args: argparse.Namespace, client: Any, target: Any, paths: Pa
     _report(change, args.dry_run, out)
     if change.changes and not args.dry_run:
         out.write(f"  runs: {shlex.join(command)}\n  restart {client.title} to start it\n")
-    _warn_unreached(client, config, change, args.name, paths)
+    _warn_unreached(client.title, client.terminal, config, change, args.name, paths)
     return 0
 
 
-def _warn_unreached(client: Any, config: Path, change: Change, name: str, paths: Paths) -> None:
-    """One line on stderr for each `${VAR}` of servers.yaml that breaks the hub the host starts from the entry
-    (hub.install.reach): the entry is written all the same (exit status 0), a dry run's too."""
+def _warn_unreached(title: str, terminal: bool, config: Path, change: Change, name: str, paths: Paths) -> None:
+    """One line on stderr for each `${VAR}` of servers.yaml that breaks the hub the host `title` (`terminal`: run
+    from a shell) starts from the entry (hub.install.reach): the entry is written all the same (exit status 0)."""
     from hub.config.loader import ConfigError
     from hub.install.edit import open_servers
     from hub.install.reach import unreached, warning
@@ -113,12 +113,12 @@ def _warn_unreached(client: Any, config: Path, change: Change, name: str, paths:
     given = entry.get(name, {}).get("env") if isinstance(entry.get(name), dict) else None
     env = {str(k): str(v) for k, v in given.items()} if isinstance(given, dict) else {}
     try:
-        found = unreached(config, env, paths.env, client.terminal)
+        found = unreached(config, env, paths.env, terminal)
     except ConfigError as exc:
-        print(f"hub: warning: the hub {client.title} starts will not start: {exc}", file=sys.stderr)
+        print(f"hub: warning: the hub {title} starts will not start: {exc}", file=sys.stderr)
         return
     for item in found:
-        print(f"hub: warning: {warning(item, client.title, config)}", file=sys.stderr)
+        print(f"hub: warning: {warning(item, title, config)}", file=sys.stderr)
 
 
 def _install_url(args: argparse.Namespace, client: Any, target: Any, out: TextIO) -> int:
@@ -252,6 +252,10 @@ def _import(args: argparse.Namespace, paths: Paths, out: TextIO) -> int:
         out.write("\n")
         secrets = tuple(v for v in parse_env_file(imported.env.after).values() if len(v) >= MIN_SECRET_CHARS)
         _report(_carry_out(change, args.dry_run), args.dry_run, out, secrets)
+        if not args.dry_run:  # the files it reads are written now (a dry run's are not, so it cannot tell)
+            host = source.client
+            title, terminal = (host.title, host.terminal) if host is not None else (str(source.target.file), False)
+            _warn_unreached(title, terminal, into, change, args.name, paths)
     return 0
 
 

@@ -240,3 +240,24 @@ def test_token_options_without_a_url_are_refused(tmp_path: Path, capsys: pytest.
     assert run_install_command(given, paths, io.StringIO()) == 2
     assert "they go with --url" in capsys.readouterr().err
     assert not CLIENTS["cursor"].file(paths, "user").exists()
+
+
+def test_import_consolidate_warns_as_install_does_once_it_has_written(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    paths, _ = desktop(tmp_path)
+    into = tmp_path / "project" / "servers.yaml"  # desktop() made the directory
+    into.write_text((REPO / "servers.yaml").read_text())
+    given = argparse.Namespace(
+        command="import",
+        source="claude-desktop",
+        into=str(into),
+        config=None,
+        scope="user",
+        dry_run=False,
+        consolidate=True,
+        name="hub",
+    )
+    assert run_install_command(given, paths, io.StringIO()) == 0
+    said = capsys.readouterr().err.splitlines()
+    assert [line[:60] for line in said] == ["hub: warning: server 'git' uses ${HUB_GIT_REPOSITORY:-.}, wh"]
