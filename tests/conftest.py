@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import pytest
 
-from tests.support.fixtures import anyio_backend, restore_logging
+from tests.support.fixtures import anyio_backend, fake_keyring, restore_logging
 from tests.support.paths import REPO
 
-__all__ = ["anyio_backend", "restore_logging"]
+__all__ = ["anyio_backend", "fake_keyring", "restore_logging"]
 
 # Tests under these folders spawn processes (the hub, children): they carry the integration marker, so that
 # `pytest -m "not integration"` is the seconds-long suite.

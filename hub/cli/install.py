@@ -54,8 +54,8 @@ def _config(given: str | None, paths: Paths) -> tuple[Path, str | None]:
 
 
 def _install(args: argparse.Namespace, paths: Paths, out: TextIO) -> int:
-    from hub.install.clients import CLIENTS, hub_executable, serve_command
-    from hub.install.installer import client_target, plan, restore, restore_plan, uninstall_plan
+    from hub.install.clients import CLIENTS
+    from hub.install.installer import client_target, restore, restore_plan, uninstall_plan
 
     if args.status:
         return _status(args, paths, out)
@@ -78,6 +78,17 @@ def _install(args: argparse.Namespace, paths: Paths, out: TextIO) -> int:
         return 0
     if args.url is not None:
         return _install_url(args, client, target, out)
+    return _install_local(args, client, target, paths, out)
+
+
+def _install_local(args: argparse.Namespace, client: Any, target: Any, paths: Paths, out: TextIO) -> int:
+    """`hub install CLIENT`: the entry that runs this hub on servers.yaml, and a warning for each `${VAR}` of it
+    that the host will not give the hub."""
+    from hub.install.clients import hub_executable, serve_command
+    from hub.install.installer import plan
+
+    if args.token_env is not None or args.keyring is not None:
+        return fail("--token-env and --keyring say where a team hub's token is: they go with --url", EXIT_USAGE)
     config, missing = _config(args.config, paths)
     if missing is not None:
         return fail(missing, EXIT_USAGE)
@@ -86,35 +97,85 @@ def _install(args: argparse.Namespace, paths: Paths, out: TextIO) -> int:
     _report(change, args.dry_run, out)
     if change.changes and not args.dry_run:
         out.write(f"  runs: {shlex.join(command)}\n  restart {client.title} to start it\n")
+    _warn_unreached(client.title, client.terminal, config, change, args.name, paths)
     return 0
+
+
+def _warn_unreached(title: str, terminal: bool, config: Path, change: Change, name: str, paths: Paths) -> None:
+    """One line on stderr for each `${VAR}` of servers.yaml that breaks the hub the host `title` (`terminal`: run
+    from a shell) starts from the entry (hub.install.reach): the entry is written all the same (exit status 0)."""
+    from hub.config.loader import ConfigError
+    from hub.install.edit import open_servers
+    from hub.install.reach import unreached, warning
+
+    # The entry's own `env` stays in the file `hub install` writes; a host CLI's `mcp add` writes none.
+    entry = {} if change.commands else open_servers(change.after, change.target.key, change.target.toml).entries()
+    given = entry.get(name, {}).get("env") if isinstance(entry.get(name), dict) else None
+    env = {str(k): str(v) for k, v in given.items()} if isinstance(given, dict) else {}
+    try:
+        found = unreached(config, env, paths.env, terminal)
+    except ConfigError as exc:
+        print(f"hub: warning: the hub {title} starts will not start: {exc}", file=sys.stderr)
+        return
+    for item in found:
+        print(f"hub: warning: {warning(item, title, config)}", file=sys.stderr)
 
 
 def _install_url(args: argparse.Namespace, client: Any, target: Any, out: TextIO) -> int:
     """`hub install CLIENT --url URL`: the host's own HTTP entry with the token from `--token-env` where it takes
-    one (written to the file directly: a host CLI would want the token itself), else a `hub connect` bridge."""
+    one (written to the file directly: a host CLI would want the token itself), else a `hub connect` bridge; always
+    the bridge with `--keyring`, since no host reads the OS keyring itself."""
     import dataclasses
 
+    from hub.connect.token import DEFAULT_ENV, DEFAULT_KEYRING_USER
     from hub.install.clients import REMOTE, connect_command, hub_executable
     from hub.install.installer import plan
 
-    url, variable = args.url, args.token_env
+    url, variable, service = args.url, args.token_env or DEFAULT_ENV, args.keyring
     if not url.startswith(("http://", "https://")) or "?" in url:
         return fail("--url must be an http(s) URL without a query string (the token never goes in it)", EXIT_USAGE)
     if not variable.replace("_", "").isalnum():
         return fail(f"--token-env {variable!r} is not an environment variable name", EXIT_USAGE)
-    remote = REMOTE.get(client.name)
+    if service is not None and not (service.strip() and args.keyring_user.strip()):
+        return fail("--keyring and --keyring-user name a keyring entry: they cannot be blank", EXIT_USAGE)
+    if service is None:
+        token, source = ["--token-env", variable], f"${variable}"
+    else:
+        user = args.keyring_user
+        token = ["--keyring", service] + (["--keyring-user", user] if user != DEFAULT_KEYRING_USER else [])
+        source = f"the keyring (service {service!r}, user {user!r})"
+    remote = REMOTE.get(client.name) if service is None else None
     if remote is not None:
         target = dataclasses.replace(target, entry=lambda _command: remote(url, variable), cli=None)
         command = [url]
     else:
-        command = connect_command(hub_executable(), url, variable)
+        command = connect_command(hub_executable(), url, token)
     change = _carry_out(plan(target, args.name, command), args.dry_run)
     _report(change, args.dry_run, out)
     if change.changes and not args.dry_run:
         how = "its own HTTP client" if remote is not None else f"`{shlex.join(command)}`"
-        out.write(f"  {client.title} reaches {url} through {how}, with the token from ${variable}\n")
-        out.write(f"  set {variable} in the environment {client.title} starts with, then restart it\n")
+        out.write(f"  {client.title} reaches {url} through {how}, with the token from {source}\n")
+        if service is None:
+            out.write(f"  set {variable} in the environment {client.title} starts with, then restart it\n")
+        else:
+            out.write(f"  restart {client.title} to start it\n")
+    if service is not None and client.name in REMOTE:
+        out.write(f"  {client.title} reads no keyring itself: its entry runs `hub connect`, which does\n")
+    if service is not None:
+        _check_keyring(service, args.keyring_user)
     return 0
+
+
+def _check_keyring(service: str, user: str) -> None:
+    """Warn (stderr) when the keyring entry the written entry reads cannot be had now: not stored yet (the message
+    names the command that stores it), no `keyring` package, a keyring that cannot be read. The token is read to
+    know, and dropped."""
+    from hub.connect.token import TokenError, from_keyring
+
+    try:
+        from_keyring(service, user)
+    except TokenError as exc:
+        print(f"hub: warning: {exc}", file=sys.stderr)
 
 
 def _carry_out(change: Change, dry_run: bool) -> Change:
@@ -191,6 +252,10 @@ def _import(args: argparse.Namespace, paths: Paths, out: TextIO) -> int:
         out.write("\n")
         secrets = tuple(v for v in parse_env_file(imported.env.after).values() if len(v) >= MIN_SECRET_CHARS)
         _report(_carry_out(change, args.dry_run), args.dry_run, out, secrets)
+        if not args.dry_run:  # the files it reads are written now (a dry run's are not, so it cannot tell)
+            host = source.client
+            title, terminal = (host.title, host.terminal) if host is not None else (str(source.target.file), False)
+            _warn_unreached(title, terminal, into, change, args.name, paths)
     return 0
 
 

@@ -328,7 +328,8 @@ def _install(commands: Commands, common: argparse.ArgumentParser) -> None:
         "install",
         parents=[common],
         usage="hub install CLIENT [-c CONFIG] [--name NAME] [--scope user|project] [--dry-run] "
-        "[--uninstall | --restore] | hub install --status",
+        "[--uninstall | --restore] | hub install CLIENT --url URL [--token-env VAR | --keyring SERVICE "
+        "[--keyring-user USER]] | hub install --status",
         help="add the hub to a host's config (Claude Desktop, Claude Code, Cursor, VS Code, ...)",
         description=f"CLIENT: {', '.join(CLIENT_NAMES)}. The entry runs this hub by its absolute path with "
         "`serve --config <absolute servers.yaml>`. The file is backed up (<file>.bak-<time>) and replaced in one "
@@ -345,14 +346,9 @@ def _install(commands: Commands, common: argparse.ArgumentParser) -> None:
     install.add_argument(
         "--url",
         help="a team hub's URL (hub serve --http) instead of a local hub: a native HTTP entry where the host takes "
-        "one, else a `hub connect URL` entry",
+        "one, else (and always with --keyring) a `hub connect URL` entry",
     )
-    install.add_argument(
-        "--token-env",
-        default="HUB_TOKEN",
-        metavar="VAR",
-        help="with --url: the environment variable the token is read from (default HUB_TOKEN); never the token",
-    )
+    _token_source(install, "the token, with --url, in the environment the host starts with")
     imports = commands.add_parser(
         "import",
         parents=[common],

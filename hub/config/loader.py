@@ -327,14 +327,15 @@ def load_config(path: str | Path, environ: Mapping[str, str] | None = None) -> L
     )
 
 
-def read_unchecked(path: Path) -> tuple[Any, dict[str, str]]:
-    """The file with its includes merged, not validated, and the environment its `${VAR}` see (the process's over
-    servers.env): for a command that needs one setting of a file whose rest need not be valid (`hub logs`).
+def read_unchecked(path: Path, environ: Mapping[str, str] | None = None) -> tuple[Any, dict[str, str]]:
+    """The file with its includes merged, not validated, and the environment its `${VAR}` see (`environ`, else the
+    process's, over servers.env): for a command that needs part of a file whose rest need not be valid (`hub logs`),
+    or that asks what another environment would see (`hub install`: a host's).
 
     Raises:
         ConfigError: a file cannot be read or parsed, an include is missing or loops, or servers.env is invalid.
     """
-    merged, environ = _merged(path, os.environ)
+    merged, environ = _merged(path, os.environ if environ is None else environ)
     return merged.tree, environ
 
 

@@ -8,6 +8,8 @@ where it came from (`$HUB_TOKEN`, the keyring entry), not what it is.
 from __future__ import annotations
 
 import importlib
+import shlex
+import sys
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -82,16 +84,24 @@ def from_keyring(service: str, user: str) -> Token:
         errors: Any = importlib.import_module("keyring.errors")
     except ImportError:
         raise TokenError(
-            "--keyring needs the 'keyring' package, which is not installed: pip install keyring (into the "
-            "environment the hub runs from), or pass the token in an environment variable (--token-env)"
+            f"--keyring needs the 'keyring' package, which is not installed: "
+            f"`{shlex.join([sys.executable, '-m', 'pip', 'install', 'keyring'])}` (the Python the hub runs with), or "
+            "pass the token in an environment variable (--token-env)"
         ) from None
     try:
         value = keyring.get_password(service, user)
     except errors.KeyringError as exc:
         raise TokenError(f"{source} cannot be read: {type(exc).__name__}: {exc}") from None
     if not isinstance(value, str):
-        raise TokenError(f"{source} has no such entry: store the token with `keyring set {service} {user}`")
+        raise TokenError(f"{source} has no such entry: store the token with `{keyring_set(service, user)}`")
     return Token(_clean(value, source), source)
+
+
+def keyring_set(service: str, user: str) -> str:
+    """The command that stores the token in the keyring entry `--keyring SERVICE --keyring-user USER` reads: the
+    keyring package's own, run by the Python the hub runs with (the same package and backend; it asks for the token,
+    so the token is in no command line)."""
+    return shlex.join([sys.executable, "-m", "keyring", "set", service, user])
 
 
 def from_options(token_env: str | None, keyring: str | None, keyring_user: str, environ: Mapping[str, str]) -> Token:

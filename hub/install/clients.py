@@ -87,6 +87,9 @@ class Client:
     entry: Callable[[list[str]], dict[str, Any]]  # the hub's entry for a command line
     toml: bool = False
     cli: str | None = None  # a command that edits the file itself, used when it is on PATH (Claude Code's `claude`)
+    # Started from a terminal, so the hub it starts has the shell's environment and directory (hub.install.reach);
+    # a desktop application's has the desktop session's.
+    terminal: bool = False
 
     def file(self, paths: Paths, scope: Scope) -> Path:
         """The config file of this scope.
@@ -120,6 +123,7 @@ CLIENTS: dict[str, Client] = {
             ".mcp.json",
             _typed,
             cli="claude",
+            terminal=True,
         ),
         Client(
             "cursor", "Cursor", ("mcpServers",), lambda p: p.home / ".cursor" / "mcp.json", ".cursor/mcp.json", _plain
@@ -148,6 +152,7 @@ CLIENTS: dict[str, Client] = {
             lambda p: p.home / ".gemini" / "settings.json",
             ".gemini/settings.json",
             _plain,
+            terminal=True,
         ),
         Client(
             "codex",
@@ -157,13 +162,15 @@ CLIENTS: dict[str, Client] = {
             ".codex/config.toml",
             _plain,
             toml=True,
+            terminal=True,
         ),
     )
 }
 
 # A team hub at a URL, for the hosts that take a remote entry in their file, with the token read from an environment
 # variable by the host itself (never written into the file): name -> (url, variable) -> entry. The others (Claude
-# Desktop skips remote entries; Zed and Gemini expand no variables in headers) get `hub connect URL --token-env VAR`.
+# Desktop skips remote entries; Zed and Gemini expand no variables in headers) get `hub connect URL --token-env VAR`;
+# so does every host when the token is in the OS keyring (`--keyring`), which no host reads itself.
 REMOTE: dict[str, Callable[[str, str], dict[str, Any]]] = {
     "claude-code": lambda url, var: {"type": "http", "url": url, "headers": {"Authorization": f"Bearer ${{{var}}}"}},
     "cursor": lambda url, var: {"url": url, "headers": {"Authorization": f"Bearer ${{env:{var}}}"}},
@@ -173,9 +180,10 @@ REMOTE: dict[str, Callable[[str, str], dict[str, Any]]] = {
 }
 
 
-def connect_command(executable: list[str], url: str, variable: str) -> list[str]:
-    """The command line of `hub connect` (hub.connect: a stdio host to a team hub), the token from `variable`."""
-    return [*executable, "connect", url, "--token-env", variable]
+def connect_command(executable: list[str], url: str, token: list[str]) -> list[str]:
+    """The command line of `hub connect` (hub.connect: a stdio host to a team hub); `token` says where its token
+    is (`--token-env VAR`, or `--keyring SERVICE [--keyring-user USER]`), never what it is."""
+    return [*executable, "connect", url, *token]
 
 
 # A file given by path to `hub import`: which entry shape goes with which key (for --consolidate).

@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import argparse
 import io
+import json
+import sys
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -18,6 +20,7 @@ from hub.install.clients import CLIENTS, Paths
 from hub.install.edit import backups
 from hub.install.installer import Change, apply, client_target, plan, status
 from tests.install.hosts import HOSTS, SECRETS, Host, desktop
+from tests.support.paths import REPO
 
 COMMAND = ["/opt/hub/.venv/bin/hub", "serve", "--config", "/home/me/servers.yaml"]
 NOW = datetime(2026, 12, 1, 16, 30, 0)
@@ -45,7 +48,9 @@ def args(command: str, **given: Any) -> argparse.Namespace:
         "restore": False,
         "status": False,
         "url": None,
-        "token_env": "HUB_TOKEN",
+        "token_env": None,
+        "keyring": None,
+        "keyring_user": "token",
     }
     return argparse.Namespace(**(defaults | given))
 
@@ -159,3 +164,100 @@ def test_import_dry_run_prints_the_change_without_secrets_and_writes_nothing(tmp
     assert f"+++ {into}\n" in printed and "[REDACTED]" in printed
     assert "would add to" in printed and "GITHUB_PERSONAL_ACCESS_TOKEN" in printed
     assert "claude-desktop: replaced 'time', 'GitHub'" in printed
+
+
+def test_a_desktop_hosts_entry_is_written_with_a_warning_per_variable_the_hub_will_not_have(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The default servers.yaml's git server serves `${HUB_GIT_REPOSITORY:-.}`: exported in this shell, it still
+    does not reach a hub that Claude Desktop starts (in `/`); servers.env does."""
+    config = tmp_path / "project" / "servers.yaml"
+    config.parent.mkdir()
+    config.write_text((REPO / "servers.yaml").read_text())
+    paths = Paths(tmp_path, "linux", {"HUB_GIT_REPOSITORY": str(REPO)}, tmp_path)
+    for dry_run in (True, False):
+        out = io.StringIO()
+        given = args("install", client="claude-desktop", config=str(config), dry_run=dry_run)
+        assert run_install_command(given, paths, out) == 0
+        (line,) = capsys.readouterr().err.splitlines()
+        assert line.startswith("hub: warning: server 'git' uses ${HUB_GIT_REPOSITORY:-.}, which Claude Desktop ")
+        assert f"add HUB_GIT_REPOSITORY=/absolute/path to {config.parent / 'servers.env'}" in line
+        assert "warning" not in out.getvalue()
+    assert "hub" in json.loads(CLIENTS["claude-desktop"].file(paths, "user").read_text())["mcpServers"]
+
+    assert run_install_command(args("install", client="claude-code", config=str(config)), paths, io.StringIO()) == 0
+    assert capsys.readouterr().err == "", "a terminal's hub has the shell's environment, in the shell's directory"
+    (config.parent / "servers.env").write_text(f"HUB_GIT_REPOSITORY={REPO}\n")
+    given = args("install", client="claude-desktop", config=str(config))
+    assert run_install_command(given, paths, io.StringIO()) == 0
+    assert capsys.readouterr().err == ""
+
+
+def test_a_variable_in_the_entrys_own_env_reaches_the_hub(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    config = tmp_path / "servers.yaml"
+    config.write_text("servers:\n  notes:\n    command: notes\n    args: ['${NOTES_DIR}']\n")
+    paths = Paths(tmp_path, "linux", {}, tmp_path)
+    given = args("install", client="cursor", config=str(config))
+    assert run_install_command(given, paths, io.StringIO()) == 0
+    assert "${NOTES_DIR}, which Cursor will not give the hub" in capsys.readouterr().err
+    file = CLIENTS["cursor"].file(paths, "user")
+    document = json.loads(file.read_text())
+    document["mcpServers"]["hub"]["env"] = {"NOTES_DIR": "/srv/notes"}
+    file.write_text(json.dumps(document))
+    assert run_install_command(given, paths, io.StringIO()) == 0
+    assert capsys.readouterr().err == ""
+
+
+@pytest.mark.parametrize("client", ["claude-desktop", "cursor"])
+def test_a_keyring_token_is_read_by_a_hub_connect_entry_for_every_host(
+    client: str, tmp_path: Path, fake_keyring: dict[tuple[str, str], str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    paths = Paths(tmp_path, "linux", {}, tmp_path)
+    out = io.StringIO()
+    given = args("install", client=client, url=URL, keyring="team-hub", keyring_user="alice")
+    assert run_install_command(given, paths, out) == 0
+    text = CLIENTS[client].file(paths, "user").read_text()
+    entry = json.loads(text)["mcpServers"]["hub"]
+    assert entry["args"][-6:] == ["connect", URL, "--keyring", "team-hub", "--keyring-user", "alice"]
+    assert "token" not in json.dumps(entry).replace("--keyring", "")
+    printed = out.getvalue()
+    assert "with the token from the keyring (service 'team-hub', user 'alice')" in printed
+    assert ("reads no keyring itself: its entry runs `hub connect`" in printed) == (client == "cursor")
+    said = capsys.readouterr().err
+    assert said.startswith("hub: warning: the keyring (service 'team-hub', user 'alice') has no such entry")
+    assert f"store the token with `{sys.executable} -m keyring set team-hub alice`" in said
+
+    fake_keyring[("team-hub", "alice")] = "hub_in_the_keyring"
+    assert run_install_command(given, paths, out) == 0
+    assert capsys.readouterr().err == "", "the token is there: nothing to say"
+    assert "hub_in_the_keyring" not in out.getvalue() + CLIENTS[client].file(paths, "user").read_text()
+
+
+def test_token_options_without_a_url_are_refused(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    paths = Paths(tmp_path, "linux", {}, tmp_path)
+    (tmp_path / "servers.yaml").write_text("servers: {}\n")
+    given = args("install", client="cursor", config=str(tmp_path / "servers.yaml"), keyring="team-hub")
+    assert run_install_command(given, paths, io.StringIO()) == 2
+    assert "they go with --url" in capsys.readouterr().err
+    assert not CLIENTS["cursor"].file(paths, "user").exists()
+
+
+def test_import_consolidate_warns_as_install_does_once_it_has_written(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    paths, _ = desktop(tmp_path)
+    into = tmp_path / "project" / "servers.yaml"  # desktop() made the directory
+    into.write_text((REPO / "servers.yaml").read_text())
+    given = argparse.Namespace(
+        command="import",
+        source="claude-desktop",
+        into=str(into),
+        config=None,
+        scope="user",
+        dry_run=False,
+        consolidate=True,
+        name="hub",
+    )
+    assert run_install_command(given, paths, io.StringIO()) == 0
+    said = capsys.readouterr().err.splitlines()
+    assert [line[:60] for line in said] == ["hub: warning: server 'git' uses ${HUB_GIT_REPOSITORY:-.}, wh"]

@@ -91,3 +91,13 @@ def test_check_and_call_take_json_and_reload_takes_a_token_source() -> None:
     assert (call.json, call.arguments) == (True, "{}")
     reload = build_parser().parse_args(["reload", "--url", "http://h:8000", "--keyring", "h"])
     assert (reload.keyring, reload.keyring_user, reload.token_env) == ("h", "token", None)
+
+
+def test_install_takes_the_token_source_options_of_hub_connect_one_at_a_time(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    install = build_parser().parse_args(["install", "cursor", "--url", "http://h/mcp", "--keyring", "h"])
+    assert (install.keyring, install.keyring_user, install.token_env) == ("h", "token", None)
+    with pytest.raises(SystemExit):
+        build_parser().parse_args(["install", "cursor", "--url", "http://h/mcp", "--keyring", "h", "--token-env", "T"])
+    assert "not allowed with argument" in capsys.readouterr().err

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from hub.config import ConfigError, HubConfig, load_config, parse_config
-from hub.config.expansion import expand_env
+from hub.config.expansion import expand_env, unset_references
 from hub.config.loader import shown
 from hub.config.schema import (
     DEFAULT_CONNECT_TIMEOUT,
@@ -240,6 +240,15 @@ def test_expand_env_raises_keyerror_naming_the_missing_variable() -> None:
     with pytest.raises(KeyError) as caught:
         expand_env("a ${PRESENT} ${ABSENT}", {"PRESENT": "1"})
     assert caught.value.args[0] == "ABSENT"
+
+
+def test_unset_references_are_what_expand_env_fills_with_a_default_or_fails_on() -> None:
+    text = "${A} ${B:-.} $${C} ${D:-x} ${E} ${A} ${F:-}"
+    environ = {"D": "", "E": "set", "F": "set"}
+    assert unset_references(text, environ) == [("A", None), ("B", "."), ("D", "x")]
+    with pytest.raises(KeyError, match="A"):
+        expand_env(text, environ)
+    assert expand_env(text, environ | {"A": "a"}) == "a . ${C} x set a set"
 
 
 def test_load_config_reads_the_process_environment_when_none_is_given(

@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import sys
-import types
-from collections.abc import Iterator
 
 import pytest
 
@@ -33,30 +31,6 @@ def test_a_named_variable_that_is_unset_or_unusable_is_an_error_without_the_valu
     with pytest.raises(TokenError, match="one word") as bad:
         from_env("TEAM_HUB", {"TEAM_HUB": "two secret-words"}, required=True)
     assert "secret-words" not in str(bad.value)
-
-
-@pytest.fixture
-def fake_keyring(monkeypatch: pytest.MonkeyPatch) -> Iterator[dict[tuple[str, str], str]]:
-    """A stand-in for the optional `keyring` package."""
-    entries: dict[tuple[str, str], str] = {}
-    errors = types.ModuleType("keyring.errors")
-
-    class KeyringError(Exception):
-        pass
-
-    errors.KeyringError = KeyringError  # type: ignore[attr-defined]
-    module = types.ModuleType("keyring")
-
-    def get_password(service: str, user: str) -> str | None:
-        if service == "broken":
-            raise KeyringError("no backend")
-        return entries.get((service, user))
-
-    module.get_password = get_password  # type: ignore[attr-defined]
-    module.errors = errors  # type: ignore[attr-defined]
-    monkeypatch.setitem(sys.modules, "keyring", module)
-    monkeypatch.setitem(sys.modules, "keyring.errors", errors)
-    yield entries
 
 
 def test_the_token_comes_from_the_keyring(fake_keyring: dict[tuple[str, str], str]) -> None:

@@ -31,6 +31,7 @@ from mcp.shared.exceptions import MCPError
 
 from tests.integration.test_team import create_token
 from tests.support.children import python_child
+from tests.support.keyring import keyring_package
 from tests.support.logs import log_events, wait_for_log
 from tests.support.mcp_client import Host, connect_host, wait_for_tools
 from tests.support.paths import REPO
@@ -259,16 +260,7 @@ async def test_a_refused_token_is_a_clear_error_naming_where_it_came_from(tmp_pa
         assert "no token was sent ($HUB_TOKEN is not set)" in missing.message
 
         # The token from the OS keyring (a stand-in `keyring` module: the package is optional).
-        fake = tmp_path / "fake"
-        (fake / "keyring").mkdir(parents=True)
-        (fake / "keyring" / "__init__.py").write_text(
-            "import json, os\n"
-            "def get_password(service, user):\n"
-            "    return json.loads(open(os.environ['FAKE_KEYRING']).read()).get(service + ':' + user)\n"
-        )
-        (fake / "keyring" / "errors.py").write_text("class KeyringError(Exception):\n    pass\n")
-        (tmp_path / "keyring.json").write_text(json.dumps({"team-hub:token": token}))
-        env = {"PYTHONPATH": str(fake), "FAKE_KEYRING": str(tmp_path / "keyring.json")}
+        env = keyring_package(tmp_path, {"team-hub:token": token})
         async with connect_host(bridge(url, tmp_path / "keyring.log", env, "--keyring", "team-hub")) as client:
             assert "kitchen_echo" in {tool.name for tool in (await client.list_tools()).tools}
         with anyio.fail_after(WAIT):

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import logging
+import sys
+import types
 from collections.abc import Iterator
 
 import pytest
@@ -30,3 +32,28 @@ def restore_logging() -> Iterator[None]:
             stream.close()
     root.handlers[:] = handlers
     root.setLevel(level)
+
+
+@pytest.fixture
+def fake_keyring(monkeypatch: pytest.MonkeyPatch) -> Iterator[dict[tuple[str, str], str]]:
+    """A stand-in for the optional `keyring` package, in this process: the entries it holds, (service, user) ->
+    token; service "broken" is a keyring that cannot be read."""
+    entries: dict[tuple[str, str], str] = {}
+    errors = types.ModuleType("keyring.errors")
+
+    class KeyringError(Exception):
+        pass
+
+    errors.KeyringError = KeyringError  # type: ignore[attr-defined]
+    module = types.ModuleType("keyring")
+
+    def get_password(service: str, user: str) -> str | None:
+        if service == "broken":
+            raise KeyringError("no backend")
+        return entries.get((service, user))
+
+    module.get_password = get_password  # type: ignore[attr-defined]
+    module.errors = errors  # type: ignore[attr-defined]
+    monkeypatch.setitem(sys.modules, "keyring", module)
+    monkeypatch.setitem(sys.modules, "keyring.errors", errors)
+    yield entries
