@@ -9,7 +9,7 @@ them (before the hub renames, overrides or quarantines anything); of tools, only
 - `--diff` exits 0 when nothing differs, 1 when something does (like `git diff --exit-code`), 2 on an error (a
   server that is not ready cannot be compared).
 - `--approve CHILD` re-pins the child as it is now (tools no longer listed lose their pins); `--approve CHILD
-  TOOL` re-pins one tool, named as the child names it or as the host sees it (`<prefix>_<name>`).
+  TOOL` re-pins one tool, named as the child names it or as the host sees it (hub.relay.naming).
 
 Definitions come from the children, so they are shown with control and format characters escaped: a description
 cannot hide text from the reviewer with terminal escapes or bidirectional overrides.
