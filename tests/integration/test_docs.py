@@ -100,6 +100,16 @@ def test_a_tool_named_with_its_prefix_is_called_by_that_name_and_reaches_the_ser
     assert "Unknown tool: 'git_git_status'" in doubled.stderr
 
 
+def test_always_prefix_gives_the_doubled_names_back(tmp_path: Path) -> None:
+    """`hub.always_prefix: true` (docs/configuration.md) on the default servers: every git tool as before 021."""
+    config = tmp_path / "servers.yaml"
+    config.write_text((REPO / "servers.yaml").read_text() + "hub:\n  always_prefix: true\n")
+    listing = run(f"hub list -c {config}", REPO)
+    assert listing.returncode == 0, listing.stderr
+    tools = [line.split()[:2] for line in listing.stdout.split("\n\n")[0].splitlines()[1:]]
+    assert [name for name, server in tools if server == "git"][:2] == ["git_git_status", "git_git_diff_unstaged"]
+
+
 CALLS = [
     ("hub call nope", 1, "hub: Unknown tool: 'nope' (code -32602)"),
     (
