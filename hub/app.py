@@ -23,6 +23,7 @@ import structlog
 from anyio.abc import TaskGroup
 
 from hub import __version__
+from hub.access.hidden import Explanation
 from hub.access.identity import Identity, local_user
 from hub.access.policy import View
 from hub.config.access import AuthConfig
@@ -467,8 +468,8 @@ class Hub:
     def spawn(self, func: Callable[..., Coroutine[Any, Any, Any]], *args: Any) -> None:
         self.router.spawn(func, *args)
 
-    def record_listing(self, method: str, began: float) -> None:
-        self.record.listing(method, began)
+    def record_listing(self, method: str, began: float, explanation: Explanation | None = None) -> None:
+        self.record.listing(method, began, explanation)
 
     async def use_nonce(self, key: str, until: float) -> bool:
         return await self.shared.use_nonce(key, until)

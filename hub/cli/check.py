@@ -16,8 +16,10 @@ import json
 from collections.abc import Callable, Collection
 from typing import TYPE_CHECKING, Any, TextIO
 
+from hub.access.hidden import Explanation
 from hub.cli.output import print_json, print_table
 from hub.observe.tokens import counter
+from hub.relay.catalog import LISTS
 
 if TYPE_CHECKING:
     from hub.app import Hub
@@ -132,8 +134,21 @@ def _owners(hub: Hub) -> dict[str, str]:
     return {name: route.child for name, route in hub.catalog.namespace.tool_routes.items()}
 
 
-async def print_list(hub: Hub, host: InProcessHost, as_json: bool, out: TextIO) -> int:
-    """The catalog `host` is given (tools, resources, templates, prompts), then each server's share; 0."""
+def explain_listing(hub: Hub) -> Explanation:
+    """What the policy hid from the identity `hub list` runs as (`--as`/`--group`, else the local user), per kind
+    and by deciding rule: the decisions the listings were made with (`Namespace.tally`), not a second filter."""
+    view = hub.view(hub.local)
+    tallies = {}
+    for method, (result_key, _, _) in LISTS.items():
+        builtin = hub.builtin_tools() if method == "tools/list" else ()
+        tallies[result_key] = hub.namespace.tally(method, builtin, view)
+    return Explanation(hub.local, view, tallies)
+
+
+async def print_list(hub: Hub, host: InProcessHost, as_json: bool, out: TextIO, err: TextIO) -> int:
+    """The catalog `host` is given (tools, resources, templates, prompts), then each server's share; 0. When the
+    listings are empty or the policy hid something, who they were made for and which rule hid what: on `err`
+    (text), or as `identity` and `policy` (JSON)."""
     count = counter()[0]
     tools = (await host.request("tools/list", {}))["tools"]
     resources = (await host.request("resources/list", {}))["resources"]
@@ -158,6 +173,7 @@ async def print_list(hub: Hub, host: InProcessHost, as_json: bool, out: TextIO) 
             }
         )
     total_bytes, total_tokens = _size(tools, count)
+    explanation = explain_listing(hub)
     if as_json:
         document = {
             "tools": tools,
@@ -167,6 +183,8 @@ async def print_list(hub: Hub, host: InProcessHost, as_json: bool, out: TextIO) 
             "servers": servers,
             "total": {"tools": len(tools), "bytes": total_bytes, "approx_tokens": total_tokens},
             "collisions": [c.__dict__ for c in namespace.collisions],
+            "identity": {"name": hub.local.name, "groups": sorted(hub.local.groups), "auth": hub.local.method},
+            "policy": explanation.document(),
         }
         print_json(document, out)
         return 0
@@ -190,6 +208,9 @@ async def print_list(hub: Hub, host: InProcessHost, as_json: bool, out: TextIO) 
     print_table(rows, out)
     for c in namespace.collisions:
         out.write(f"collision: {c.kind} {c.exposed!r} kept from '{c.kept}', dropped from '{c.dropped}'\n")
+    if explanation.worth_saying:
+        out.flush()  # the table first, then why it is short, when both go to one terminal
+        err.write("".join(f"hub: {line}\n" for line in explanation.lines()))
     return 0
 
 

@@ -115,5 +115,5 @@ async def _one_shot(hub: Hub, args: argparse.Namespace) -> int:
         if args.command == "list":
             from hub.cli.check import print_list
 
-            return await print_list(hub, host, args.json, sys.stdout)
+            return await print_list(hub, host, args.json, sys.stdout, sys.stderr)
         return await print_call(host, args.name, args.arguments, args.json, sys.stdout)

@@ -12,6 +12,7 @@ from collections.abc import Callable, Coroutine, Mapping
 from pathlib import Path
 from typing import Any, Protocol
 
+from hub.access.hidden import Explanation
 from hub.access.identity import Identity
 from hub.access.policy import View
 from hub.config.access import AuthConfig
@@ -86,8 +87,9 @@ class HubPort(Protocol):
     def recent(self) -> Recent | None:
         """The status page's recent calls; None unless the hub was built for the HTTP front."""
 
-    def record_listing(self, method: str, began: float) -> None:
-        """A listing was answered; `began` is its arrival (`time.perf_counter()`)."""
+    def record_listing(self, method: str, began: float, explanation: Explanation | None = None) -> None:
+        """A listing was answered; `began` is its arrival (`time.perf_counter()`); `explanation`: what the policy
+        hid from the session's identity in it."""
 
     # ---- what a host is shown --------------------------------------------------------------------------------
 

@@ -21,6 +21,7 @@ from typing import Any
 import anyio
 import structlog
 
+from hub.access.hidden import Explanation
 from hub.access.identity import ANONYMOUS, Identity
 from hub.host.asks import HostAsks, Stream, usable
 from hub.host.port import HubPort
@@ -303,7 +304,10 @@ class HostSession:
         builtin = self.hub.builtin_tools() if received.method == "tools/list" else ()
         view = self.hub.view(self.identity)
         received.respond(namespace.listing(received.method, received.version, builtin, view))
-        self.hub.record_listing(received.method, began)
+        tally = namespace.tally(received.method, builtin, view)  # the decisions the listing was made with
+        self.hub.record_listing(
+            received.method, began, Explanation(self.identity, view, {LISTS[received.method][0]: tally})
+        )
 
     async def _listing_after_start(self, received: Received, began: float) -> None:
         await self.hub.startup.wait()

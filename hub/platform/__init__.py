@@ -1,5 +1,5 @@
 """Where the hub meets the operating system (`pipes`, `processes`, `watchdog`, `linux`), each with a fast path and
-a portable one; and a child's sandbox (`sandbox`).
+a portable one; and a child's sandbox (`sandbox`) and what its errors say it was denied (`denials`).
 
 The portable path is chosen where the fast one does not exist (Windows) and wherever `HUB_PORTABLE=1` is set, so
 that it is tested on Linux too (docs/platforms.md). Nothing Linux- or POSIX-only (fcntl, /proc, pidfd, process

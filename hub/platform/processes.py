@@ -28,7 +28,7 @@ from anyio.abc import TaskGroup
 
 from hub.platform import LINUX, WINDOWS, WINDOWS_CREATION_FLAGS, portable
 from hub.platform.pipes import FdReader, FdWriter, StreamReader, StreamWriter, Writer
-from hub.platform.sandbox import Grants, wrap
+from hub.platform.sandbox import Exposure, Grants, wrap
 from hub.platform.watchdog import Known, ProcessTable
 
 POSIX_ENV = ("HOME", "LOGNAME", "PATH", "SHELL", "TERM", "USER", "LANG", "LC_ALL", "LC_CTYPE", "TZ", "TMPDIR")
@@ -55,6 +55,7 @@ class ProcessSpec:
     cwd: str | None
     env: Mapping[str, str]
     cleanup: tuple[str, ...] = ()  # run after a stop: what removes a sandbox's remains (a container)
+    exposure: Exposure | None = None  # what its sandbox shows of the host; None: it has none
 
 
 def process_spec(
@@ -79,7 +80,10 @@ def process_spec(
         return ProcessSpec((resolve_command(command, child_env), *args), cwd, child_env)
     inside = command if sandbox.container else resolve_command(command, child_env)
     wrapped = wrap(name, (inside, *args), cwd, child_env, sandbox, (*inherit_env, *env))
-    return ProcessSpec(wrapped.argv, None if sandbox.container else cwd, child_env | dict(wrapped.env), wrapped.cleanup)
+    confined_env = child_env | dict(wrapped.env)
+    return ProcessSpec(
+        wrapped.argv, None if sandbox.container else cwd, confined_env, wrapped.cleanup, wrapped.exposure
+    )
 
 
 def resolve_command(command: str, environ: Mapping[str, str], windows: bool = WINDOWS) -> str:

@@ -12,6 +12,8 @@
 - Windows: no sandbox exists; a child that asks for one is refused (`SandboxUnavailable`), never started without it.
 
 A sandbox that cannot start raises `SandboxUnavailable` naming the cause and the fix; the caller starts nothing.
+What a sandbox shows of the host is its `Exposure`, built here beside the command line from the same paths; `hidden`
+and `unwritable` judge a path against it (hub.platform.denials uses them to tell a sandbox's denial from the host's).
 """
 
 from __future__ import annotations
@@ -30,6 +32,8 @@ from pathlib import Path
 # What a Linux sandbox shows of the system, read-only, where present (a symlink such as /bin -> usr/bin is kept a
 # symlink).
 SYSTEM_PATHS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc", "/opt")
+# What a macOS sandbox-exec profile lets a child read of the system.
+MACOS_SYSTEM_PATHS = ("/usr", "/bin", "/sbin", "/System", "/Library", "/opt", "/private/etc", "/private/var/db", "/dev")
 # Where a name server's address lives on systems with systemd-resolved (/etc/resolv.conf links there).
 RESOLVER_PATHS = ("/run/systemd/resolve",)
 PROBE_TIMEOUT = 10.0
@@ -52,12 +56,47 @@ class Grants:
 
 
 @dataclass(frozen=True)
+class Exposure:
+    """What a sandboxed child sees of the host: `readable` paths (the system, its install directory and cwd, the
+    grants), the `writable` ones among them, and the network or not. `private`: the sandbox's own places (its /tmp,
+    /proc, /dev), whose host contents the child does not see and where what it writes is its own business."""
+
+    readable: tuple[str, ...]
+    writable: tuple[str, ...] = ()
+    private: tuple[str, ...] = ()
+    network: bool = False
+
+
+@dataclass(frozen=True)
 class Wrapped:
-    """The confined command line, the environment changes it needs, and what removes its remains after a stop."""
+    """The confined command line, the environment changes it needs, what removes its remains after a stop, and what
+    the sandbox shows of the host."""
 
     argv: tuple[str, ...]
     env: Mapping[str, str]
     cleanup: tuple[str, ...] = ()
+    exposure: Exposure = Exposure(())
+
+
+def hidden(path: str, exposure: Exposure) -> bool:
+    """Whether the sandbox, not the host, is why `path` is missing for the child: it exists on the host (a file, a
+    directory or a link) and lies outside everything the sandbox shows of the host, or it is a link that leads out of
+    it. A path the host does not have either is the child's own mistake, never a denial."""
+    if not os.path.lexists(path):
+        return False
+    if not _covered(path, exposure.readable):
+        return True
+    real = os.path.realpath(path)
+    return real != path and not _covered(real, exposure.readable)
+
+
+def unwritable(path: str, exposure: Exposure) -> bool:
+    """Whether the sandbox forbids changing `path`: it is outside the write grants, and it is a host path the sandbox
+    shows read-only or one outside the sandbox's own places (a write in its own /tmp that fails, fails for a reason
+    of the child's)."""
+    if _covered(path, exposure.writable):
+        return False
+    return _covered(path, exposure.readable) or not _covered(path, exposure.private)
 
 
 def describe(grants: Grants | None) -> str:
@@ -121,12 +160,16 @@ def wrap(
                 "kernel.apparmor_restrict_unprivileged_userns=0), or run the hub where they are allowed, or set "
                 "sandbox: none for this server"
             )
-        return Wrapped((bwrap, *bwrap_args(argv, cwd, env, grants), *argv), {"TMPDIR": "/tmp"})
+        confined = (bwrap, *bwrap_args(argv, cwd, env, grants), *argv)
+        return Wrapped(confined, {"TMPDIR": "/tmp"}, (), bwrap_exposure(argv, cwd, env, grants))
     if kind == "sandbox-exec":
         private = tempfile.mkdtemp(prefix=f"hub-{name}-")
-        profile = macos_profile(grants, private, install_roots(argv, env))
+        roots = install_roots(argv, env)
+        profile = macos_profile(grants, private, roots)
+        shown = (*MACOS_SYSTEM_PATHS, *roots, *grants.read, *grants.write, private)
+        exposure = Exposure(shown, (*grants.write, private), (), grants.network)
         return Wrapped(
-            ("/usr/bin/sandbox-exec", "-p", profile, *argv), {"TMPDIR": private}, ("/bin/rm", "-rf", private)
+            ("/usr/bin/sandbox-exec", "-p", profile, *argv), {"TMPDIR": private}, ("/bin/rm", "-rf", private), exposure
         )
     raise SandboxUnavailable(
         f"server '{name}' asks for a sandbox, and the hub has none on {platform}: set sandbox: {{container: IMAGE}} "
@@ -155,9 +198,7 @@ def bwrap_args(argv: Sequence[str], cwd: str | None, env: Mapping[str, str], gra
     home = env.get("HOME")
     if home and os.path.isabs(home) and home != "/" and not _covered(home, SYSTEM_PATHS):
         args += ["--dir", home]  # there, and empty: what is not granted of it is not seen
-    # A cwd that holds the home (or is /) is entered, not shown: it would show all of the home.
-    shown_cwd = [cwd] if cwd and not _holds_home(cwd, home) else []
-    readable = [*install_roots(argv, env), *shown_cwd, *grants.read]
+    readable = _shown(argv, cwd, env, grants)
     for path in _outermost(p for p in readable if not _covered(p, grants.write)):
         args += ["--ro-bind", path, path]
     for path in _outermost(grants.write):
@@ -166,6 +207,22 @@ def bwrap_args(argv: Sequence[str], cwd: str | None, env: Mapping[str, str], gra
         args += ["--chdir", cwd]
     args += ["--setenv", "TMPDIR", "/tmp", "--remount-ro", "/", "--"]
     return args
+
+
+def _shown(argv: Sequence[str], cwd: str | None, env: Mapping[str, str], grants: Grants) -> list[str]:
+    """What bwrap shows read-only beyond the system: the command's install directories, the cwd, `read`. A cwd that
+    holds the home (or is /) is entered, not shown: it would show all of the home."""
+    shown_cwd = [cwd] if cwd and not _holds_home(cwd, env.get("HOME")) else []
+    return [*install_roots(argv, env), *shown_cwd, *grants.read]
+
+
+def bwrap_exposure(argv: Sequence[str], cwd: str | None, env: Mapping[str, str], grants: Grants) -> Exposure:
+    """What `bwrap_args` shows of the host, from the same paths: the system, what `_shown` adds, the grants; /tmp,
+    /proc and /dev are the sandbox's own; the home is an empty directory (nothing of the host's)."""
+    system = [p for p in SYSTEM_PATHS if os.path.lexists(p)]
+    system += list(RESOLVER_PATHS) if grants.network else []
+    readable = (*system, *_shown(argv, cwd, env, grants), *grants.write)
+    return Exposure(readable, grants.write, ("/tmp", "/proc", "/dev"), grants.network)
 
 
 def system_args(network: bool) -> list[str]:
@@ -200,7 +257,8 @@ def container_argv(
         args += ["-e", variable]
     if cwd:
         args += ["-w", cwd]
-    return Wrapped((*args, grants.container or "", *argv), {}, (runtime, "rm", "-f", container))
+    exposure = Exposure((*grants.read, *grants.write), grants.write, ("/tmp",), grants.network)
+    return Wrapped((*args, grants.container or "", *argv), {}, (runtime, "rm", "-f", container), exposure)
 
 
 def _runtime(name: str, grants: Grants) -> str:
@@ -300,8 +358,9 @@ def macos_profile(grants: Grants, private_tmp: str, roots: Sequence[str] = ()) -
     def quote(path: str) -> str:
         return '"' + path.replace("\\", "\\\\").replace('"', '\\"') + '"'
 
-    system = ("/usr", "/bin", "/sbin", "/System", "/Library", "/opt", "/private/etc", "/private/var/db", "/dev")
-    reads = " ".join(f"(subpath {quote(p)})" for p in (*system, *roots, *grants.read, *grants.write, private_tmp))
+    reads = " ".join(
+        f"(subpath {quote(p)})" for p in (*MACOS_SYSTEM_PATHS, *roots, *grants.read, *grants.write, private_tmp)
+    )
     writes = " ".join(f"(subpath {quote(p)})" for p in (*grants.write, private_tmp))
     lines = [
         "(version 1)",

@@ -206,7 +206,11 @@ class Builtins:
         self._record.line(request, "hub", tool, None, started, "ok", size=len(body), rule=rule)
 
     def visible_health(self, identity: Identity) -> dict[str, Any]:
-        """The health report as `identity` may see it: the servers (and collisions) of names its policy shows."""
+        """The health report as `identity` may see it: the servers (and collisions) of names its policy shows, and
+        under a policy `caller`: who the hub takes the caller for (name, groups, how proved) and the names of the
+        rules that match it, so a host whose listing is short can say why. Not what the policy hid, nor how many:
+        a name the caller may not use is answered like one that does not exist (`hub list` and the log say more,
+        to the operator)."""
         report = self._health()
         view = self._policy().view(identity)
         if view.open:
@@ -221,6 +225,12 @@ class Builtins:
         }
         return {
             **report,
+            "caller": {
+                "identity": identity.name,
+                "groups": sorted(identity.groups),
+                "auth": identity.method,
+                "matching_rules": [rule.name for rule in view.rules],
+            },
             "servers": [s for s in report["servers"] if s["name"] in seen],
             "collisions": [
                 c for c in report["collisions"] if view.allows(c["exposed"], writes=namespace.writes(c["exposed"]))

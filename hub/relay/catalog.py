@@ -18,6 +18,7 @@ from typing import Any
 
 import structlog
 
+from hub.access.hidden import Tally
 from hub.access.policy import View
 from hub.config.lock import FieldChange, Lock
 from hub.config.settings import HubSettings
@@ -118,6 +119,9 @@ class Namespace(Listing):
     unlisted: frozenset[str] = frozenset()  # routed tools a listing leaves out (`exposure: search`): found by search
     rejected: tuple[RejectedTool, ...] = ()
     _encoded: dict[tuple[str, str, int, View | None], bytes] = field(default_factory=dict, compare=False, repr=False)
+    _filtered: dict[tuple[str, int, View | None], tuple[tuple[dict[str, Any], ...], Tally]] = field(
+        default_factory=dict, compare=False, repr=False
+    )
 
     def route_uri(self, exposed: str) -> Route | None:
         """The child that owns an exposed URI: listed, prefixed, or matched by an unprefixed child's template."""
@@ -165,18 +169,8 @@ class Namespace(Listing):
         key = (method, version, len(builtin), view)
         encoded = self._encoded.get(key)
         if encoded is None:
-            result_key, attribute, key_name = LISTS[method]
-            items = (*builtin, *getattr(self, attribute))
-            if method == "tools/list" and self.unlisted:
-                items = tuple(i for i in items if i.get("name") not in self.unlisted)
-            if view is not None and not view.open:
-                tools = method == "tools/list"
-                items = tuple(
-                    i
-                    for i in items
-                    if (tools and i.get(key_name) in GATEWAY_TOOLS)
-                    or view.allows(str(i.get(key_name)), writes=tools and self.writes(str(i.get(key_name))))
-                )
+            result_key, attribute, _ = LISTS[method]
+            items = self._visible(method, builtin, view)[0]
             shaped, problems = revisions.sieve_items(method, result_key, version, items)
             for problem in problems:
                 _log.warning("listing_item_dropped", method=method, protocol=version, problem=problem)
@@ -190,6 +184,38 @@ class Namespace(Listing):
                 result = revisions.stamp(result, method)
             encoded = self._encoded[key] = encode(result)
         return encoded
+
+    def tally(self, method: str, builtin: tuple[dict[str, Any], ...] = (), view: View | None = None) -> Tally:
+        """What the policy filter of `listing` (the same call, so the same decisions) showed and hid, by rule."""
+        return self._visible(method, builtin, view)[1]
+
+    def _visible(
+        self, method: str, builtin: tuple[dict[str, Any], ...], view: View | None
+    ) -> tuple[tuple[dict[str, Any], ...], Tally]:
+        """The items of a list request that `view` lets its identity see (the one policy filter of a listing), and
+        what each deciding rule hid; made once per namespace, method and view."""
+        key = (method, len(builtin), view)
+        found = self._filtered.get(key)
+        if found is not None:
+            return found
+        _, attribute, key_name = LISTS[method]
+        items = (*builtin, *getattr(self, attribute))
+        if method == "tools/list" and self.unlisted:
+            items = tuple(i for i in items if i.get("name") not in self.unlisted)
+        tally = Tally()
+        if view is not None and not view.open:
+            tools, kept = method == "tools/list", []
+            for item in items:
+                name = str(item.get(key_name))
+                decision = view.decide(name, writes=tools and self.writes(name))
+                if (tools and name in GATEWAY_TOOLS) or decision.allowed:
+                    kept.append(item)
+                else:
+                    tally.hide(decision.rule)
+            items = tuple(kept)
+        tally.shown = len(items)
+        found = self._filtered[key] = (items, tally)
+        return found
 
 
 _DEFAULT_SETTINGS = HubSettings()

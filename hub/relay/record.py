@@ -13,6 +13,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+import structlog
+
+from hub.access.hidden import Explanation
 from hub.protocol import errors
 from hub.protocol.jsonrpc import encode
 from hub.relay.ports import HostRequest
@@ -22,6 +25,7 @@ if TYPE_CHECKING:  # not imported at start-up: prometheus_client is only the HTT
     from hub.observe.recent import Recent
     from hub.observe.tracing import RequestSpan, Tracing
 
+_log = structlog.get_logger("hub")
 # Where the call-log line goes (hub.logs.CallLog, or a list's append in tests): it may redact the fields in place.
 LineSink = Callable[[dict[str, Any]], None]
 # Outcomes that are the hub refusing a request (counted as rejections by reason), not the child answering it.
@@ -69,11 +73,15 @@ class Record:
             return None
         return self.tracing.start(request.method, target, request.session.label, meta)
 
-    def listing(self, method: str, began: float) -> None:
-        """A listing the hub answered itself (from `time.perf_counter()` `began`): counted in the metrics only, as
-        the call log is for routed requests."""
+    def listing(self, method: str, began: float, explanation: Explanation | None = None) -> None:
+        """A listing the hub answered itself (from `time.perf_counter()` `began`): counted in the metrics, as the
+        call log is for routed requests. One that the policy left empty for its identity (`explanation`: what it
+        hid, and by which rule) is also logged, as `listing_hidden_by_policy` at info: a host cannot show prose
+        with an empty list, so the hub's log says who asked, their groups and the rule (names only, no secret)."""
         if self.metrics is not None:
             self.metrics.request(None, method, "ok", time.perf_counter() - began)
+        if explanation is not None and explanation.empty and explanation.hidden:
+            _log.info("listing_hidden_by_policy", method=method, replica=self.replica, **explanation.fields())
 
     def line(
         self,

@@ -27,6 +27,7 @@ from hub.protocol.revisions import (
     envelope_meta,
     is_modern,
 )
+from hub.upstream.denials import SandboxWatch
 
 _ID_AT_START = re.compile(rb'^\s*\{\s*"jsonrpc"\s*:\s*"2\.0"\s*,\s*"id"\s*:\s*(-?\d{1,19})\s*[,}]')
 _ANSWER_AT_START = re.compile(
@@ -77,10 +78,11 @@ class Events(Protocol):
 class Connection:
     """The hub's session with one child over one wire (a process's pipes, or an HTTP transport)."""
 
-    def __init__(self, name: str, wire: Wire, events: Events) -> None:
+    def __init__(self, name: str, wire: Wire, events: Events, watch: SandboxWatch | None = None) -> None:
         self.name = name
         self.wire = wire
         self.events = events
+        self.watch = watch  # a sandboxed child's: it reads each answer for a denial of its sandbox
         self.protocol_version: str | None = None
         self.capabilities: dict[str, Any] = {}
         self.server_info: dict[str, Any] = {}
@@ -239,6 +241,8 @@ class Connection:
                 error = message.error
                 if error is not None and error.get("code") == jsonrpc.URL_ELICITATION_REQUIRED:
                     self.events.elicitations_required(self, exchange, error.get("data"))
+                if self.watch is not None:
+                    self.watch.answer(message)
                 exchange.answered(message)
         elif isinstance(message, Notification):
             if message.method == "notifications/progress":

@@ -21,6 +21,7 @@ from hub.platform.pipes import Broken, Lines, Writer
 from hub.platform.processes import EXIT_GRACE, ChildProcess, describe_exit, process_spec, spawn
 from hub.platform.watchdog import Watchdog
 from hub.upstream.connection import Connection, Events
+from hub.upstream.denials import SandboxWatch
 
 # Lines of a child's stderr kept for error messages, and the most of one line kept or logged.
 STDERR_TAIL_LINES = 20
@@ -32,10 +33,12 @@ SETTLE_EXIT = 1.0
 
 
 class StdioWire:
-    """Writes a child's stdin; its stdout lines go to the connection, its stderr to the log and the tail."""
+    """Writes a child's stdin; its stdout lines go to the connection, its stderr to the log and the tail (and, for a
+    sandboxed child, to its `watch`, which logs the sandbox's denials)."""
 
-    def __init__(self, name: str) -> None:
+    def __init__(self, name: str, watch: SandboxWatch | None = None) -> None:
         self.name = name
+        self.watch = watch
         self.stdin: Writer | None = None
         self.stderr_tail: deque[str] = deque(maxlen=STDERR_TAIL_LINES)
         self.stdout_ended = anyio.Event()
@@ -58,6 +61,8 @@ class StdioWire:
         if line:
             self.stderr_tail.append(line)
             self._log.info("child_stderr", line=line)
+            if self.watch is not None:
+                self.watch.stderr(line)
 
     def _stderr_oversized(self, head: bytes, tail: bytes, size: int) -> None:
         self._stderr_line(head + b" ... (%d bytes)" % size)
@@ -85,10 +90,11 @@ async def open_stdio(
     spec = process_spec(
         config.command, config.args, config.env, config.inherit_env, config.cwd, None, config.grants(), name
     )
-    wire = StdioWire(name)
+    watch = None if spec.exposure is None else SandboxWatch(name, spec.exposure)
+    wire = StdioWire(name, watch)
     process = await spawn(spec, watchdog.mark)
     watchdog.add(process.pid)
-    connection = Connection(name, wire, events)
+    connection = Connection(name, wire, events, watch)
     limit = config.max_result_bytes
     lines = Lines(limit, connection.receive, lambda head, tail, size: connection.oversized(head, tail, size, limit))
     try:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 import shutil
 import signal
 import socket
@@ -39,6 +40,7 @@ from tests.support.waits import wait_for_file
 
 pytestmark = [pytest.mark.anyio, pytest.mark.integration]
 
+SANDBOX_RESULTS = "bench/results/sandbox.json"
 FILESYSTEM = REPO / "tests" / "npm" / "node_modules" / ".bin" / "mcp-server-filesystem"
 CHECK_LIMIT = 120
 
@@ -55,6 +57,16 @@ def needs_bwrap() -> None:
 
 def text_of(result: types.CallToolResult) -> str:
     return "".join(block.text for block in result.content if isinstance(block, types.TextContent))
+
+
+def denials(log: Path) -> list[tuple[str, str, str, str, str]]:
+    """The hub's `sandbox_denied` events: (child, kind, path or address, error, source)."""
+    events = [json.loads(line) for line in log.read_text().splitlines() if '"sandbox_denied"' in line]
+    return [
+        (e["child"], e["kind"], e.get("path") or e.get("address"), e["error"], e["source"])
+        for e in events
+        if e.get("event") == "sandbox_denied"
+    ]
 
 
 @pytest.fixture
@@ -118,6 +130,18 @@ async def test_a_strict_child_reaches_no_network_and_writes_only_its_grants(tmp_
         assert f"escape denied: {attempt}" in log, attempt
     assert f"escape denied: read {outside / 'secret.txt'}: [Errno 2] No such file or directory" in log
     assert "bwrap (write 1)" in text_of(health)
+    # Each escape is also the hub's own event, of its kind; the unsandboxed child's and the granted network are not.
+    logged = denials(tmp_path / "hub.log")
+    (network,) = [d for d in logged if d[1] == "network"]
+    assert network[:3] == ("jail", "network", f"127.0.0.1:{listener}") and network[3] in ("ECONNREFUSED", "ENETUNREACH")
+    assert sorted(d for d in logged if d[1] != "network") == sorted(
+        [
+            ("jail", "write", str(escaped), "ENOENT", "stderr"),  # its directory is not there for the child
+            ("open", "write", str(escaped), "ENOENT", "stderr"),
+            ("jail", "write", str(in_cwd), "EROFS", "stderr"),
+            ("jail", "read", str(outside / "secret.txt"), "ENOENT", "stderr"),
+        ]
+    )
 
 
 async def test_server_filesystem_given_root_sees_only_its_grant(tmp_path: Path) -> None:
@@ -145,6 +169,9 @@ async def test_server_filesystem_given_root_sees_only_its_grant(tmp_path: Path) 
         # The home it sees is an empty one of its own (here under its private /tmp): what it writes there is gone.
         await client.call_tool("fs_write_file", {"path": str(home / "dropped.txt"), "content": "x"})
         assert not (home / "dropped.txt").exists()
+    # The refused read is the hub's event, from the server's error answer (ENOENT, the key being there on the host).
+    key = str(home / ".ssh" / "id_ed25519")
+    assert denials(tmp_path / "hub.log") == [("fs", "read", key, "ENOENT", "answer")]
 
 
 def hub_check(config: Path, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
@@ -300,20 +327,30 @@ def test_conformance_passes_through_the_hub_with_the_fixture_child_sandboxed(tmp
     assert " 0 failed" in output.splitlines()[-1]
 
 
-def test_the_sandbox_bench_reports_a_ratio_in_one_run() -> None:
-    """`python -m bench.sandbox --quick`: the smoke of the benchmark (the figure wants more rounds)."""
+def test_the_sandbox_bench_reports_a_ratio_in_one_run(tmp_path: Path) -> None:
+    """The command docs/sandbox.md gives for its figure, with `--quick` for its rounds and a file of the test's for
+    its `--out`: the smoke of the benchmark (the figure wants more rounds)."""
     needs_bwrap()
+    (command,) = bench_commands()
+    argv = shlex.split(command)
+    assert argv[:3] == ["python", "-m", "bench.sandbox"] and argv[argv.index("--out") + 1] == SANDBOX_RESULTS
+    out = tmp_path / "sandbox.json"
+    argv[argv.index("--out") + 1] = str(out)
+    argv[argv.index("--rounds") : argv.index("--rounds") + 2] = ["--quick"]
     done = subprocess.run(
-        [sys.executable, "-m", "bench.sandbox", "--quick"],
-        cwd=REPO,
-        capture_output=True,
-        text=True,
-        timeout=CHECK_LIMIT,
-        check=False,
+        [sys.executable, *argv[1:]], cwd=REPO, capture_output=True, text=True, timeout=CHECK_LIMIT, check=False
     )
     assert done.returncode == 0, done.stderr[-3000:]
     report = json.loads(done.stdout)
     assert set(report["first_call_ms"]) == {"none", "strict"} and report["ratio_strict_to_none"] > 0
+    assert report["rounds"] == 1 and report["machine"]["hub"]["git_commit"]
+    assert json.loads(out.read_text()) == report
+
+
+def bench_commands() -> list[str]:
+    """The `python -m bench.sandbox` lines of docs/sandbox.md's sh blocks."""
+    lines = (REPO / "docs" / "sandbox.md").read_text().splitlines()
+    return [line for line in lines if line.startswith("python -m bench.sandbox")]
 
 
 FAKE_DOCKER = """#!/bin/sh

@@ -427,7 +427,8 @@ def _shown(line: str, directory: Path) -> re.Pattern[str]:
 
 
 async def test_the_team_page_commands_run_as_shown(tmp_path: Path) -> None:
-    """Every `$ hub ...` of docs/team.md, in a copy of docs/examples/team, prints what the page shows."""
+    """Every `$ hub ...` of docs/team.md, in a copy of docs/examples/team, prints what the page shows: on stdout,
+    and the `hub: ` lines it shows on stderr (what the policy hid, and which rule did)."""
     shutil.copy(REPO / "docs" / "examples" / "team" / "servers.yaml", tmp_path / "servers.yaml")
     env = {**os.environ, "HUB_GIT_REPOSITORY": str(REPO)}
     ran = 0
@@ -438,6 +439,9 @@ async def test_the_team_page_commands_run_as_shown(tmp_path: Path) -> None:
             )
             printed = [line for line in done.stdout.decode().splitlines() if line.strip()]
             assert done.returncode == 0, (command, done.stderr.decode())
+            said = [line for line in done.stderr.decode().splitlines() if line.startswith("hub: ")]
+            assert said == [line for line in shown if line.startswith("hub: ")], (command, said)
+            shown = [line for line in shown if not line.startswith("hub: ")]
             if command.startswith("hub list"):  # the tool table; listing sizes change with the servers' versions
                 printed = printed[: next(i for i, line in enumerate(printed) if line.startswith("SERVER "))]
                 shown = shown[: next(i for i, line in enumerate(shown) if line.startswith("SERVER "))]

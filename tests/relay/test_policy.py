@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import random
+from collections import Counter
 from typing import Any
 
 import anyio
@@ -75,6 +76,10 @@ async def test_listed_is_callable_over_random_identities_and_catalogs() -> None:
                 identity = Identity(person, frozenset(rng.sample(GROUPS, rng.randint(0, 2))), "token")
                 session = FakeSession(f"conn-{person}", identity=identity)
                 listed = _listed(relay, session)
+                # The listing's filter counted what it hid by the rule that decided (hub list's explanation).
+                tally = relay.catalog.namespace.tally("tools/list", (), relay.policy.view(identity))
+                hidden = Counter(relay.policy.decide(identity, n, writes=False).rule for n in names if n not in listed)
+                assert (tally.shown, tally.hidden) == (len(listed), dict(hidden))
                 for name in [*names, "icinga_nosuch", "hub_nosuch"]:
                     allowed = name in names and relay.policy.decide(identity, name, writes=False).allowed
                     reached, error = await _routed(relay, session, name, upstreams)
@@ -196,4 +201,8 @@ async def test_the_health_report_shows_only_the_servers_of_names_the_caller_may_
         request = relay.call_tool("hub_health", session=dba)
         await request.answered()
         report = request.result["structuredContent"]
-        assert report == {"servers": [{"name": "postgres"}], "collisions": []}
+        assert report == {
+            "caller": {"identity": "dave", "groups": ["dba"], "auth": "jwt", "matching_rules": ["dba"]},
+            "servers": [{"name": "postgres"}],
+            "collisions": [],
+        }

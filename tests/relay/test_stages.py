@@ -8,7 +8,11 @@ from typing import Any
 
 import anyio
 import pytest
+from structlog.testing import capture_logs
 
+from hub.access.hidden import Explanation, Tally
+from hub.access.identity import Identity
+from hub.access.policy import Policy, Rule
 from hub.observe.metrics import Metrics
 from hub.observe.recent import Recent
 from hub.protocol import errors
@@ -32,6 +36,34 @@ def test_a_listing_is_counted_with_its_real_duration() -> None:
     record.listing("tools/list", time.perf_counter() - 0.25)  # arrived a quarter second ago
     assert sample(metrics, "hub_requests_total", child="hub", method="tools/list", outcome="ok") == 1
     assert sample(metrics, "hub_request_duration_seconds_sum", child="hub", method="tools/list") >= 0.25
+
+
+def test_a_listing_the_policy_left_empty_is_logged_with_who_and_which_rule() -> None:
+    """An MCP listing carries no prose: the hub's log says why it is empty, once per such listing, names only."""
+    view = Policy((Rule("dba", groups=frozenset({"dba"}), allow=("pg_*",)),), "deny").view(Identity("eve"))
+    empty, full = Tally(hidden={None: 3}), Tally(shown=1, hidden={None: 2})
+    record = Record(lambda fields: None, "r1")
+    with capture_logs() as logs:
+        record.listing(
+            "tools/list", time.perf_counter(), Explanation(Identity("eve", method="token"), view, {"tools": empty})
+        )
+        record.listing("tools/list", time.perf_counter(), Explanation(Identity("eve"), view, {"tools": full}))
+        record.listing("tools/list", time.perf_counter())
+    assert logs == [
+        {
+            "event": "listing_hidden_by_policy",
+            "log_level": "info",
+            "method": "tools/list",
+            "replica": "r1",
+            "identity": "eve",
+            "auth": "token",
+            "groups": [],
+            "matching_rules": [],
+            "default_policy": "deny",
+            "hidden": {"tools": 3},
+            "hidden_by": {"default_policy: deny": 3},
+        }
+    ]
 
 
 def test_one_line_reaches_the_call_log_then_recent_then_metrics() -> None:
