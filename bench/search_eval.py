@@ -3,7 +3,8 @@
 The index is the one the hub builds (hub.relay.search.ToolIndex) over about 200 real tool definitions: the default
 servers of servers.yaml (with its deny list), the ops bundle's PostgreSQL server (examples/ops/servers.yaml, with its
 rename and appended description) and bench/search/catalog/*.json (each file names the published package its tools
-came from). Every tool is exposed as `SERVER_TOOL`, the server's name as prefix, as the hub does by default.
+came from). Every tool is exposed under the server's name as prefix, by the hub's own rule
+(hub.relay.naming.expose_tool_name: `SERVER_TOOL`, or `TOOL` when it starts with `SERVER_` already).
 
 A query is found at k when one of the tools it wants is among the first k results. Pure logic, deterministic, no
 network: `python -m bench.search_eval` runs in about a second, prints the figures and writes
@@ -20,6 +21,8 @@ from pathlib import Path
 from typing import Any
 
 import yaml
+from hub.config.settings import DEFAULT_NAME_BUDGET
+from hub.relay.naming import expose_tool_name
 from hub.relay.search import ToolIndex
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -37,15 +40,18 @@ def _configured(server: str, group: str) -> dict[str, Any]:
     return entry if isinstance(entry, dict) else {}
 
 
+def _suffix(tool: dict[str, Any], entry: dict[str, Any]) -> str:
+    """The tool's name before the prefix: an override's `name`, else its own."""
+    return str(entry.get("overrides", {}).get(tool["name"], {}).get("name", tool["name"]))
+
+
 def _shaped(tool: dict[str, Any], entry: dict[str, Any]) -> dict[str, Any] | None:
     """The tool as the config shows it: None when denied; renamed, its description extended, by an override."""
     deny = entry.get("tools", {}).get("deny", [])
     if any(fnmatch.fnmatchcase(tool["name"], pattern) for pattern in deny):
         return None
     override = entry.get("overrides", {}).get(tool["name"], {})
-    shaped = dict(tool)
-    if "name" in override:
-        shaped["name"] = override["name"]
+    shaped = {**tool, "name": _suffix(tool, entry)}
     append = override.get("description", {})
     if isinstance(append, dict) and "append" in append:
         shaped["description"] = f"{shaped.get('description', '')} {append['append']}".strip()
@@ -53,15 +59,17 @@ def _shaped(tool: dict[str, Any], entry: dict[str, Any]) -> dict[str, Any] | Non
 
 
 def catalog() -> list[dict[str, Any]]:
-    """Every tool of the bench, as exposed (`SERVER_TOOL`), in file order."""
+    """Every tool of the bench, as the hub exposes it by default, in file order."""
     tools = []
     for path in sorted((HERE / "catalog").glob("*.json")):
         data = json.loads(path.read_text())
         entry = _configured(data["server"], data["group"])
+        siblings = {_suffix(tool, entry) for tool in data["tools"]}  # as hub.relay.exposure.tool_suffixes
         for tool in data["tools"]:
             shaped = _shaped(tool, entry)
             if shaped is not None:
-                tools.append({**shaped, "name": f"{data['server']}_{shaped['name']}"})
+                name = expose_tool_name(data["server"], shaped["name"], DEFAULT_NAME_BUDGET, siblings)
+                tools.append({**shaped, "name": name})
     return tools
 
 

@@ -175,7 +175,7 @@ def _pin(commands: Commands, common: argparse.ArgumentParser) -> None:
         action=_AtMostTwo,
         metavar=("CHILD", "TOOL"),
         help="accept CHILD as it is now (tools, prompts, instructions; tools no longer listed lose their pins), or "
-        "only its TOOL (its own name or the exposed <prefix>_<name>); writes servers.lock",
+        "only its TOOL (its own name or the exposed one); writes servers.lock",
     )
     _wait(pin)
 

@@ -9,7 +9,7 @@ them (before the hub renames, overrides or quarantines anything); of tools, only
 - `--diff` exits 0 when nothing differs, 1 when something does (like `git diff --exit-code`), 2 on an error (a
   server that is not ready cannot be compared).
 - `--approve CHILD` re-pins the child as it is now (tools no longer listed lose their pins); `--approve CHILD
-  TOOL` re-pins one tool, named as the child names it or as the host sees it (`<prefix>_<name>`).
+  TOOL` re-pins one tool, named as the child names it or as the host sees it (hub.relay.naming).
 
 Definitions come from the children, so they are shown with control and format characters escaped: a description
 cannot hide text from the reviewer with terminal escapes or bidirectional overrides.
@@ -42,8 +42,9 @@ from hub.config.lock import (
     pins_of,
     save_lock,
 )
+from hub.config.settings import HubSettings
 from hub.protocol import errors
-from hub.relay.exposure import shape_tool
+from hub.relay.exposure import shape_tool, tool_suffixes
 from hub.relay.naming import expose_tool_name
 from hub.upstream.child import Child, ChildState
 
@@ -225,7 +226,7 @@ async def _approve(hub: Hub, lock: Lock, path: Path, name: str, tool: str | None
         what = ("; ".join(diff.summary()) or "no changes") if name in lock.servers else "pinned for the first time"
         message = f"approved {name}: {_count(len(pins.tools), 'tool')}, {_count(len(pins.prompts), 'prompt')} ({what})"
     else:
-        found = _find_tool(child, now, tool, hub.loaded.config.hub.name_budget)
+        found = _find_tool(child, now, tool, hub.loaded.config.hub)
         if isinstance(found, str):
             return fail(found)
         original = str(found["name"])
@@ -254,25 +255,28 @@ async def _share(hub: Hub, name: str, pins: ChildPins, base: ChildPins | None, o
     return 0
 
 
-def _find_tool(child: Child, now: Current, tool: str, budget: int) -> dict[str, Any] | str:
+def _find_tool(child: Child, now: Current, tool: str, settings: HubSettings) -> dict[str, Any] | str:
     """The exposed tool `tool` names (the child's name for it, else the host's), or why there is none."""
     for candidate in now.tools:
         if candidate.get("name") == tool:
             return candidate
+    siblings = tool_suffixes(child.config, child.listing.tools)
     for candidate in now.tools:
-        if isinstance(candidate.get("name"), str) and _exposed(child, candidate, budget) == tool:
+        if isinstance(candidate.get("name"), str) and _exposed(child, candidate, siblings, settings) == tool:
             return candidate
     if any(t.get("name") == tool for t in child.listing.tools):
         return f"server {child.name!r} lists {tool!r} but does not expose it (tools: allow/deny); the lock is unchanged"
     return (
         f"server {child.name!r} lists no tool {tool!r} (give its own name, or the exposed one "
-        f"{expose_tool_name(child.prefix, tool)!r}); the lock is unchanged"
+        f"{_exposed(child, {'name': tool}, siblings, settings)!r}); the lock is unchanged"
     )
 
 
-def _exposed(child: Child, tool: dict[str, Any], budget: int) -> str:
-    """The name the host knows the child's `tool` by (its override's `name`, within the name budget)."""
-    return expose_tool_name(child.prefix, shape_tool(child.config, child.name, tool).suffix, budget)
+def _exposed(child: Child, tool: dict[str, Any], siblings: frozenset[str], settings: HubSettings) -> str:
+    """The name the host knows the child's `tool` by, as the catalog makes it (its override's `name`, among the
+    child's other tools, within the name budget)."""
+    suffix = shape_tool(child.config, child.name, tool).suffix
+    return expose_tool_name(child.prefix, suffix, settings.name_budget, siblings, always_prefix=settings.always_prefix)
 
 
 # ---- --diff -------------------------------------------------------------------------------------------------------

@@ -90,6 +90,11 @@ class HubSettings(Strict):
         le=64,
         description="Longest exposed tool name, so that a host's own prefix (mcp__hub__) keeps it within 64.",
     )
+    always_prefix: bool = Field(
+        default=False,
+        description="Put the prefix before every tool and prompt name, even one that starts with it already "
+        "(git_git_status); by default such a name is exposed as it is (git_status).",
+    )
     drain_timeout: float = Field(
         default=30.0,
         ge=0,

@@ -26,7 +26,7 @@ from hub.protocol import revisions
 from hub.protocol.headers import header_problem
 from hub.protocol.jsonrpc import encode
 from hub.relay.apps import OwnNames, app_only, expose_app_uris
-from hub.relay.exposure import NO_RULES, ToolRules, shape_tool
+from hub.relay.exposure import NO_RULES, ToolRules, shape_tool, tool_suffixes
 from hub.relay.naming import expose_name, expose_tool_name, expose_uri, split_uri
 from hub.relay.search import ToolIndex
 from hub.upstream.child import Child, ChildState
@@ -256,9 +256,9 @@ class _Merger:
         self.items[kind].append(item if item.get(key) == exposed else {**item, key: exposed})
         return True
 
-    def add_tool(self, child: Child, tool: dict[str, Any]) -> None:
-        """A child tool as the config exposes it: filtered, shaped (overrides), named within the budget, held back
-        (read_only, quarantine) or listed."""
+    def add_tool(self, child: Child, tool: dict[str, Any], siblings: frozenset[str]) -> None:
+        """A child tool as the config exposes it: filtered, shaped (overrides), named within the budget (among its
+        `siblings`, `tool_suffixes`), held back (read_only, quarantine) or listed."""
         name = str(tool.get("name", ""))
         if not child.config.tools.allows(name):
             self.hidden[child.name] = self.hidden.get(child.name, 0) + 1
@@ -268,8 +268,9 @@ class _Merger:
             self.rejected.append(RejectedTool(child.name, name, problem))
             return
         shaped = shape_tool(child.config, child.name, tool)
-        exposed = expose_tool_name(child.prefix, shaped.suffix, self.name_budget)
-        if exposed != expose_name(child.prefix, shaped.suffix):
+        always = self.settings.always_prefix
+        exposed = expose_tool_name(child.prefix, shaped.suffix, self.name_budget, siblings, always_prefix=always)
+        if exposed != expose_name(child.prefix, shaped.suffix, siblings, always_prefix=always):
             self.renamed.append(Renamed(child.name, name, exposed))
         if shaped.held_back is not None:
             self.held_back.setdefault(exposed, (shaped.held_back, "read_only"))
@@ -302,11 +303,13 @@ class _Merger:
             verdict = lock.instructions_verdict(child.name, child.instructions)
             if verdict != "pinned":  # the hub passes no child's instructions on: reported, nothing to hold back
                 self.quarantined.append(Quarantined(child.name, "instructions", "", "", verdict, (), held=False))
+        siblings = tool_suffixes(child.config, listing.tools)
         for tool in listing.tools:
-            self.add_tool(child, tool)
+            self.add_tool(child, tool, siblings)
+        prompts = frozenset(str(p.get("name", "")) for p in listing.prompts)
         for prompt in listing.prompts:
             name = str(prompt.get("name", ""))
-            exposed = expose_name(prefix, name)
+            exposed = expose_name(prefix, name, prompts, always_prefix=self.settings.always_prefix)
             if not self._quarantines(child, "prompt", prompt, exposed):
                 self.add("prompt", prompt, exposed, Route(child.name, name), "name")
         for resource in listing.resources:

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import fnmatch
 import re
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -53,8 +53,9 @@ NO_RULES = ToolRules()
 
 @dataclass(frozen=True)
 class ShapedTool:
-    """A child tool as the operator's config exposes it. `suffix` is the exposed name before the child's prefix;
-    `held_back` says why it is not exposed at all (None: it is)."""
+    """A child tool as the operator's config exposes it. `suffix` is the name the config gives it, which
+    `hub.relay.naming.expose_tool_name` exposes under the child's prefix; `held_back` says why it is not exposed at
+    all (None: it is)."""
 
     definition: dict[str, Any]
     suffix: str
@@ -76,19 +77,16 @@ def shape_tool(config: ServerConfig, child: str, tool: dict[str, Any]) -> Shaped
     """The host's view of the child's `tool` under `config`: the overrides whose key matches its name (in the order
     written), read_only and confirm."""
     name = str(tool.get("name", ""))
-    found = [o for key, o in config.overrides.items() if key == name or fnmatch.fnmatchcase(name, key)]
+    found = _overrides_of(config, name)
     hints = effective_hints(tool.get("annotations"), found)
     read_only = hints["readOnlyHint"] is True
     destructive = not read_only and hints["destructiveHint"] is True
     fixed: dict[str, Any] = {}
     constraints: dict[str, ArgumentConstraint] = {}
     definition = dict(tool)
-    suffix = name
     for override in found:
         fixed.update(override.fixed_args)
         constraints.update(override.constraints)
-        if override.name is not None:
-            suffix = override.name
         if override.title is not None:
             definition["title"] = override.title
         if override.description is not None:
@@ -117,7 +115,24 @@ def shape_tool(config: ServerConfig, child: str, tool: dict[str, Any]) -> Shaped
             f"server '{child}' is read_only and tool {name!r} is not marked read-only (readOnlyHint); an operator "
             "who knows it only reads can say so under the server's overrides (docs/safety.md)"
         )
-    return ShapedTool(definition, suffix, rules, held_back)
+    return ShapedTool(definition, _suffix(name, found), rules, held_back)
+
+
+def tool_suffixes(config: ServerConfig, tools: Iterable[dict[str, Any]]) -> frozenset[str]:
+    """The `suffix` of every tool in a child's listing, hidden (`tools: deny`) and held back ones too: the siblings
+    `hub.relay.naming.expose_name` weighs, so that a tool's exposed name depends on the child's listing and the
+    config's names alone, never on a filter, a policy or another tool's quarantine."""
+    return frozenset(_suffix(name, _overrides_of(config, name)) for name in (str(t.get("name", "")) for t in tools))
+
+
+def _overrides_of(config: ServerConfig, name: str) -> list[ToolOverride]:
+    """The overrides whose key matches the tool `name` (exactly, or as a glob), in the order written."""
+    return [o for key, o in config.overrides.items() if key == name or fnmatch.fnmatchcase(name, key)]
+
+
+def _suffix(name: str, found: list[ToolOverride]) -> str:
+    """The tool's name before the prefix: the last matching override's `name`, else the child's own."""
+    return next((o.name for o in reversed(found) if o.name is not None), name)
 
 
 def _schema(schema: Any, fixed: Mapping[str, Any], constraints: Mapping[str, ArgumentConstraint]) -> Any:

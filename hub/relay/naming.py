@@ -1,9 +1,12 @@
-"""How a child's names and URIs are exposed to the host: tools and prompts become `<prefix>_<name>`; resource URIs
-and URI templates become `<prefix>+<uri>` (a valid URI: `+` is allowed in a scheme, so `time+file:///x` is still a
-URI), except MCP Apps' `ui://` URIs, which must keep their scheme: `ui://<rest>` becomes `ui://<prefix>+<rest>` (the
-prefix goes in front of the authority, where `+` is allowed too). A prefix cannot contain `_` or `+`, so the first
-separator splits unambiguously. Routing never parses names
-(the catalog keeps a table from exposed name to child and original name): the functions here build the exposed forms.
+"""How a child's names and URIs are exposed to the host (docs/decisions/021-tool-names.md): tools and prompts become
+`<prefix>_<name>`, except a name that starts with `<prefix>_` already, which stays as it is (`git_status` of server
+`git` is `git_status`, not `git_git_status`) unless the child also has the name without it (then the doubled form,
+see `expose_name`); resource URIs and URI templates become `<prefix>+<uri>` (a valid URI: `+` is allowed in a scheme,
+so `time+file:///x` is still a URI), except MCP Apps' `ui://` URIs, which must keep their scheme: `ui://<rest>`
+becomes `ui://<prefix>+<rest>` (the prefix goes in front of the authority, where `+` is allowed too). A prefix
+cannot contain `_` or `+`, so every exposed name of a prefixed child starts with `<prefix>_` and two children with
+different prefixes never expose the same name. Routing never parses names (the catalog keeps a table from exposed
+name to child and original name): the functions here build the exposed forms.
 
 Exposed tool names must match `^[A-Za-z0-9_-]{1,64}$`, the strictest rule among real hosts and LLM APIs, and fit
 `hub.name_budget` (by default 54: hosts put their own prefix, such as Claude Code's `mcp__hub__`, before a tool's
@@ -15,7 +18,7 @@ from __future__ import annotations
 
 import hashlib
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Container
 from typing import Any
 
 NAME_SEPARATOR = "_"
@@ -27,19 +30,42 @@ TOOL_NAME_RE = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
 _INVALID_CHARS = re.compile(r"[^A-Za-z0-9_-]")
 
 
-def expose_name(prefix: str, name: str) -> str:
-    return f"{prefix}{NAME_SEPARATOR}{name}" if prefix else name
+def expose_name(prefix: str, name: str, siblings: Container[str] = (), *, always_prefix: bool = False) -> str:
+    """The host-facing form of a child's tool or prompt `name`, before any fitting to the host alphabet.
+
+    `siblings` are the child's names of the same kind (every tool, or every prompt, its listing has, under the
+    names the config gives them). `<prefix>_<name>`, except that a name starting with `<prefix>_` is exposed as it
+    is, unless the child also has that name without `<prefix>_` among its `siblings`: then it keeps the doubled form
+    (`status` and `git_status` of server `git` become `git_status` and `git_git_status`). The result is one-to-one
+    over a child's names (a skipped name never equals another's prefixed form, whose suffix would be a sibling), it
+    depends only on the child's own listing, and every result of a prefixed child starts with `<prefix>_`.
+    `always_prefix` (`hub.always_prefix`) puts the prefix before every name.
+    """
+    if not prefix:
+        return name
+    head = prefix + NAME_SEPARATOR
+    if not always_prefix and name.startswith(head) and name[len(head) :] not in siblings:
+        return name
+    return head + name
 
 
-def expose_tool_name(prefix: str, name: str, budget: int = MAX_TOOL_NAME) -> str:
-    """The host-facing name of a child's tool, always matching `TOOL_NAME_RE` and at most `budget` characters.
+def expose_tool_name(
+    prefix: str,
+    name: str,
+    budget: int = MAX_TOOL_NAME,
+    siblings: Container[str] = (),
+    *,
+    always_prefix: bool = False,
+) -> str:
+    """The host-facing name of a child's tool (`expose_name`), always matching `TOOL_NAME_RE` and at most `budget`
+    characters.
 
     Characters outside `[A-Za-z0-9_-]` become `-`; a name longer than `budget` is cut and given an 8-hex-digit hash
-    of the full original, so that two long names stay distinct and the result depends on nothing but the name (the
-    same across restarts, and when other tools are added).
+    of the full original, so that two long names stay distinct and the result depends on nothing but the name and
+    its siblings (the same across restarts).
     """
     budget = min(budget, MAX_TOOL_NAME)
-    exposed = expose_name(prefix, name)
+    exposed = expose_name(prefix, name, siblings, always_prefix=always_prefix)
     if len(exposed) <= budget and TOOL_NAME_RE.match(exposed):
         return exposed
     cleaned = _INVALID_CHARS.sub("-", exposed) or "-"

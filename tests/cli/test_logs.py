@@ -156,8 +156,8 @@ def test_a_bad_since_is_a_usage_error(capsys: pytest.CaptureFixture[str]) -> Non
 def test_each_filter_narrows_and_together_they_all_apply() -> None:
     entries = [
         call(1, at="2026-11-30T06:00:00Z", ms=1.0),
-        call(2, child="git", name="git_git_log", at="2026-11-30T07:00:00Z", ms=250.0),
-        call(3, child="git", name="git_git_status", outcome="timeout", at="2026-11-30T08:00:00Z", ms=30000.0),
+        call(2, child="git", name="git_log", at="2026-11-30T07:00:00Z", ms=250.0),
+        call(3, child="git", name="git_status", outcome="timeout", at="2026-11-30T08:00:00Z", ms=30000.0),
         call(4, child=None, name="nope", outcome="error", at="2026-11-30T09:00:00Z", ms=0.04),
     ]
 

@@ -5,7 +5,7 @@ module, the server directly (one connection per host era), the hub over stdio (o
 process) and `hub serve --http` (one hub, one session per era), each hub running that server alone as its only child.
 Each test runs one aspect of the script (`ASPECTS`) on the direct connection and on one hub connection of the same
 era, from the same starting state (`ServerSpec.reset`), and compares the answers after undoing the documented renames
-(`normalise`): nothing else may differ.
+(`normalise`; the names of tools and prompts by the hub's own rule, hub.relay.naming): nothing else may differ.
 """
 
 from __future__ import annotations
@@ -29,6 +29,8 @@ from mcp.client.context import ClientRequestContext
 from mcp.shared.exceptions import MCPError
 from pydantic import TypeAdapter
 
+from hub.config.settings import DEFAULT_NAME_BUDGET
+from hub.relay.naming import expose_name, expose_tool_name
 from tests.support.children import write_config
 from tests.support.mcp_client import Host, connect_host, hub_params
 from tests.support.processes import serve_hub_http
@@ -114,6 +116,14 @@ class DiffHost(Host):
         return types.ListRootsResult(roots=[types.Root(uri=self.root, name="workspace")])
 
 
+def hub_name(kind: str, prefix: str, name: str, own: frozenset[str]) -> str:
+    """The name the hub exposes a server's tool or prompt (`kind`: "tools", "prompts") by, among its `own` names of
+    that kind: the hub's own rule (hub.relay.naming), with the default name budget the bench's config keeps."""
+    if kind == "tools":
+        return expose_tool_name(prefix, name, DEFAULT_NAME_BUDGET, own)
+    return expose_name(prefix, name, own)
+
+
 @dataclass
 class Side:
     """One connection the script runs on: directly to the server, or through a front of the hub."""
@@ -124,9 +134,16 @@ class Side:
     host: DiffHost
     prefix: str | None  # the hub's prefix for the server; None directly
     workspace: Path
+    # The server's own tool and prompt names (as it lists them directly): the siblings the hub names each among.
+    own_tools: frozenset[str] = frozenset()
+    own_prompts: frozenset[str] = frozenset()
 
     def tool(self, name: str) -> str:
-        return name if self.prefix is None else f"{self.prefix}_{name}"
+        """The name this connection calls the server's tool `name` by: the hub's, or its own."""
+        return name if self.prefix is None else hub_name("tools", self.prefix, name, self.own_tools)
+
+    def prompt(self, name: str) -> str:
+        return name if self.prefix is None else hub_name("prompts", self.prefix, name, self.own_prompts)
 
     def uri(self, uri: str) -> str:
         return uri if self.prefix is None else f"{self.prefix}+{uri}"
@@ -216,12 +233,23 @@ def _client(target: Any, host: DiffHost, era: str) -> Client:
     )
 
 
-async def _ready(sides: dict[tuple[str, str], Side], prefix: str) -> None:
-    """Until each hub lists the server's tools (a hub answers at once, while its child is still starting)."""
+async def _ready(sides: dict[tuple[str, str], Side]) -> None:
+    """Until each hub lists the server's tools (a hub answers at once, while its child is still starting); each hub
+    side told the server's own names, which the hub's exposed names depend on."""
     for era in ERAS:
-        listed = (await sides["direct", era].list_all("tools/list"))["result"]["tools"]
+        tools = await _own_names(sides["direct", era], "tools/list")
+        prompts = await _own_names(sides["direct", era], "prompts/list")
         for front in FRONTS:
-            await _listed(sides[front, era], {f"{prefix}_{t['name']}" for t in listed})
+            side = sides[front, era]
+            side.own_tools, side.own_prompts = tools, prompts
+            await _listed(side, {side.tool(t) for t in tools})
+
+
+async def _own_names(direct: Side, method: str) -> frozenset[str]:
+    """The names a server lists directly (none when it does not offer the list)."""
+    answer = await direct.list_all(method)
+    items = next((v for v in answer.get("result", {}).values() if isinstance(v, list)), [])
+    return frozenset(str(item["name"]) for item in items)
 
 
 async def _listed(side: Side, names: set[str]) -> None:
@@ -269,7 +297,7 @@ async def open_bench(spec: ServerSpec, tmp: Path) -> AsyncIterator[Bench]:
             key: Side(key[0], key[1], opened[key], host, None if key[0] == "direct" else spec.name, workspace)
             for key, host in hosts.items()
         }
-        await _ready(sides, spec.name)
+        await _ready(sides)
         try:
             yield Bench(spec, workspace, sides)
         finally:
@@ -336,7 +364,7 @@ async def run_aspect(
 async def _prompts(side: Side, spec: ServerSpec) -> list[tuple[str, Outcome]]:
     steps: list[tuple[str, Outcome]] = []
     for name, arguments in spec.prompts:
-        params = types.GetPromptRequestParams(name=side.tool(name), arguments=arguments)
+        params = types.GetPromptRequestParams(name=side.prompt(name), arguments=arguments)
         steps.append((f"prompts/get {name}", await side.send(types.GetPromptRequest(params=params))))
     for ref, argument in spec.completions:
         steps.append((f"completion/complete {ref} {argument}", await complete(side, ref, argument)))
@@ -362,7 +390,7 @@ async def read(side: Side, exposed_uri: str) -> Outcome:
 
 async def complete(side: Side, ref: dict[str, Any], argument: dict[str, str]) -> Outcome:
     if ref["type"] == "ref/prompt":
-        exposed: Any = types.PromptReference(type="ref/prompt", name=side.tool(ref["name"]))
+        exposed: Any = types.PromptReference(type="ref/prompt", name=side.prompt(ref["name"]))
     else:
         exposed = types.ResourceTemplateReference(type="ref/resource", uri=side.uri(ref["uri"]))
     params = types.CompleteRequestParams(ref=exposed, argument=types.CompletionArgument(**argument))
@@ -372,10 +400,12 @@ async def complete(side: Side, ref: dict[str, Any], argument: dict[str, str]) ->
 # The comparison ----------------------------------------------------------------------------------------------------
 
 
-def normalise(value: Any, prefix: str | None, direct_modern: bool) -> Any:
+def normalise(value: Any, prefix: str | None, direct_modern: bool, expose: str | None = None) -> Any:
     """Undo the hub's documented renames (docs/namespace.md) and drop what it documents as its own.
 
-    - `<prefix>_<name>` of tools and prompts (in lists) and `<prefix>+<uri>` (`ui://<prefix>+<rest>` for an MCP
+    - the names of tools and prompts (in lists): the direct answer's (given `expose`, the hub's prefix) renamed by
+      the hub's own rule (hub.relay.naming, each list's names the siblings), since an exposed name alone does not
+      say whether the prefix was put before it; `<prefix>+<uri>` (`ui://<prefix>+<rest>` for an MCP
       app's) of every `uri`, `uriTemplate` and app `resourceUri` (lists, contents, resource links, embedded
       resources, a tool's `_meta`) back to the server's own;
     - the logger of a relayed log message (`<prefix>/<logger>`, or `<prefix>` for none) and the `<prefix>: `
@@ -385,7 +415,7 @@ def normalise(value: Any, prefix: str | None, direct_modern: bool) -> Any:
       hub's alone). When it did, they are compared: issue 30 says they come from the children.
     """
     if isinstance(value, list):
-        return [normalise(v, prefix, direct_modern) for v in value]
+        return [normalise(v, prefix, direct_modern, expose) for v in value]
     if not isinstance(value, dict):
         return value
     out: dict[str, Any] = {}
@@ -400,8 +430,10 @@ def normalise(value: Any, prefix: str | None, direct_modern: bool) -> Any:
             continue  # a log message without a logger gets the server's name (docs/protocols.md)
         if prefix is not None and isinstance(item, str):
             item = _unprefix(key, item, prefix)
-        out[key] = normalise(item, prefix, direct_modern)
-    return out if prefix is None else _unprefix_names(out, prefix)
+        out[key] = normalise(item, prefix, direct_modern, expose)
+    if expose is not None:
+        out = _expose_names(out, expose)
+    return out if prefix is None else _unprefix_error(out, prefix)
 
 
 def _unprefix(key: str, value: str, prefix: str) -> str:
@@ -417,14 +449,23 @@ def own_uri(exposed: str, prefix: str) -> str:
     return exposed.removeprefix(f"{prefix}+")
 
 
-def _unprefix_names(out: dict[str, Any], prefix: str) -> dict[str, Any]:
-    """The names of listed tools and prompts, and a relayed error's message."""
+def _expose_names(out: dict[str, Any], prefix: str) -> dict[str, Any]:
+    """The names of a direct answer's listed tools and prompts, as the hub exposes them."""
     for listing in ("tools", "prompts"):
-        if isinstance(out.get(listing), list):
+        items = out.get(listing)
+        if isinstance(items, list):
+            own = frozenset(i["name"] for i in items if isinstance(i, dict) and isinstance(i.get("name"), str))
             out[listing] = [
-                {**i, "name": i["name"].removeprefix(f"{prefix}_")} if isinstance(i, dict) and "name" in i else i
-                for i in out[listing]
+                {**i, "name": hub_name(listing, prefix, i["name"], own)}
+                if isinstance(i, dict) and isinstance(i.get("name"), str)
+                else i
+                for i in items
             ]
+    return out
+
+
+def _unprefix_error(out: dict[str, Any], prefix: str) -> dict[str, Any]:
+    """A relayed error's message, without the `<prefix>: ` the hub puts before it."""
     error = out.get("error")
     if isinstance(error, dict) and isinstance(error.get("message"), str):
         out["error"] = {**error, "message": error["message"].removeprefix(f"{prefix}: ")}
@@ -480,10 +521,12 @@ async def compare(bench: Bench, front: str, era: str, aspect: str) -> None:
             record.clear()
         with anyio.fail_after(WAIT):
             steps = await run_aspect(side, spec, aspect, direct.client.server_capabilities)
-        prefix = None if side is direct else spec.name
+        prefix, expose = (None, spec.name) if side is direct else (spec.name, None)
         if spec.session_resources is not None:
             steps = [(name, _without_session_resources(a, spec.session_resources)) for name, a in steps]
-        answers.append([(name, render(normalise(a, prefix, direct.modern), spec.volatile)) for name, a in steps])
+        answers.append(
+            [(name, render(normalise(a, prefix, direct.modern, expose), spec.volatile)) for name, a in steps]
+        )
     expected, got = answers
     steps = [n for n, _ in expected], [n for n, _ in got]
     assert steps[0] == steps[1], f"the two runs took different steps: directly {steps[0]}, through the hub {steps[1]}"

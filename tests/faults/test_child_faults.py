@@ -59,7 +59,7 @@ READY = [
     "flappy_echo",
     "stuck_hang",
     "globbed_hang",
-    "slow_slow_progress",
+    "slow_progress",
     "noisy_echo",
     "huge_big",
     "whole_big",
@@ -212,7 +212,7 @@ async def test_progress_extends_the_deadline_up_to_max_timeout(hub: Hubbed, tmp_
 
     # slow: timeout 2, max_timeout 5. 6 steps 0.5 s apart: 3 s in all, more than the timeout, but progress
     # keeps moving the deadline.
-    done = await hub.call("slow_slow_progress", {"steps": 6, "interval": 0.5}, progress=on_progress)
+    done = await hub.call("slow_progress", {"steps": 6, "interval": 0.5}, progress=on_progress)
     assert first_text(done) == "done 6" and not done.get("isError"), done
     assert progress == [1, 2, 3, 4, 5, 6], "progress reached the host"
 
@@ -221,7 +221,7 @@ async def test_progress_extends_the_deadline_up_to_max_timeout(hub: Hubbed, tmp_
     progress.clear()
     with anyio.fail_after(5 + AT_ONCE):
         result = await hub.call(
-            "slow_slow_progress", {"steps": 40, "interval": 0.5, "marker": str(marker)}, progress=on_progress
+            "slow_progress", {"steps": 40, "interval": 0.5, "marker": str(marker)}, progress=on_progress
         )
     text = error_text(result)
     assert "slow" in text, text

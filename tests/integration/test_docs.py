@@ -86,6 +86,28 @@ def test_the_check_and_list_in_the_docs_show_the_default_servers_as_they_are() -
     tools = [line.split()[:2] for line in listing.stdout.split("\n\n")[0].splitlines()]
     documented_tools = [line.split()[:2] for line in shown["hub list"] if line and not line.startswith("SERVER")][:11]
     assert tools == documented_tools
+    exposed = [name for name, server in tools if server == "git"]
+    assert "git_status" in exposed and not [n for n in exposed if n.startswith("git_git_")]  # docs/decisions/021
+
+
+def test_a_tool_named_with_its_prefix_is_called_by_that_name_and_reaches_the_server() -> None:
+    """mcp-server-git's own `git_status` is exposed as `git_status` (not `git_git_status`) and routed to it."""
+    called = run(f'hub call git_status \'{{"repo_path": "{REPO}"}}\'', REPO)
+    assert called.returncode == 0, called.stderr
+    assert called.stdout.startswith("Repository status:"), called.stdout
+    doubled = run(f'hub call git_git_status \'{{"repo_path": "{REPO}"}}\'', REPO)
+    assert doubled.returncode == 1
+    assert "Unknown tool: 'git_git_status'" in doubled.stderr
+
+
+def test_always_prefix_gives_the_doubled_names_back(tmp_path: Path) -> None:
+    """`hub.always_prefix: true` (docs/configuration.md) on the default servers: every git tool as before 021."""
+    config = tmp_path / "servers.yaml"
+    config.write_text((REPO / "servers.yaml").read_text() + "hub:\n  always_prefix: true\n")
+    listing = run(f"hub list -c {config}", REPO)
+    assert listing.returncode == 0, listing.stderr
+    tools = [line.split()[:2] for line in listing.stdout.split("\n\n")[0].splitlines()[1:]]
+    assert [name for name, server in tools if server == "git"][:2] == ["git_git_status", "git_git_diff_unstaged"]
 
 
 CALLS = [
@@ -101,7 +123,7 @@ CALLS = [
         "hub: time_get_current_time: Error executing tool get_current_time: 1 valid",
     ),
     ("hub call time_get_current_time '{bad'", 2, "hub: arguments must be a JSON object: Expecting property name"),
-    ('hub call git_git_commit \'{"repo_path":".","message":"x"}\'', 1, "hub: Unknown tool: 'git_git_commit'"),
+    ('hub call git_commit \'{"repo_path":".","message":"x"}\'', 1, "hub: Unknown tool: 'git_commit'"),
 ]
 
 

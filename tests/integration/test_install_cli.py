@@ -105,7 +105,7 @@ async def test_import_install_and_the_host_starts_the_hub_from_its_entry(tmp_pat
     )
     async with connect_hub(params) as client:
         names = {t.name for t in (await client.list_tools()).tools}
-        assert {"time_get_current_time", "git_git_status"} <= names
+        assert {"time_get_current_time", "git_status"} <= names
         result = await client.call_tool("time_get_current_time", {"timezone": "UTC"})
         assert not result.is_error
         assert '"timezone": "UTC"' in result.content[0].text  # type: ignore[union-attr]

@@ -147,6 +147,17 @@ def test_a_tool_is_approved_by_its_exposed_name_too(tmp_path: Path) -> None:
     assert set(lock_of(config)["servers"]["rug"]["tools"]) == {"echo", "exfiltrate"}
 
 
+def test_a_tool_is_approved_by_the_name_the_host_sees_when_it_starts_with_the_prefix(tmp_path: Path) -> None:
+    """An override's `name` that starts with the prefix is exposed as it is (docs/decisions/021), and `hub pin`
+    finds the tool by that name, as the catalog makes it."""
+    pin(configure(tmp_path))
+    child = python_child("tests.children.rugpull", env={"RUGPULL_EXTRA_TOOL": "1"})
+    config = write_config(tmp_path, {"rug": {**child, "overrides": {"exfiltrate": {"name": "rug_steal"}}}})
+    approved = pin(config, "--approve", "rug", "rug_steal")
+    assert approved.returncode == 0, approved.stderr
+    assert "approved rug: tool exfiltrate (new)" in approved.stdout
+
+
 def test_approving_what_does_not_exist_is_an_error_and_leaves_the_lock_alone(tmp_path: Path) -> None:
     config = configure(tmp_path)
     pin(config)

@@ -106,8 +106,8 @@ def test_allow_and_deny_globs_hide_tools_and_count_them() -> None:
         deny=("git_commit", "git_re*"),
     )
     ns = build_namespace([git])
-    assert names(ns.tools) == ["git_git_status", "git_git_log"]
-    assert "git_git_commit" not in ns.tool_routes
+    assert names(ns.tools) == ["git_status", "git_log"]
+    assert "git_commit" not in ns.tool_routes
     assert "git_other" not in ns.tool_routes
     assert ns.hidden_tools == {"git": 3}
 

@@ -27,6 +27,50 @@ def test_expose_name_without_prefix_is_the_name_itself() -> None:
     assert expose_name("", "get_current_time") == "get_current_time"
 
 
+def test_a_name_that_starts_with_the_prefix_is_not_prefixed_again() -> None:
+    assert expose_name("git", "git_status") == "git_status"
+    assert expose_name("git", "git_status", {"git_status", "git_log"}) == "git_status"
+
+
+@pytest.mark.parametrize("name", ["git", "gitlab_sync", "git-status", "Git_status", "status_git_"])
+def test_only_the_prefix_and_its_underscore_at_the_start_count(name: str) -> None:
+    assert expose_name("git", name) == f"git_{name}"
+
+
+def test_a_name_whose_unprefixed_form_the_child_also_has_keeps_the_doubled_form() -> None:
+    siblings = {"status", "git_status"}
+    assert expose_name("git", "status", siblings) == "git_status"
+    assert expose_name("git", "git_status", siblings) == "git_git_status"
+
+
+def test_always_prefix_puts_the_prefix_before_every_name() -> None:
+    assert expose_name("git", "git_status", always_prefix=True) == "git_git_status"
+    assert expose_name("", "git_status", always_prefix=True) == "git_status"  # no prefix: nothing to put
+    assert expose_tool_name("git", "git_status", always_prefix=True) == "git_git_status"
+
+
+NAME_SETS = [
+    ["status", "git_status", "git_git_status"],
+    ["git_status", "git_git_status"],
+    ["git_", "", "git_git_", "git"],
+    ["a", "git_a", "git_git_a", "git_git_git_a", "b", "git_b_c", "b_c"],
+]
+
+
+@pytest.mark.parametrize("own", NAME_SETS)
+def test_the_exposed_names_of_one_child_are_distinct_and_all_start_with_its_prefix(own: list[str]) -> None:
+    exposed = [expose_name("git", name, set(own)) for name in own]
+    assert len(set(exposed)) == len(own), exposed
+    assert all(e.startswith("git_") for e in exposed)
+    assert [expose_name("git", name, set(reversed(own))) for name in reversed(own)] == exposed[::-1]  # no order
+
+
+def test_the_skip_rule_applies_before_a_long_name_is_cut() -> None:
+    long = "git_" + "a" * 80
+    assert expose_tool_name("git", long, 54) == expose_tool_name("", long, 54)
+    assert expose_tool_name("git", long, 54, {"a" * 80}) != expose_tool_name("git", "a" * 80, 54, {long})
+
+
 @pytest.mark.parametrize(
     ("prefix", "name"),
     [("time", "get_current_time"), ("git", "git-status"), ("", "A_b-9"), ("a", "x" * 62), ("", "x" * 64)],
