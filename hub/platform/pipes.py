@@ -151,7 +151,16 @@ class FdReader:
         except OSError:
             size = 0
         if size:
-            self._feed(self._buffer.chunk(size))
+            outer = _Cork.held is None
+            if outer:
+                _Cork.held = []
+            try:
+                self._feed(self._buffer.chunk(size))
+            finally:
+                if outer:
+                    held, _Cork.held = _Cork.held, None
+                    for writer in held or ():
+                        writer.uncork()
         else:
             self.close()
             self._on_end()
@@ -163,22 +172,37 @@ class FdReader:
             self._buffer.release()
 
 
-class FdWriter:
-    """Writes a non-blocking descriptor at once where it can, and the rest when the loop says it is writable."""
+class _Cork:
+    """While a reader's callback runs, the fast path's writers hold what they are given and write it when the
+    callback ends: the N messages of one chunk read cost one write per peer, not N (each write to a pipe whose reader
+    waits wakes that reader). Nothing waits on it: what a callback writes leaves in the same callback."""
 
-    def __init__(self, fd: int) -> None:
+    held: list[FdWriter] | None = None  # the writers holding something; None outside a reader's callback
+
+
+# The most buffers one os.writev takes (POSIX's IOV_MAX is at least 16; Linux and macOS take 1,024).
+IOV_MAX = 1024
+
+
+class FdWriter:
+    """Writes a non-blocking descriptor at once where it can (within a reader's callback: when it ends, `_Cork`),
+    and the rest when the loop says it is writable."""
+
+    def __init__(self, fd: int, on_break: Callable[[], None] | None = None) -> None:
         self._fd = fd
+        self._on_break = on_break  # told when a write held or buffered here finds the pipe closed
         self._loop = asyncio.get_running_loop()
         os.set_blocking(fd, False)
-        self._buffer: deque[memoryview] = deque()
+        self._buffer: deque[bytes | memoryview] = deque()
         self._buffered = 0
         self._broken = False
         self._watching = False
+        self._held = False
 
     def write(self, data: bytes) -> None:
         if self._broken:
             raise Broken("the pipe is closed")
-        if not self._buffer:
+        if not self._buffer and _Cork.held is None:
             try:
                 written = os.write(self._fd, data)
             except BlockingIOError:
@@ -192,27 +216,50 @@ class FdWriter:
         if self._buffered + len(data) > MAX_BUFFERED:
             self._break()
             raise Broken(f"the reader left more than {MAX_BUFFERED >> 20} MiB unread")
-        self._buffer.append(memoryview(data))
+        self._buffer.append(data)
         self._buffered += len(data)
-        if not self._watching:
+        if self._watching:
+            return
+        if _Cork.held is not None:
+            if not self._held:
+                self._held = True
+                _Cork.held.append(self)
+        else:
             self._watching = True
             self._loop.add_writer(self._fd, self._writable)
 
+    def uncork(self) -> None:
+        """The reader's callback ended: what was held is written, as far as the pipe takes it now."""
+        self._held = False
+        if not self._watching:
+            self._writable()
+            if self._buffer and not self._broken:
+                self._watching = True
+                self._loop.add_writer(self._fd, self._writable)
+
     def _writable(self) -> None:
-        while self._buffer:
-            head = self._buffer[0]
+        buffer = self._buffer
+        while buffer:
             try:
-                written = os.write(self._fd, head)
+                if len(buffer) == 1:
+                    written = os.write(self._fd, buffer[0])
+                else:
+                    written = os.writev(self._fd, [buffer[n] for n in range(min(len(buffer), IOV_MAX))])
             except BlockingIOError:
                 return
             except OSError:
                 self._break()
+                if self._on_break is not None:
+                    self._on_break()
                 return
             self._buffered -= written
-            if written < len(head):
-                self._buffer[0] = head[written:]
-                return
-            self._buffer.popleft()
+            while written:
+                head = buffer[0]
+                if written < len(head):
+                    buffer[0] = memoryview(head)[written:]
+                    return
+                written -= len(head)
+                buffer.popleft()
         self._unwatch()
 
     def _unwatch(self) -> None:
@@ -232,6 +279,8 @@ class FdWriter:
         return self._buffered
 
     def close(self) -> None:
+        if self._held and not self._broken:  # closed within a reader's callback: what it wrote still goes
+            self._writable()
         self._break()
 
 
