@@ -53,7 +53,8 @@ class Lines:
         self.limit = limit
         self._on_line = on_line
         self._on_oversized = on_oversized
-        self._pending = bytearray()
+        self._pending: list[bytes] = []  # the chunks of a line not ended yet: joined once, a large line copied once
+        self._size = 0  # their bytes
         self._skipping: tuple[bytes, bytearray, int] | None = None  # (head, tail, size) of an oversized line
 
     def feed(self, chunk: bytes) -> None:
@@ -74,8 +75,9 @@ class Lines:
             self._keep(chunk[start:])
             return
         if self._pending:
-            self._pending += chunk[start:end]
-            line, self._pending = bytes(self._pending), bytearray()
+            self._pending.append(chunk[start:end])
+            line = b"".join(self._pending)
+            self._pending, self._size = [], 0
             self._emit(line)
             start = end + 1
             end = chunk.find(b"\n", start)
@@ -88,14 +90,18 @@ class Lines:
     def _emit(self, line: bytes) -> None:
         if len(line) > self.limit:
             self._on_oversized(line[:EDGE], line[-EDGE:], len(line))
-        elif line.strip():
+        elif line and not line.isspace():
             self._on_line(line)
 
     def _keep(self, rest: bytes) -> None:
-        self._pending += rest
-        if len(self._pending) > self.limit:
-            self._skipping = (bytes(self._pending[:EDGE]), bytearray(self._pending[-EDGE:]), len(self._pending))
-            self._pending = bytearray()
+        if not rest:
+            return
+        self._pending.append(rest)
+        self._size += len(rest)
+        if self._size > self.limit:
+            held = b"".join(self._pending)
+            self._skipping = (held[:EDGE], bytearray(held[-EDGE:]), self._size)
+            self._pending, self._size = [], 0
 
 
 class ReadBuffer:
@@ -151,16 +157,13 @@ class FdReader:
         except OSError:
             size = 0
         if size:
-            outer = _Cork.held is None
-            if outer:
-                _Cork.held = []
+            _Cork.held = []  # a reader's callback never runs within another's
             try:
                 self._feed(self._buffer.chunk(size))
             finally:
-                if outer:
-                    held, _Cork.held = _Cork.held, None
-                    for writer in held or ():
-                        writer.uncork()
+                held, _Cork.held = _Cork.held, None
+                for writer in held:
+                    writer.uncork()
         else:
             self.close()
             self._on_end()
@@ -173,15 +176,13 @@ class FdReader:
 
 
 class _Cork:
-    """While a reader's callback runs, the fast path's writers hold what they are given and write it when the
-    callback ends: the N messages of one chunk read cost one write per peer, not N (each write to a pipe whose reader
-    waits wakes that reader). Nothing waits on it: what a callback writes leaves in the same callback."""
+    """While a reader's callback runs, the fast path's writers hold what they are given and write it when it ends:
+    the N messages of one chunk read cost one write per peer, not N wake-ups of its reader. Nothing waits on it."""
 
     held: list[FdWriter] | None = None  # the writers holding something; None outside a reader's callback
 
 
-# The most buffers one os.writev takes (POSIX's IOV_MAX is at least 16; Linux and macOS take 1,024).
-IOV_MAX = 1024
+IOV_MAX = 1024  # the most buffers one os.writev takes (POSIX: at least 16; Linux and macOS: 1,024)
 
 
 class FdWriter:
