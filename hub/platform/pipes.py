@@ -29,6 +29,7 @@ from anyio.abc import ByteReceiveStream, ByteSendStream, TaskGroup
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 
 from hub.platform import portable
+from hub.platform.cork import Cork, cork, uncork
 
 READ_CHUNK = 1 << 20
 # Bytes kept from each end of an oversized line, to find its request id.
@@ -53,7 +54,8 @@ class Lines:
         self.limit = limit
         self._on_line = on_line
         self._on_oversized = on_oversized
-        self._pending = bytearray()
+        self._pending: list[bytes] = []  # the chunks of a line not ended yet: joined once, a large line copied once
+        self._size = 0  # their bytes
         self._skipping: tuple[bytes, bytearray, int] | None = None  # (head, tail, size) of an oversized line
 
     def feed(self, chunk: bytes) -> None:
@@ -74,28 +76,34 @@ class Lines:
             self._keep(chunk[start:])
             return
         if self._pending:
-            self._pending += chunk[start:end]
-            line, self._pending = bytes(self._pending), bytearray()
-            self._emit(line)
-            start = end + 1
-            end = chunk.find(b"\n", start)
+            self._pending.append(chunk[start:end])
+            line = b"".join(self._pending)
+            self._pending, self._size = [], 0
+            start, end = end + 1, chunk.find(b"\n", end + 1)
+            self._emit(line, end < 0)
         while end >= 0:
-            self._emit(chunk[start:end])
-            start = end + 1
-            end = chunk.find(b"\n", start)
+            following = chunk.find(b"\n", end + 1)
+            self._emit(chunk[start:end], following < 0)
+            start, end = end + 1, following
         self._keep(chunk[start:])
 
-    def _emit(self, line: bytes) -> None:
+    def _emit(self, line: bytes, last: bool = False) -> None:
+        if last:  # the chunk's last line: what it writes leaves at once, before the rest of its handling
+            uncork()
         if len(line) > self.limit:
             self._on_oversized(line[:EDGE], line[-EDGE:], len(line))
-        elif line.strip():
+        elif line and not line.isspace():
             self._on_line(line)
 
     def _keep(self, rest: bytes) -> None:
-        self._pending += rest
-        if len(self._pending) > self.limit:
-            self._skipping = (bytes(self._pending[:EDGE]), bytearray(self._pending[-EDGE:]), len(self._pending))
-            self._pending = bytearray()
+        if not rest:
+            return
+        self._pending.append(rest)
+        self._size += len(rest)
+        if self._size > self.limit:
+            held = b"".join(self._pending)
+            self._skipping = (held[:EDGE], bytearray(held[-EDGE:]), self._size)
+            self._pending, self._size = [], 0
 
 
 class ReadBuffer:
@@ -151,7 +159,11 @@ class FdReader:
         except OSError:
             size = 0
         if size:
-            self._feed(self._buffer.chunk(size))
+            cork()
+            try:
+                self._feed(self._buffer.chunk(size))
+            finally:
+                uncork()
         else:
             self.close()
             self._on_end()
@@ -163,22 +175,28 @@ class FdReader:
             self._buffer.release()
 
 
-class FdWriter:
-    """Writes a non-blocking descriptor at once where it can, and the rest when the loop says it is writable."""
+IOV_MAX = 1024  # the most buffers one os.writev takes (POSIX: at least 16; Linux and macOS: 1,024)
 
-    def __init__(self, fd: int) -> None:
+
+class FdWriter:
+    """Writes a non-blocking descriptor at once where it can (within a reader's callback: when hub.platform.cork
+    says), and the rest when the loop says it is writable."""
+
+    def __init__(self, fd: int, on_break: Callable[[], None] | None = None) -> None:
         self._fd = fd
+        self._on_break = on_break  # told when a write held or buffered here finds the pipe closed
         self._loop = asyncio.get_running_loop()
         os.set_blocking(fd, False)
-        self._buffer: deque[memoryview] = deque()
+        self._buffer: deque[bytes | memoryview] = deque()
         self._buffered = 0
         self._broken = False
         self._watching = False
+        self._held = False
 
     def write(self, data: bytes) -> None:
         if self._broken:
             raise Broken("the pipe is closed")
-        if not self._buffer:
+        if not self._buffer and Cork.held is None:
             try:
                 written = os.write(self._fd, data)
             except BlockingIOError:
@@ -192,27 +210,50 @@ class FdWriter:
         if self._buffered + len(data) > MAX_BUFFERED:
             self._break()
             raise Broken(f"the reader left more than {MAX_BUFFERED >> 20} MiB unread")
-        self._buffer.append(memoryview(data))
+        self._buffer.append(data)
         self._buffered += len(data)
-        if not self._watching:
+        if self._watching:
+            return
+        if Cork.held is not None:
+            if not self._held:
+                self._held = True
+                Cork.held.append(self)
+        else:
             self._watching = True
             self._loop.add_writer(self._fd, self._writable)
 
+    def uncork(self) -> None:
+        """The reader's callback ended: what was held is written, as far as the pipe takes it now."""
+        self._held = False
+        if not self._watching:
+            self._writable()
+            if self._buffer and not self._broken:
+                self._watching = True
+                self._loop.add_writer(self._fd, self._writable)
+
     def _writable(self) -> None:
-        while self._buffer:
-            head = self._buffer[0]
+        buffer = self._buffer
+        while buffer:
             try:
-                written = os.write(self._fd, head)
+                if len(buffer) == 1:
+                    written = os.write(self._fd, buffer[0])
+                else:
+                    written = os.writev(self._fd, [buffer[n] for n in range(min(len(buffer), IOV_MAX))])
             except BlockingIOError:
                 return
             except OSError:
                 self._break()
+                if self._on_break is not None:
+                    self._on_break()
                 return
             self._buffered -= written
-            if written < len(head):
-                self._buffer[0] = head[written:]
-                return
-            self._buffer.popleft()
+            while written:
+                head = buffer[0]
+                if written < len(head):
+                    buffer[0] = memoryview(head)[written:]
+                    return
+                written -= len(head)
+                buffer.popleft()
         self._unwatch()
 
     def _unwatch(self) -> None:
@@ -232,6 +273,8 @@ class FdWriter:
         return self._buffered
 
     def close(self) -> None:
+        if self._held and not self._broken:  # closed within a reader's callback: what it wrote still goes
+            self._writable()
         self._break()
 
 

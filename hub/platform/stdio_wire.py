@@ -25,9 +25,9 @@ FLUSH_LIMIT = 2.0
 class HostWire:
     """Lines to the host; `gone` is set once the host closed stdin or stopped reading stdout."""
 
-    def __init__(self, writer: FdWriter | ThreadWriter) -> None:
+    def __init__(self, writer: FdWriter | ThreadWriter, gone: anyio.Event) -> None:
         self._writer = writer
-        self.gone = anyio.Event()
+        self.gone = gone  # also set by a fast-path writer whose held write finds the pipe closed
 
     def write(self, line: bytes) -> None:
         try:
@@ -49,16 +49,17 @@ async def stdio_wire(
     os.close(null)
     os.dup2(2, 1)
     writer: FdWriter | ThreadWriter
+    gone = anyio.Event()
     try:
         if portable():
             writer = ThreadWriter(wire_out)
         else:
-            writer = FdWriter(wire_out)
+            writer = FdWriter(wire_out, gone.set)
             if LINUX:
                 from hub.platform.linux import widen_pipe
 
                 widen_pipe(wire_out)
-        wire = HostWire(writer)
+        wire = HostWire(writer, gone)
         lines = Lines(limit, on_line, lambda head, tail, size: on_oversized(head, size))
         reader = wire_reader(wire_in, lines.feed, wire.gone.set, tg)
         try:

@@ -67,6 +67,9 @@ _LENIENT = json.JSONDecoder()
 _RESULT_LINE = b'{"jsonrpc":"2.0","id":'
 # The id's digits are bounded: the hub's own ids are small, and int() refuses more than 4,300 digits (ValueError).
 _RESULT_HEAD = re.compile(r'\{"jsonrpc":"2\.0","id":(0|[1-9][0-9]{0,18}),"result":')
+_RESULT_HEAD_BYTES = re.compile(_RESULT_HEAD.pattern.encode())
+# A child's answer at least this long is decoded by `_large_result`.
+LARGE_ANSWER = 1 << 16
 # Error messages quote at most this much of what a peer sent.
 QUOTE_LIMIT = 200
 _SPACE = re.compile(r"[ \t\n\r]*")
@@ -236,6 +239,10 @@ def parse_answer(line: bytes) -> Message | list[Message]:
     work). The bytes are given only for `{"jsonrpc":"2.0","id":N,"result":{...}}` with nothing after the result.
     """
     if line.startswith(_RESULT_LINE):
+        if len(line) >= LARGE_ANSWER:
+            large = _large_result(line)
+            if large is not None:
+                return large
         try:
             text = line.decode()
         except UnicodeDecodeError:
@@ -254,6 +261,28 @@ def parse_answer(line: bytes) -> Message | list[Message]:
                 exact = line[start:end] if len(text) == len(line) else text[start:end].encode()
                 return Response(int(head.group(1)), result, None, exact)
     return parse(line)
+
+
+def _large_result(line: bytes) -> Response | None:
+    """A large result of the usual shape, decoded by pydantic-core's parser (jiter): twice as fast as `json` on a
+    long text, which `json` decodes escape by escape. The result's bytes are the line between the head and its last
+    `}`, and they must decode whole as one object: a member after the result is trailing data, refused. None for
+    anything it refuses (not UTF-8, `NaN`, too deep, not of this shape): `parse_answer`'s own decoding then says
+    what it is, as for any line, so only a result both parsers read whole takes this way."""
+    head = _RESULT_HEAD_BYTES.match(line)
+    body = line.rstrip()
+    if head is None or not body.endswith(b"}"):
+        return None
+    exact = body[head.end() : -1].rstrip()
+    if not exact.startswith(b"{"):
+        return None
+    from pydantic_core import from_json  # loaded by then: the SDK's models use it
+
+    try:
+        result = from_json(exact, allow_inf_nan=False)
+    except ValueError:
+        return None
+    return Response(int(head.group(1)), result, None, exact) if type(result) is dict else None
 
 
 _LEADING_ID = re.compile(
@@ -422,7 +451,8 @@ def _line(message: dict[str, Any], params: dict[str, Any] | None) -> bytes:
 def result_line(request_id: RequestId, result: dict[str, Any] | bytes) -> bytes:
     """An answer; `result` as a value or as its encoded bytes (the child's own, say)."""
     body = result if isinstance(result, bytes) else encode(result)
-    return b'{"jsonrpc":"2.0","id":%b,"result":%b}\n' % (_id(request_id), body)
+    # join, not %: formatting bytes with % copies a large result several times over (1 ms for 1 MiB).
+    return b"".join((b'{"jsonrpc":"2.0","id":', _id(request_id), b',"result":', body, b"}\n"))
 
 
 def error_line(request_id: RequestId | None, code: int, message: str, data: Any = None) -> bytes:

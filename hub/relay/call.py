@@ -15,6 +15,7 @@ waits, except the tasks that ask the host something. The relay around a call is 
 from __future__ import annotations
 
 import math
+import re
 import secrets
 import time
 from collections.abc import Callable, Coroutine
@@ -38,6 +39,9 @@ if TYPE_CHECKING:
 
 # Methods whose results may hand out URIs the host must be able to read back through the hub.
 RENAMES_URIS = frozenset({"tools/call", "resources/read", "prompts/get"})
+# A key that may hold a URI to rename, in a result's bytes: one pass over them (a large result's, at the speed of its
+# quotes), where `in` twice took three times as long.
+_URI_KEY = re.compile(rb'"(?:uri|resourceUri|ui/resourceUri)"')
 # A child that keeps answering input_required past this many rounds is given up on (the SDK's default too).
 MAX_INPUT_ROUNDS = 10
 # Results whose text a child controls and `output: wrap` puts inside a boundary (hub.relay.boundary).
@@ -240,11 +244,7 @@ class Call:
     def _deliver(self, result: dict[str, Any], exact: bytes | None) -> None:
         connection = self.connection
         child_modern = connection is not None and connection.modern
-        if (
-            self.child.prefix
-            and self.method in RENAMES_URIS
-            and (exact is None or b'"uri"' in exact or b'resourceUri"' in exact)
-        ):
+        if self.child.prefix and self.method in RENAMES_URIS and (exact is None or _URI_KEY.search(exact) is not None):
             prefix = self.child.prefix
             try:
                 renamed = map_uris(result, lambda uri: expose_uri(prefix, uri))

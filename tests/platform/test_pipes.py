@@ -24,7 +24,7 @@ class Split:
     def feed(self, *chunks: bytes) -> Split:
         for chunk in chunks:
             self.lines.feed(chunk)
-            held = len(self.lines._pending) + (len(self.lines._skipping[1]) if self.lines._skipping else 0)
+            held = self.lines._size + (len(self.lines._skipping[1]) if self.lines._skipping else 0)
             assert held <= self.lines.limit + EDGE, "an oversized line is never held whole"
         return self
 

@@ -11,6 +11,7 @@ import pytest
 from hub.protocol.jsonrpc import (
     INVALID_PARAMS,
     INVALID_REQUEST,
+    LARGE_ANSWER,
     PARSE_ERROR,
     QUOTE_LIMIT,
     EncodeError,
@@ -235,6 +236,22 @@ def test_is_id_takes_strings_and_integers_only() -> None:
 # ---- a child's answers: the exact bytes of a result ---------------------------------------------------------
 
 
+def padded(line: bytes, large: bool) -> bytes:
+    """`line` as it is, or over LARGE_ANSWER (a long text first in its result, else trailing blanks): a line that
+    another parser decodes first (jsonrpc._large_result), which must come to the same message."""
+    if not large:
+        return line
+    at = line.find(b'"result":{')
+    if at < 0:
+        return line + b" " * LARGE_ANSWER
+    at += len(b'"result":{')
+    pad = b'"pad":"' + b"x\\n" * (LARGE_ANSWER // 3) + b'"'
+    return line[:at] + pad + (b"" if line[at : at + 1] == b"}" else b",") + line[at:]
+
+
+LARGE = pytest.mark.parametrize("large", [False, True], ids=["small", "large"])
+
+
 @pytest.mark.parametrize(
     "line",
     [
@@ -244,7 +261,9 @@ def test_is_id_takes_strings_and_integers_only() -> None:
         b'{"jsonrpc":"2.0","id":3,"result":{"s":"\\ud800"}}',
     ],
 )
-def test_a_result_of_the_usual_shape_gives_the_childs_own_result_bytes(line: bytes) -> None:
+@LARGE
+def test_a_result_of_the_usual_shape_gives_the_childs_own_result_bytes(line: bytes, large: bool) -> None:
+    line = padded(line, large)
     message = parse_answer(line)
     assert isinstance(message, Response) and message.exact is not None
     data = json.loads(line)
@@ -263,7 +282,9 @@ def test_a_result_of_the_usual_shape_gives_the_childs_own_result_bytes(line: byt
         b'{"jsonrpc":"2.0","id":"7","result":{"a":1}}',  # a string id
     ],
 )
-def test_any_other_answer_is_parsed_whole_without_exact_bytes(line: bytes) -> None:
+@LARGE
+def test_any_other_answer_is_parsed_whole_without_exact_bytes(line: bytes, large: bool) -> None:
+    line = padded(line, large)
     message = parse_answer(line)
     assert isinstance(message, Response)
     assert message.exact is None
@@ -277,10 +298,14 @@ def test_any_other_answer_is_parsed_whole_without_exact_bytes(line: bytes) -> No
         b'{"jsonrpc":"2.0","id":7,"result":{}',
         b'{"jsonrpc":"2.0","id":7,"result":\xff}',
         b'{"jsonrpc":"2.0","id":7,"result":[1]}',
+        b'{"jsonrpc":"2.0","id":7,"result":{"a":NaN}}',
+        b'{"jsonrpc":"2.0","id":7,"result":{"a":"\xff"}}',
+        b'{"jsonrpc":"2.0","id":7,"result":{"a":1}}}',
     ],
 )
-def test_a_broken_answer_of_the_usual_shape_is_invalid(line: bytes) -> None:
-    assert isinstance(parse_answer(line), Invalid)
+@LARGE
+def test_a_broken_answer_of_the_usual_shape_is_invalid(line: bytes, large: bool) -> None:
+    assert isinstance(parse_answer(padded(line, large)), Invalid)
 
 
 def test_a_deep_result_of_the_usual_shape_is_invalid_and_keeps_the_id() -> None:
