@@ -29,7 +29,6 @@ from anyio.abc import ByteReceiveStream, ByteSendStream, TaskGroup
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 
 from hub.platform import portable
-from hub.platform.cork import Cork, cork, uncork
 
 READ_CHUNK = 1 << 20
 # Bytes kept from each end of an oversized line, to find its request id.
@@ -79,17 +78,16 @@ class Lines:
             self._pending.append(chunk[start:end])
             line = b"".join(self._pending)
             self._pending, self._size = [], 0
-            start, end = end + 1, chunk.find(b"\n", end + 1)
-            self._emit(line, end < 0)
+            self._emit(line)
+            start = end + 1
+            end = chunk.find(b"\n", start)
         while end >= 0:
-            following = chunk.find(b"\n", end + 1)
-            self._emit(chunk[start:end], following < 0)
-            start, end = end + 1, following
+            self._emit(chunk[start:end])
+            start = end + 1
+            end = chunk.find(b"\n", start)
         self._keep(chunk[start:])
 
-    def _emit(self, line: bytes, last: bool = False) -> None:
-        if last:  # the chunk's last line: what it writes leaves at once, before the rest of its handling
-            uncork()
+    def _emit(self, line: bytes) -> None:
         if len(line) > self.limit:
             self._on_oversized(line[:EDGE], line[-EDGE:], len(line))
         elif line and not line.isspace():
@@ -159,11 +157,13 @@ class FdReader:
         except OSError:
             size = 0
         if size:
-            cork()
+            _Cork.held = []  # a reader's callback never runs within another's
             try:
                 self._feed(self._buffer.chunk(size))
             finally:
-                uncork()
+                held, _Cork.held = _Cork.held, None
+                for writer in held:
+                    writer.uncork()
         else:
             self.close()
             self._on_end()
@@ -175,12 +175,19 @@ class FdReader:
             self._buffer.release()
 
 
+class _Cork:
+    """While a reader's callback runs, the fast path's writers hold what they are given and write it when it ends:
+    the N messages of one chunk read cost one write per peer, not N wake-ups of its reader. Nothing waits on it."""
+
+    held: list[FdWriter] | None = None  # the writers holding something; None outside a reader's callback
+
+
 IOV_MAX = 1024  # the most buffers one os.writev takes (POSIX: at least 16; Linux and macOS: 1,024)
 
 
 class FdWriter:
-    """Writes a non-blocking descriptor at once where it can (within a reader's callback: when hub.platform.cork
-    says), and the rest when the loop says it is writable."""
+    """Writes a non-blocking descriptor at once where it can (within a reader's callback: when it ends, `_Cork`),
+    and the rest when the loop says it is writable."""
 
     def __init__(self, fd: int, on_break: Callable[[], None] | None = None) -> None:
         self._fd = fd
@@ -196,7 +203,7 @@ class FdWriter:
     def write(self, data: bytes) -> None:
         if self._broken:
             raise Broken("the pipe is closed")
-        if not self._buffer and Cork.held is None:
+        if not self._buffer and _Cork.held is None:
             try:
                 written = os.write(self._fd, data)
             except BlockingIOError:
@@ -214,10 +221,10 @@ class FdWriter:
         self._buffered += len(data)
         if self._watching:
             return
-        if Cork.held is not None:
+        if _Cork.held is not None:
             if not self._held:
                 self._held = True
-                Cork.held.append(self)
+                _Cork.held.append(self)
         else:
             self._watching = True
             self._loop.add_writer(self._fd, self._writable)
