@@ -157,13 +157,7 @@ class FdReader:
         except OSError:
             size = 0
         if size:
-            _Cork.held = []  # a reader's callback never runs within another's
-            try:
-                self._feed(self._buffer.chunk(size))
-            finally:
-                held, _Cork.held = _Cork.held, None
-                for writer in held:
-                    writer.uncork()
+            self._feed(self._buffer.chunk(size))
         else:
             self.close()
             self._on_end()
@@ -175,35 +169,22 @@ class FdReader:
             self._buffer.release()
 
 
-class _Cork:
-    """While a reader's callback runs, the fast path's writers hold what they are given and write it when it ends:
-    the N messages of one chunk read cost one write per peer, not N wake-ups of its reader. Nothing waits on it."""
-
-    held: list[FdWriter] | None = None  # the writers holding something; None outside a reader's callback
-
-
-IOV_MAX = 1024  # the most buffers one os.writev takes (POSIX: at least 16; Linux and macOS: 1,024)
-
-
 class FdWriter:
-    """Writes a non-blocking descriptor at once where it can (within a reader's callback: when it ends, `_Cork`),
-    and the rest when the loop says it is writable."""
+    """Writes a non-blocking descriptor at once where it can, and the rest when the loop says it is writable."""
 
-    def __init__(self, fd: int, on_break: Callable[[], None] | None = None) -> None:
+    def __init__(self, fd: int) -> None:
         self._fd = fd
-        self._on_break = on_break  # told when a write held or buffered here finds the pipe closed
         self._loop = asyncio.get_running_loop()
         os.set_blocking(fd, False)
-        self._buffer: deque[bytes | memoryview] = deque()
+        self._buffer: deque[memoryview] = deque()
         self._buffered = 0
         self._broken = False
         self._watching = False
-        self._held = False
 
     def write(self, data: bytes) -> None:
         if self._broken:
             raise Broken("the pipe is closed")
-        if not self._buffer and _Cork.held is None:
+        if not self._buffer:
             try:
                 written = os.write(self._fd, data)
             except BlockingIOError:
@@ -217,50 +198,27 @@ class FdWriter:
         if self._buffered + len(data) > MAX_BUFFERED:
             self._break()
             raise Broken(f"the reader left more than {MAX_BUFFERED >> 20} MiB unread")
-        self._buffer.append(data)
+        self._buffer.append(memoryview(data))
         self._buffered += len(data)
-        if self._watching:
-            return
-        if _Cork.held is not None:
-            if not self._held:
-                self._held = True
-                _Cork.held.append(self)
-        else:
+        if not self._watching:
             self._watching = True
             self._loop.add_writer(self._fd, self._writable)
 
-    def uncork(self) -> None:
-        """The reader's callback ended: what was held is written, as far as the pipe takes it now."""
-        self._held = False
-        if not self._watching:
-            self._writable()
-            if self._buffer and not self._broken:
-                self._watching = True
-                self._loop.add_writer(self._fd, self._writable)
-
     def _writable(self) -> None:
-        buffer = self._buffer
-        while buffer:
+        while self._buffer:
+            head = self._buffer[0]
             try:
-                if len(buffer) == 1:
-                    written = os.write(self._fd, buffer[0])
-                else:
-                    written = os.writev(self._fd, [buffer[n] for n in range(min(len(buffer), IOV_MAX))])
+                written = os.write(self._fd, head)
             except BlockingIOError:
                 return
             except OSError:
                 self._break()
-                if self._on_break is not None:
-                    self._on_break()
                 return
             self._buffered -= written
-            while written:
-                head = buffer[0]
-                if written < len(head):
-                    buffer[0] = memoryview(head)[written:]
-                    return
-                written -= len(head)
-                buffer.popleft()
+            if written < len(head):
+                self._buffer[0] = head[written:]
+                return
+            self._buffer.popleft()
         self._unwatch()
 
     def _unwatch(self) -> None:
@@ -280,8 +238,6 @@ class FdWriter:
         return self._buffered
 
     def close(self) -> None:
-        if self._held and not self._broken:  # closed within a reader's callback: what it wrote still goes
-            self._writable()
         self._break()
 
 

@@ -25,9 +25,9 @@ FLUSH_LIMIT = 2.0
 class HostWire:
     """Lines to the host; `gone` is set once the host closed stdin or stopped reading stdout."""
 
-    def __init__(self, writer: FdWriter | ThreadWriter, gone: anyio.Event) -> None:
+    def __init__(self, writer: FdWriter | ThreadWriter) -> None:
         self._writer = writer
-        self.gone = gone  # also set by a fast-path writer whose held write finds the pipe closed
+        self.gone = anyio.Event()
 
     def write(self, line: bytes) -> None:
         try:
@@ -49,17 +49,16 @@ async def stdio_wire(
     os.close(null)
     os.dup2(2, 1)
     writer: FdWriter | ThreadWriter
-    gone = anyio.Event()
     try:
         if portable():
             writer = ThreadWriter(wire_out)
         else:
-            writer = FdWriter(wire_out, gone.set)
+            writer = FdWriter(wire_out)
             if LINUX:
                 from hub.platform.linux import widen_pipe
 
                 widen_pipe(wire_out)
-        wire = HostWire(writer, gone)
+        wire = HostWire(writer)
         lines = Lines(limit, on_line, lambda head, tail, size: on_oversized(head, size))
         reader = wire_reader(wire_in, lines.feed, wire.gone.set, tg)
         try:
