@@ -79,6 +79,33 @@ def test_check_reports_the_hung_server_once_its_own_connect_timeout_has_passed(
         assert took < alone + HUNG_TIMEOUT, f"hub check took {took:.1f}s, {alone:.1f}s without the hung server"
 
 
+def test_list_shows_the_hung_server_once_its_own_connect_timeout_has_passed(
+    tmp_path: Path, kitchen_config: Path
+) -> None:
+    done, took = hub("list", "-c", str(hung_config(tmp_path / "hung", HUNG_TIMEOUT)))
+    assert done.returncode == 0, done.stderr
+    assert "kitchen_add" in done.stdout
+    servers = {line.split()[0]: line.split()[1] for line in done.stdout.split("\n\n")[1].splitlines()[1:] if line}
+    assert servers["kitchen"] == "ready" and servers["hung"] != "ready", done.stdout
+    if took >= CHECK_BOUND:
+        alone = hub("list", "-c", str(kitchen_config))[1]
+        assert took < alone + HUNG_TIMEOUT, f"hub list took {took:.1f}s, {alone:.1f}s without the hung server"
+
+
+def test_a_call_to_the_hung_servers_tool_says_why_as_a_host_reads_it(tmp_path: Path) -> None:
+    """The hub answers a host's call to a server that is not up with an isError result naming it (docs/cli.md):
+    `hub call` prints it as it prints a tool's error, exit 1, within the server's connect_timeout."""
+    config = str(hung_config(tmp_path / "hung", HUNG_TIMEOUT))
+    done, took = hub("call", "hung_anything", "-c", config)
+    assert done.returncode == 1
+    said = done.stdout
+    assert said.startswith("tool 'hung_anything' is not available: server 'hung' is unavailable"), said + done.stderr
+    assert said.endswith(f"did not connect and list within {HUNG_TIMEOUT}s\n") and said.count("\n") == 1, said
+    as_json, _ = hub("call", "--json", "hung_anything", "-c", config)
+    assert as_json.returncode == 1 and json.loads(as_json.stdout)["isError"] is True
+    assert took < WAIT / 2, f"hub call of the hung server's tool took {took:.1f}s"
+
+
 def test_check_json_has_the_documented_schema(tmp_path: Path) -> None:
     config = hung_config(tmp_path / "hung", HUNG_TIMEOUT)
     done, _ = hub("check", "--json", "-c", str(config))
