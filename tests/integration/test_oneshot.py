@@ -243,3 +243,36 @@ async def test_serve_http_names_its_url_on_a_terminal(kitchen_config: Path) -> N
         os.close(leader)
     line = seen.partition(b"hub: serving")[2].split(b"\n")[0].decode().strip()
     assert line == f"MCP at http://127.0.0.1:{port}/mcp (Ctrl-C stops)"
+
+
+def test_a_log_line_on_the_terminal_does_not_run_on_after_the_progress_line(tmp_path: Path) -> None:
+    """`hub check` on a terminal beside a hung server: the progress line ("hub: starting hung ...") is erased before
+    the warning that the server did not start, which then reads as a line of its own."""
+    leader, follower = pty.openpty()
+    config = str(hung_config(tmp_path / "hung", HUNG_TIMEOUT))
+    process = subprocess.Popen(
+        [sys.executable, "-m", "hub", "check", "-c", config],
+        cwd=REPO,
+        stdout=subprocess.DEVNULL,
+        stderr=follower,
+    )
+    os.close(follower)
+    seen = b""
+    try:
+        while True:
+            try:
+                chunk = os.read(leader, 4096)
+            except OSError:  # the pty's other end is closed: the command has ended
+                break
+            if not chunk:
+                break
+            seen += chunk
+    finally:
+        process.wait(timeout=WAIT)
+        os.close(leader)
+    text = seen.decode(errors="replace")
+    assert "hub: starting" in text and "child_exited" in text, text
+    for line in text.split("\n"):
+        if "child_exited" in line:
+            shown = line.rstrip("\r").rpartition("\r")[2]  # what stays visible of the line (a pty ends it "\r\n")
+            assert "hub: starting" not in shown and "\x1b[K" in line, repr(line)
