@@ -313,3 +313,12 @@ def test_the_init_example_in_the_docs_prints_what_it_shows(tmp_path: Path) -> No
     result = run_hub(project, *shlex.split(command)[1:], env={"HOME": str(tmp_path)})
     assert result.returncode == 0, result.stderr
     assert result.stdout.replace(str(tmp_path), "/home/me").splitlines() == shown
+
+
+def test_a_first_command_without_a_config_points_to_hub_init(tmp_path: Path) -> None:
+    """A new user's first `hub check` in an empty directory is told of the command that writes a config."""
+    result = run_hub(tmp_path, "check")  # HOME is tmp_path: no user config either
+    assert result.returncode == 2
+    assert "`hub init` writes a first ./servers.yaml" in result.stderr, result.stderr
+    assert run_hub(tmp_path, "init").returncode == 0
+    assert run_hub(tmp_path, "check").returncode == 0
