@@ -276,3 +276,17 @@ def test_a_log_line_on_the_terminal_does_not_run_on_after_the_progress_line(tmp_
         if "child_exited" in line:
             shown = line.rstrip("\r").rpartition("\r")[2]  # what stays visible of the line (a pty ends it "\r\n")
             assert "hub: starting" not in shown and "\x1b[K" in line, repr(line)
+
+
+def test_a_call_of_the_hubs_own_tools_waits_for_the_servers_they_speak_of(tmp_path: Path) -> None:
+    """`hub call hub_search_tools` right after the hub's start found nothing ("0 tools found"): the servers were still
+    starting. A hub tool that speaks of every server (search, health) waits for them, as `hub check` does."""
+    config = write_config(tmp_path, {"kitchen": python_child("tests.children.kitchen")}, {"exposure": "search"})
+    done, _ = hub("call", "hub_search_tools", '{"query": "add two numbers", "limit": 3}', "-c", str(config))
+    assert done.returncode == 0, done.stderr
+    assert "kitchen_add" in done.stdout.splitlines()[0], done.stdout
+    assert done.stdout.count('"tools"') == 1, "the summary and its JSON once; the same structured content not again"
+    health, _ = hub("call", "--json", "hub_health", "-c", str(config))
+    assert {
+        s["name"]: s["state"] for s in health.stdout and json.loads(health.stdout)["structuredContent"]["servers"]
+    } == {"kitchen": "ready"}, health.stdout
