@@ -179,6 +179,24 @@ def test_a_closed_stdout_ends_the_command_quietly(kitchen_config: Path) -> None:
     assert b"Traceback" not in err and b"BrokenPipeError" not in err, err.decode()
 
 
+def test_hub_logs_cut_short_by_its_reader_exits_as_every_command_does(tmp_path: Path) -> None:
+    """`hub logs | head`: quietly, with 141 (docs/cli.md), as `hub list`; it answered 0."""
+    log = tmp_path / "hub.log"
+    line = {"event": "call", "level": "info", "timestamp": "2026-12-04T12:00:00Z", "method": "tools/call"}
+    log.write_text(
+        "".join(json.dumps({**line, "child": "c", "name": f"c_t{i}", "outcome": "ok"}) + "\n" for i in range(50))
+    )
+    read_end, write_end = os.pipe()
+    process = subprocess.Popen(
+        [sys.executable, "-m", "hub", "logs", str(log)], cwd=REPO, stdout=write_end, stderr=subprocess.PIPE
+    )
+    os.close(write_end)
+    os.close(read_end)
+    _, err = process.communicate(timeout=WAIT)
+    assert process.returncode == 141, err.decode()
+    assert b"Traceback" not in err, err.decode()
+
+
 def test_options_every_command_takes_also_go_before_it(kitchen_config: Path) -> None:
     done, _ = hub("-c", str(kitchen_config), "--log-level", "error", "list", "--json")
     assert done.returncode == 0, done.stderr
