@@ -104,7 +104,7 @@ async def _one_shot(hub: Hub, args: argparse.Namespace) -> int:
         if args.command == "check":
             from hub.cli.check import print_check
 
-            return print_check(hub, args.json, late, sys.stdout)
+            return print_check(hub, args.json, late, sys.stdout, args.wait)
         from hub.cli.call import ask_on_terminal, print_call
 
         # A person at a terminal is asked to confirm a call held by `confirm:`; a script is not (it gets the error).

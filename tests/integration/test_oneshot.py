@@ -106,6 +106,15 @@ def test_a_call_to_the_hung_servers_tool_says_why_as_a_host_reads_it(tmp_path: P
     assert took < WAIT / 2, f"hub call of the hung server's tool took {took:.1f}s"
 
 
+def test_a_server_cut_short_by_wait_is_still_starting_not_failed(tmp_path: Path) -> None:
+    """`hub check --wait 1` beside a server given 20 s: it did not fail within 20 s, the wait ran out first."""
+    done, _ = hub("check", "--json", "--wait", "1", "-c", str(hung_config(tmp_path / "hung", CALL_HUNG_TIMEOUT)))
+    assert done.returncode == 1
+    hung = {s["name"]: s for s in json.loads(done.stdout)["servers"]}["hung"]
+    assert hung["state"] == "starting", hung
+    assert hung["error"] == f"still starting when --wait 1s ran out (connect_timeout {CALL_HUNG_TIMEOUT}s)", hung
+
+
 def test_check_json_has_the_documented_schema(tmp_path: Path) -> None:
     config = hung_config(tmp_path / "hung", HUNG_TIMEOUT)
     done, _ = hub("check", "--json", "-c", str(config))
