@@ -215,6 +215,14 @@ def test_options_every_command_takes_also_go_before_it(kitchen_config: Path) -> 
     assert done.returncode == 0, done.stderr
 
 
+def test_the_listing_cost_is_hub_cost_and_hub_token_alone_is_for_bearer_tokens(kitchen_config: Path) -> None:
+    """The two commands no longer differ by one letter: `hub tokens` is refused, naming `cost` among the choices."""
+    done, _ = hub("tokens", "-c", str(kitchen_config))
+    assert done.returncode == 2 and "invalid choice: 'tokens'" in done.stderr and "'cost'" in done.stderr
+    cost, _ = hub("cost", "--json", "-c", str(kitchen_config))
+    assert cost.returncode == 0 and "kitchen_add" in {t["tool"] for t in json.loads(cost.stdout)["tools"]}
+
+
 def test_an_unknown_client_is_named_with_the_known_ones() -> None:
     done, _ = hub("install", "nope")
     assert done.returncode == 2
