@@ -90,6 +90,11 @@ class CallLog:
         stream.write(self._json.encode(fields) + "\n")
 
 
+def _erase_line(logger: Any, name: str, line: Any) -> Any:
+    """A rendered console line, preceded by "go to the line's start and erase it" (a terminal only)."""
+    return "\r\x1b[K" + line
+
+
 def configure_logging(
     fmt: LogFormat = "json",
     level: str = "info",
@@ -124,8 +129,13 @@ def configure_logging(
     renderer: structlog.types.Processor = (
         structlog.processors.JSONRenderer() if fmt == "json" else structlog.dev.ConsoleRenderer(colors=stream.isatty())
     )
+    # On a terminal, a console line first erases the line the cursor is on: the one-shot commands' progress line
+    # (hub.cli.output.StartProgress) would otherwise run on into it.
+    rendered: list[structlog.types.Processor] = [renderer]
+    if fmt != "json" and stream.isatty():
+        rendered.append(_erase_line)
     structlog.configure(
-        processors=[*shared, structlog.processors.format_exc_info, redactor.processor, renderer],
+        processors=[*shared, structlog.processors.format_exc_info, redactor.processor, *rendered],
         wrapper_class=structlog.make_filtering_bound_logger(numeric),
         logger_factory=structlog.PrintLoggerFactory(stream),
         cache_logger_on_first_use=True,
@@ -138,7 +148,7 @@ def configure_logging(
                 structlog.stdlib.ProcessorFormatter.remove_processors_meta,
                 structlog.processors.format_exc_info,  # a library's exception text is redacted like any field
                 redactor.processor,
-                renderer,
+                *rendered,
             ],
         )
     )

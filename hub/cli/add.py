@@ -136,8 +136,13 @@ def _add(args: argparse.Namespace, into: Path, out: TextIO) -> int:
 
 def _child(args: argparse.Namespace) -> dict[str, Any] | str:
     """The child the command line describes, or why it describes none."""
-    if bool(args.url) == bool(args.argv):
-        return "give either `-- COMMAND [ARGS...]` or `--url URL` (not both)"
+    if not args.url and not args.argv:
+        return (
+            "say what the server is: hub add NAME -- COMMAND [ARGS...], hub add NAME --url URL, "
+            "or hub add --registry NAME"
+        )
+    if args.url and args.argv:
+        return "give either `-- COMMAND [ARGS...]` or `--url URL`, not both"
     if args.url:
         child: dict[str, Any] = {"url": args.url}
         if args.transport:

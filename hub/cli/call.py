@@ -97,10 +97,14 @@ VALIDATION = re.compile(r"\b\d+ validation errors? for \w+")
 
 
 def _as_json(text: str) -> Any:
-    try:
-        return json.loads(text)
-    except ValueError:
-        return None
+    """The data a text block holds as JSON: the whole text, or what follows its first line (the hub's own tools
+    write a one-line summary above their JSON), else None."""
+    for candidate in (text, text.partition("\n")[2]):
+        try:
+            return json.loads(candidate)
+        except ValueError:
+            continue
+    return None
 
 
 def one_line(message: str) -> str:

@@ -26,9 +26,10 @@ if TYPE_CHECKING:
     from hub.host.inprocess import InProcessHost
 
 
-def check_report(hub: Hub, late: Collection[str]) -> dict[str, Any]:
-    """`hub check --json`'s document (docs/cli.md): the servers named in `late` did not settle within their
-    connect_timeout, and are reported failed with the reason."""
+def check_report(hub: Hub, late: Collection[str], wait: float | None = None) -> dict[str, Any]:
+    """`hub check --json`'s document (docs/cli.md): the servers named in `late` did not settle in time: within
+    their connect_timeout (reported failed, with the reason), or within `wait` (--wait) when that ran out first
+    (reported starting: they have not failed)."""
     report = hub.health()
     servers = []
     for s in report["servers"]:
@@ -38,7 +39,13 @@ def check_report(hub: Hub, late: Collection[str]) -> dict[str, Any]:
             error = failure[0] or None  # restarting: the attempt under way has no error yet, the last one had
         if s["name"] in late:
             timeout = hub.children[s["name"]].config.connect_timeout
-            state, error = "failed", f"did not connect and list within {timeout:g}s"
+            if wait is not None and wait < timeout:
+                state, error = (
+                    "starting",
+                    f"still starting when --wait {wait:g}s ran out (connect_timeout {timeout:g}s)",
+                )
+            else:
+                state, error = "failed", f"did not connect and list within {timeout:g}s"
         servers.append(
             {
                 "name": s["name"],
@@ -63,9 +70,9 @@ def check_report(hub: Hub, late: Collection[str]) -> dict[str, Any]:
     }
 
 
-def print_check(hub: Hub, as_json: bool, late: Collection[str], out: TextIO) -> int:
+def print_check(hub: Hub, as_json: bool, late: Collection[str], out: TextIO, wait: float | None = None) -> int:
     """One row per server, then collisions, quarantines and includes; 0 when every server is ready, else 1."""
-    report = check_report(hub, late)
+    report = check_report(hub, late, wait)
     status = 0 if report["ready"] == report["total"] else 1
     if as_json:
         print_json(report, out)

@@ -275,7 +275,7 @@ def _what(imported: ImportPlan, path: Path) -> str:
     if path == imported.servers.path:
         return f": {added} server{'s' if added != 1 else ''} added"
     if path == imported.env.path:
-        return " (mode 0600): the secrets servers.yaml references"
+        return f" (mode 0600): the secrets {imported.servers.path.name} references"
     return f": lists {imported.env.path.name}"
 
 

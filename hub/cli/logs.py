@@ -274,14 +274,11 @@ def run_logs(args: argparse.Namespace, config: str | None, out: TextIO = sys.std
         args.json,
         out,
     )
-    try:
-        if args.follow:
-            _follow(path, printer, args.since is not None, err)
-            return 0
-        return _read(path, printer, err)
-    except BrokenPipeError:  # `hub logs | head`: the reader has all it wants
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # so that the exit's flush does not fail
+    # `hub logs | head`: the BrokenPipeError ends it as it ends every command (hub.cli.main: quietly, status 141).
+    if args.follow:
+        _follow(path, printer, args.since is not None, err)
         return 0
+    return _read(path, printer, err)
 
 
 def _log_path(given: str | None, config: str | None, err: TextIO) -> Path | None:

@@ -88,11 +88,14 @@ async def _one_shot(hub: Hub, args: argparse.Namespace) -> int:
         from hub.cli.pin import run_pin
 
         return await run_pin(hub, args, sys.stdout)
+    from hub.relay.builtins import HEALTH_TOOL
+    from hub.relay.catalog import SEARCH_TOOL
+
     async with hub.running():
         late: list[str] = []
-        if args.command != "call" or args.wait is not None:
+        if args.command != "call" or args.wait is not None or args.name in (SEARCH_TOOL, HEALTH_TOOL):
             # Each server at most its own connect_timeout (`hub call` waits only for its tool's server: the router
-            # holds the call until that one is up, as bounded).
+            # holds the call until that one is up, as bounded; the hub's own search and health speak of them all).
             progress = StartProgress(sys.stderr)
             await hub.startup.settle(limit_s=args.wait, progress=progress.starting)
             progress.done()
@@ -101,7 +104,7 @@ async def _one_shot(hub: Hub, args: argparse.Namespace) -> int:
         if args.command == "check":
             from hub.cli.check import print_check
 
-            return print_check(hub, args.json, late, sys.stdout)
+            return print_check(hub, args.json, late, sys.stdout, args.wait)
         from hub.cli.call import ask_on_terminal, print_call
 
         # A person at a terminal is asked to confirm a call held by `confirm:`; a script is not (it gets the error).

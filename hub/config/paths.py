@@ -30,8 +30,8 @@ def config_path(given: str | None) -> tuple[str, str | None]:
         return user, None
     here = os.path.join(".", DEFAULT_CONFIG)
     return user, (
-        f"no such file: neither {here} nor {user} exists; create one of them, or pass --config PATH "
-        "(or set HUB_CONFIG) (see docs/configuration.md)"
+        f"no such file: neither {here} nor {user} exists; `hub init` writes a first {here} (or create one of "
+        "them, or pass --config PATH, or set HUB_CONFIG; see docs/configuration.md)"
     )
 
 

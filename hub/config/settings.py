@@ -98,7 +98,8 @@ class HubSettings(Strict):
     drain_timeout: float = Field(
         default=30.0,
         ge=0,
-        description="On SIGTERM, seconds the calls in flight may take to finish before the children are stopped.",
+        description="On SIGTERM, seconds the calls in flight may take to finish before the children are stopped; "
+        "on stdio, also how long the requests already read may take to be answered once the host closes stdin.",
     )
     startup_listing_wait: float = Field(
         default=5.0,

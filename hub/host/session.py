@@ -98,6 +98,7 @@ class HostSession:
         self._faults = Throttle()  # faults of the hub's own
         self._unwritable = Throttle()  # notifications that cannot be written
         self.closed = False
+        self.requests = 0  # requests taken; each gets exactly one `Stream.end` (stdio waits for them at end of input)
 
     def __repr__(self) -> str:
         return f"<HostSession {self.label} {self.era} {self.version}>"
@@ -189,6 +190,7 @@ class HostSession:
     # ---- requests ----------------------------------------------------------------------------------------------
 
     def _request(self, request: Request, stream: Stream) -> None:
+        self.requests += 1
         method = request.method
         modern = revisions.has_envelope(request.params) and method != "initialize"
         if self.era is None:

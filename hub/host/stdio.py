@@ -14,18 +14,33 @@ from hub.platform.stdio_wire import HostWire, stdio_wire
 
 
 class WireStream:
-    """Every request's messages and the session's own go to the one wire (`hub.host.asks.Stream`)."""
+    """Every request's messages and the session's own go to the one wire (`hub.host.asks.Stream`); it counts the
+    answers, so that the host's end of input can wait for the ones still owed (`answered`)."""
 
     def __init__(self, wire: HostWire) -> None:
         self.send = wire.write
+        self._ended = 0
+        self._waiter: anyio.Event | None = None
 
     def end(self, line: bytes | None) -> None:
+        self._ended += 1
         if line is not None:
             self.send(line)
+        if self._waiter is not None:
+            self._waiter.set()
+
+    async def answered(self, requests: int) -> None:
+        """Until `requests` requests have had their answer (unbounded: the caller bounds it)."""
+        while self._ended < requests:
+            self._waiter = anyio.Event()
+            await self._waiter.wait()
+        self._waiter = None
 
 
 async def serve_stdio(hub: HubPort) -> None:
-    """Serve one host until it closes stdin (or stops reading stdout), or the hub is stopped."""
+    """Serve one host until it closes stdin (or stops reading stdout), or the hub is stopped. At the end of stdin
+    the requests already read are still answered, for at most `hub.drain_timeout` (`printf '<initialize>\\n<call>\\n'
+    | hub serve` prints both answers, as `hub connect` does); a host that stopped reading is not waited for."""
     limit = hub.settings.max_request_bytes
     session: HostSession | None = None
     try:
@@ -43,6 +58,9 @@ async def serve_stdio(hub: HubPort) -> None:
             session = served = HostSession(hub, "", stream, identity=hub.local)
             session.label = f"conn-{id(session):x}"
             await wire.gone.wait()
+            if not wire.deaf:
+                with anyio.move_on_after(hub.settings.drain_timeout):
+                    await stream.answered(session.requests)
             tg.cancel_scope.cancel()
     finally:
         if session is not None:

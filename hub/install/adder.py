@@ -84,7 +84,8 @@ def plan_add(
     edit = ServerEdit(name, FileChange(into, text, after), secrets=converted.secrets, notes=converted.notes)
     edit.placeholders = dict(store.placeholders)
     if store.added or store.placeholders:
-        edit.env = FileChange(env_path, env_text, env_text_with(env_text, store.added, store.placeholders), ENV_MODE)
+        env_after = env_text_with(env_text, store.added, store.placeholders, into.name)
+        edit.env = FileChange(env_path, env_text, env_after, ENV_MODE)
         edit.gitignore = gitignore_change(into.parent / ".gitignore", env_path.name)
     return edit
 

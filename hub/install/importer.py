@@ -157,7 +157,7 @@ def plan_import(source: Source, into: Path, paths: Paths) -> ImportPlan:
         yaml_text, [(i.prefix, i.converted.child, f"imported from {label} ({i.name!r})") for i in added]
     )
     validate_servers(after, into)
-    env_after = env_text_with(env_text, store.added, store.placeholders)
+    env_after = env_text_with(env_text, store.added, store.placeholders, into.name)
     wrote_env = store.added or store.placeholders or env_text
     gitignore = gitignore_change(into.parent / ".gitignore", env_path.name) if wrote_env else None
     return ImportPlan(
@@ -312,14 +312,17 @@ def validate_servers(text: str, into: Path, what: str = "the imported servers") 
         raise EditError(f"{what} would not make a valid configuration: {exc}") from None
 
 
-def env_text_with(before: str | None, added: Mapping[str, str], placeholders: Mapping[str, str]) -> str:
+def env_text_with(
+    before: str | None, added: Mapping[str, str], placeholders: Mapping[str, str], config: str = "servers.yaml"
+) -> str:
     """The env file's text with `added` values appended, then each placeholder as an empty `NAME=` line under a
-    comment saying what to fill in (empty, the hub still starts; the server may then refuse until it is filled)."""
+    comment saying what to fill in (empty, the hub still starts; the server may then refuse until it is filled).
+    A new file's first line names `config`, the file whose `${VAR}` it serves."""
     text = before or ""
     if (added or placeholders) and text and not text.endswith("\n"):
         text += "\n"
     if (added or placeholders) and not text:
-        text = "# Secrets of servers.yaml's servers. Keep this file out of git; the hub reads it.\n"
+        text = f"# Secrets of {config}'s servers. Keep this file out of git; the hub reads it.\n"
     text += "".join(format_env_line(name, value) + "\n" for name, value in added.items())
     return text + "".join(f"# fill in: {what}\n{name}=\n" for name, what in placeholders.items())
 

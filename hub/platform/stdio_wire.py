@@ -23,16 +23,18 @@ FLUSH_LIMIT = 2.0
 
 
 class HostWire:
-    """Lines to the host; `gone` is set once the host closed stdin or stopped reading stdout."""
+    """Lines to the host; `gone` is set once the host closed stdin or stopped reading stdout (then `deaf` too)."""
 
     def __init__(self, writer: FdWriter | ThreadWriter) -> None:
         self._writer = writer
         self.gone = anyio.Event()
+        self.deaf = False  # the host stopped reading: no answer can reach it, none is worth waiting for
 
     def write(self, line: bytes) -> None:
         try:
             self._writer.write(line)
         except Broken:
+            self.deaf = True
             self.gone.set()  # the host stopped reading: nothing can reach it any more
 
 

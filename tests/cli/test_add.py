@@ -29,8 +29,8 @@ def test_the_command_line_after_the_double_dash_is_the_servers() -> None:
 @pytest.mark.parametrize(
     ("argv", "message"),
     [
-        (["add", "x"], "give either `-- COMMAND [ARGS...]` or `--url URL`"),
-        (["add", "x", "--url", "https://u", "--", "cmd"], "give either"),
+        (["add", "x"], "hub add NAME -- COMMAND [ARGS...], hub add NAME --url URL, or hub add --registry NAME"),
+        (["add", "x", "--url", "https://u", "--", "cmd"], "give either `-- COMMAND [ARGS...]` or `--url URL`, not"),
         (["add", "x", "--header", "A=1", "--", "cmd"], "--header and --transport go with --url"),
         (["add", "--registry", "a/b", "--registry-file", "f.json"], "not both"),
         (["add", "--registry", "a/b", "--url", "https://u"], "take no command, --url"),

@@ -74,6 +74,15 @@ def test_import_leaves_no_password_in_servers_yaml(tmp_path: Path) -> None:
     assert loaded.config.servers["pg"].args[-1] == "postgresql://admin:s3cretpw@db:5432/app"  # the hub sees it
 
 
+def test_an_import_into_another_file_names_that_file_not_servers_yaml(tmp_path: Path) -> None:
+    (tmp_path / "claude.json").write_text(json.dumps(REPRO))
+    result = run_hub(tmp_path, "import", "claude.json", "--into", "team.yaml")
+    assert result.returncode == 0, result.stderr
+    assert f"wrote {tmp_path / 'team.env'} (mode 0600): the secrets team.yaml references" in result.stdout
+    assert "servers.yaml" not in result.stdout
+    assert (tmp_path / "team.env").read_text().startswith("# Secrets of team.yaml's servers.")
+
+
 def test_a_vs_code_prompt_becomes_a_variable_to_fill_in(tmp_path: Path) -> None:
     vscode = {
         "inputs": [{"type": "promptString", "id": "apiKey", "description": "Your Acme API key", "password": True}],
@@ -304,3 +313,12 @@ def test_the_init_example_in_the_docs_prints_what_it_shows(tmp_path: Path) -> No
     result = run_hub(project, *shlex.split(command)[1:], env={"HOME": str(tmp_path)})
     assert result.returncode == 0, result.stderr
     assert result.stdout.replace(str(tmp_path), "/home/me").splitlines() == shown
+
+
+def test_a_first_command_without_a_config_points_to_hub_init(tmp_path: Path) -> None:
+    """A new user's first `hub check` in an empty directory is told of the command that writes a config."""
+    result = run_hub(tmp_path, "check")  # HOME is tmp_path: no user config either
+    assert result.returncode == 2
+    assert "`hub init` writes a first ./servers.yaml" in result.stderr, result.stderr
+    assert run_hub(tmp_path, "init").returncode == 0
+    assert run_hub(tmp_path, "check").returncode == 0

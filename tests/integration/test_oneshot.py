@@ -79,6 +79,42 @@ def test_check_reports_the_hung_server_once_its_own_connect_timeout_has_passed(
         assert took < alone + HUNG_TIMEOUT, f"hub check took {took:.1f}s, {alone:.1f}s without the hung server"
 
 
+def test_list_shows_the_hung_server_once_its_own_connect_timeout_has_passed(
+    tmp_path: Path, kitchen_config: Path
+) -> None:
+    done, took = hub("list", "-c", str(hung_config(tmp_path / "hung", HUNG_TIMEOUT)))
+    assert done.returncode == 0, done.stderr
+    assert "kitchen_add" in done.stdout
+    servers = {line.split()[0]: line.split()[1] for line in done.stdout.split("\n\n")[1].splitlines()[1:] if line}
+    assert servers["kitchen"] == "ready" and servers["hung"] != "ready", done.stdout
+    if took >= CHECK_BOUND:
+        alone = hub("list", "-c", str(kitchen_config))[1]
+        assert took < alone + HUNG_TIMEOUT, f"hub list took {took:.1f}s, {alone:.1f}s without the hung server"
+
+
+def test_a_call_to_the_hung_servers_tool_says_why_as_a_host_reads_it(tmp_path: Path) -> None:
+    """The hub answers a host's call to a server that is not up with an isError result naming it (docs/cli.md):
+    `hub call` prints it as it prints a tool's error, exit 1, within the server's connect_timeout."""
+    config = str(hung_config(tmp_path / "hung", HUNG_TIMEOUT))
+    done, took = hub("call", "hung_anything", "-c", config)
+    assert done.returncode == 1
+    said = done.stdout
+    assert said.startswith("tool 'hung_anything' is not available: server 'hung' is unavailable"), said + done.stderr
+    assert said.endswith(f"did not connect and list within {HUNG_TIMEOUT}s\n") and said.count("\n") == 1, said
+    as_json, _ = hub("call", "--json", "hung_anything", "-c", config)
+    assert as_json.returncode == 1 and json.loads(as_json.stdout)["isError"] is True
+    assert took < WAIT / 2, f"hub call of the hung server's tool took {took:.1f}s"
+
+
+def test_a_server_cut_short_by_wait_is_still_starting_not_failed(tmp_path: Path) -> None:
+    """`hub check --wait 1` beside a server given 20 s: it did not fail within 20 s, the wait ran out first."""
+    done, _ = hub("check", "--json", "--wait", "1", "-c", str(hung_config(tmp_path / "hung", CALL_HUNG_TIMEOUT)))
+    assert done.returncode == 1
+    hung = {s["name"]: s for s in json.loads(done.stdout)["servers"]}["hung"]
+    assert hung["state"] == "starting", hung
+    assert hung["error"] == f"still starting when --wait 1s ran out (connect_timeout {CALL_HUNG_TIMEOUT}s)", hung
+
+
 def test_check_json_has_the_documented_schema(tmp_path: Path) -> None:
     config = hung_config(tmp_path / "hung", HUNG_TIMEOUT)
     done, _ = hub("check", "--json", "-c", str(config))
@@ -152,6 +188,24 @@ def test_a_closed_stdout_ends_the_command_quietly(kitchen_config: Path) -> None:
     assert b"Traceback" not in err and b"BrokenPipeError" not in err, err.decode()
 
 
+def test_hub_logs_cut_short_by_its_reader_exits_as_every_command_does(tmp_path: Path) -> None:
+    """`hub logs | head`: quietly, with 141 (docs/cli.md), as `hub list`; it answered 0."""
+    log = tmp_path / "hub.log"
+    line = {"event": "call", "level": "info", "timestamp": "2026-12-04T12:00:00Z", "method": "tools/call"}
+    log.write_text(
+        "".join(json.dumps({**line, "child": "c", "name": f"c_t{i}", "outcome": "ok"}) + "\n" for i in range(50))
+    )
+    read_end, write_end = os.pipe()
+    process = subprocess.Popen(
+        [sys.executable, "-m", "hub", "logs", str(log)], cwd=REPO, stdout=write_end, stderr=subprocess.PIPE
+    )
+    os.close(write_end)
+    os.close(read_end)
+    _, err = process.communicate(timeout=WAIT)
+    assert process.returncode == 141, err.decode()
+    assert b"Traceback" not in err, err.decode()
+
+
 def test_options_every_command_takes_also_go_before_it(kitchen_config: Path) -> None:
     done, _ = hub("-c", str(kitchen_config), "--log-level", "error", "list", "--json")
     assert done.returncode == 0, done.stderr
@@ -159,6 +213,14 @@ def test_options_every_command_takes_also_go_before_it(kitchen_config: Path) -> 
     # given after the command too, that one wins
     done, _ = hub("-c", "/nonexistent/servers.yaml", "check", "-c", str(kitchen_config))
     assert done.returncode == 0, done.stderr
+
+
+def test_the_listing_cost_is_hub_cost_and_hub_token_alone_is_for_bearer_tokens(kitchen_config: Path) -> None:
+    """The two commands no longer differ by one letter: `hub tokens` is refused, naming `cost` among the choices."""
+    done, _ = hub("tokens", "-c", str(kitchen_config))
+    assert done.returncode == 2 and "invalid choice: 'tokens'" in done.stderr and "'cost'" in done.stderr
+    cost, _ = hub("cost", "--json", "-c", str(kitchen_config))
+    assert cost.returncode == 0 and "kitchen_add" in {t["tool"] for t in json.loads(cost.stdout)["tools"]}
 
 
 def test_an_unknown_client_is_named_with_the_known_ones() -> None:
@@ -216,3 +278,50 @@ async def test_serve_http_names_its_url_on_a_terminal(kitchen_config: Path) -> N
         os.close(leader)
     line = seen.partition(b"hub: serving")[2].split(b"\n")[0].decode().strip()
     assert line == f"MCP at http://127.0.0.1:{port}/mcp (Ctrl-C stops)"
+
+
+def test_a_log_line_on_the_terminal_does_not_run_on_after_the_progress_line(tmp_path: Path) -> None:
+    """`hub check` on a terminal beside a hung server: the progress line ("hub: starting hung ...") is erased before
+    the warning that the server did not start, which then reads as a line of its own."""
+    leader, follower = pty.openpty()
+    config = str(hung_config(tmp_path / "hung", HUNG_TIMEOUT))
+    process = subprocess.Popen(
+        [sys.executable, "-m", "hub", "check", "-c", config],
+        cwd=REPO,
+        stdout=subprocess.DEVNULL,
+        stderr=follower,
+    )
+    os.close(follower)
+    seen = b""
+    try:
+        while True:
+            try:
+                chunk = os.read(leader, 4096)
+            except OSError:  # the pty's other end is closed: the command has ended
+                break
+            if not chunk:
+                break
+            seen += chunk
+    finally:
+        process.wait(timeout=WAIT)
+        os.close(leader)
+    text = seen.decode(errors="replace")
+    assert "hub: starting" in text and "child_exited" in text, text
+    for line in text.split("\n"):
+        if "child_exited" in line:
+            shown = line.rstrip("\r").rpartition("\r")[2]  # what stays visible of the line (a pty ends it "\r\n")
+            assert "hub: starting" not in shown and "\x1b[K" in line, repr(line)
+
+
+def test_a_call_of_the_hubs_own_tools_waits_for_the_servers_they_speak_of(tmp_path: Path) -> None:
+    """`hub call hub_search_tools` right after the hub's start found nothing ("0 tools found"): the servers were still
+    starting. A hub tool that speaks of every server (search, health) waits for them, as `hub check` does."""
+    config = write_config(tmp_path, {"kitchen": python_child("tests.children.kitchen")}, {"exposure": "search"})
+    done, _ = hub("call", "hub_search_tools", '{"query": "add two numbers", "limit": 3}', "-c", str(config))
+    assert done.returncode == 0, done.stderr
+    assert "kitchen_add" in done.stdout.splitlines()[0], done.stdout
+    assert done.stdout.count('"tools"') == 1, "the summary and its JSON once; the same structured content not again"
+    health, _ = hub("call", "--json", "hub_health", "-c", str(config))
+    assert {
+        s["name"]: s["state"] for s in health.stdout and json.loads(health.stdout)["structuredContent"]["servers"]
+    } == {"kitchen": "ready"}, health.stdout
