@@ -79,7 +79,10 @@ def process_spec(
     if sandbox is None:
         return ProcessSpec((resolve_command(command, child_env), *args), cwd, child_env)
     inside = command if sandbox.container else resolve_command(command, child_env)
-    wrapped = wrap(name, (inside, *args), cwd, child_env, sandbox, (*inherit_env, *env))
+    # A child with no cwd: runs where the hub runs, and its sandbox shows that directory read-only as it would a
+    # `cwd:` (bwrap would otherwise start it in its empty home: `--repository .` would find nothing there).
+    where = cwd if cwd or sandbox.container else os.getcwd()
+    wrapped = wrap(name, (inside, *args), where, child_env, sandbox, (*inherit_env, *env))
     confined_env = child_env | dict(wrapped.env)
     return ProcessSpec(
         wrapped.argv, None if sandbox.container else cwd, confined_env, wrapped.cleanup, wrapped.exposure

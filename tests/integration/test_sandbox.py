@@ -247,6 +247,28 @@ def test_hub_check_shows_each_childs_sandbox(tmp_path: Path) -> None:
     assert rows["bare"].split()[-1] == "none"
 
 
+def test_the_default_git_server_under_strict_serves_the_directory_the_hub_runs_in(tmp_path: Path) -> None:
+    """servers.yaml's git server (`--repository .`, no `cwd:`) under `hub: sandbox: strict`, with the hub run in a
+    repository outside the system paths: the child runs where the hub runs and sees it read-only, as it would a
+    `cwd:` (before, bwrap started it in its empty home and it found no repository)."""
+    needs_bwrap()
+    repo = tmp_path / "repo"
+    subprocess.run(["git", "init", "-q", str(repo)], check=True, timeout=CHECK_LIMIT)
+    servers = {"git": {"command": "mcp-server-git", "args": ["--repository", "."]}}
+    config = write_config(tmp_path, servers, {"sandbox": "strict"})
+    done = subprocess.run(
+        [sys.executable, "-m", "hub", "check", "-c", str(config)],
+        cwd=repo,
+        env=dict(os.environ),
+        capture_output=True,
+        text=True,
+        timeout=CHECK_LIMIT,
+        check=False,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "bwrap strict" in done.stdout
+
+
 def docker_works() -> str:
     """Why container tests cannot run here ('' when they can)."""
     if shutil.which("docker") is None:
