@@ -10,6 +10,7 @@ into the platform's `Grants`.
 
 from __future__ import annotations
 
+import difflib
 import os
 from typing import Literal
 
@@ -56,9 +57,11 @@ class SandboxConfig(Strict):
     def _word(cls, value: object) -> object:
         if isinstance(value, str):
             if value not in ("strict", "none"):
+                close = difflib.get_close_matches(value, ("strict", "none"), n=1)
+                hint = f"did you mean {close[0]!r}? " if close else ""
                 raise ValueError(
-                    f"sandbox {value!r} is not a sandbox: write strict, none, or a mapping of network, write, read "
-                    "and container"
+                    f"sandbox {value!r} is not a sandbox: {hint}write strict, none, or a mapping of network, write, "
+                    "read and container"
                 )
             return {"mode": value}
         return value

@@ -247,6 +247,17 @@ def test_hub_check_shows_each_childs_sandbox(tmp_path: Path) -> None:
     assert rows["bare"].split()[-1] == "none"
 
 
+def test_a_mistyped_sandbox_word_is_refused_naming_the_line_the_words_and_the_likely_one(tmp_path: Path) -> None:
+    """`sandbox: strcit`: `hub check` fails before anything starts, with the file and line, the accepted words and
+    the one meant."""
+    config = tmp_path / "servers.yaml"
+    config.write_text("servers:\n  time:\n    command: mcp-server-time\n    sandbox: strcit\n")
+    done = hub_check(config, dict(os.environ))
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert "servers.yaml:4: servers.time.sandbox: sandbox 'strcit' is not a sandbox" in done.stderr
+    assert "did you mean 'strict'? write strict, none, or a mapping" in done.stderr
+
+
 def test_the_default_git_server_under_strict_serves_the_directory_the_hub_runs_in(tmp_path: Path) -> None:
     """servers.yaml's git server (`--repository .`, no `cwd:`) under `hub: sandbox: strict`, with the hub run in a
     repository outside the system paths: the child runs where the hub runs and sees it read-only, as it would a
