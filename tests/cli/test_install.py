@@ -142,20 +142,25 @@ def test_a_url_with_a_query_string_is_refused(tmp_path: Path, capsys: pytest.Cap
     assert "without a query string" in capsys.readouterr().err
 
 
-def test_import_dry_run_prints_the_change_without_secrets_and_writes_nothing(tmp_path: Path) -> None:
-    paths, host_file = desktop(tmp_path)
-    into = tmp_path / "project" / "servers.yaml"
-    out = io.StringIO()
-    given = argparse.Namespace(
+def consolidating_import(into: Path, dry_run: bool) -> argparse.Namespace:
+    """`hub import claude-desktop --into INTO --consolidate [--dry-run]`, as the parser gives it."""
+    return argparse.Namespace(
         command="import",
         source="claude-desktop",
         into=str(into),
         config=None,
         scope="user",
-        dry_run=True,
+        dry_run=dry_run,
         consolidate=True,
         name="hub",
     )
+
+
+def test_import_dry_run_prints_the_change_without_secrets_and_writes_nothing(tmp_path: Path) -> None:
+    paths, host_file = desktop(tmp_path)
+    into = tmp_path / "project" / "servers.yaml"
+    out = io.StringIO()
+    given = consolidating_import(into, dry_run=True)
     assert run_install_command(given, paths, out) == 0
     printed = out.getvalue()
     assert list((tmp_path / "project").iterdir()) == [] and backups(host_file) == []
@@ -248,16 +253,7 @@ def test_import_consolidate_warns_as_install_does_once_it_has_written(
     paths, _ = desktop(tmp_path)
     into = tmp_path / "project" / "servers.yaml"  # desktop() made the directory
     into.write_text((REPO / "servers.yaml").read_text())
-    given = argparse.Namespace(
-        command="import",
-        source="claude-desktop",
-        into=str(into),
-        config=None,
-        scope="user",
-        dry_run=False,
-        consolidate=True,
-        name="hub",
-    )
+    given = consolidating_import(into, dry_run=False)
     assert run_install_command(given, paths, io.StringIO()) == 0
     said = capsys.readouterr().err.splitlines()
     assert [line[:60] for line in said] == ["hub: warning: server 'git' uses ${HUB_GIT_REPOSITORY:-.}, wh"]
