@@ -12,7 +12,7 @@ import os
 import re
 import socket
 import time
-from collections.abc import AsyncIterator, Callable, Coroutine
+from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -23,7 +23,6 @@ import structlog
 from anyio.abc import TaskGroup
 
 from hub import __version__
-from hub.access.hidden import Explanation
 from hub.access.identity import Identity, local_user
 from hub.access.policy import View
 from hub.config.access import AuthConfig
@@ -36,7 +35,6 @@ from hub.observe.recent import Recent
 from hub.platform.sandbox import describe as describe_sandbox
 from hub.platform.watchdog import Watchdog
 from hub.protocol import errors
-from hub.protocol.jsonrpc import Request
 from hub.protocol.revisions import load_models
 from hub.redaction import configured_secrets
 from hub.relay.admission import Admission
@@ -45,7 +43,6 @@ from hub.relay.builtins import Builtins
 from hub.relay.catalog import Catalog, Namespace
 from hub.relay.hosts import Hosts
 from hub.relay.naming import expose_uri
-from hub.relay.ports import HostRequest
 from hub.relay.record import Observers, Record
 from hub.relay.rounds import Seals
 from hub.relay.router import Router
@@ -163,6 +160,20 @@ class Hub:
             redact,
         )
         self.attribution = Attribution(self.router.spawn, self.hosts, self.router.tasks.runner.child_asked)
+        # What the fronts (hub.host.port.HubPort) and the children (hub.upstream.child.Observer) ask of the hub that
+        # one part answers alone: that part's own method.
+        self.builtin_tools = self.builtins.tools
+        self.instructions = self.builtins.instructions
+        self.route = self.router.route
+        self.cancel = self.router.cancel
+        self.spawn = self.router.spawn
+        self.record_listing = self.record.listing
+        self.use_nonce = self.shared.use_nonce
+        self.redact = redact
+        self.child_log = self.attribution.child_log
+        self.child_request = self.attribution.child_request
+        self.elicitation_complete = self.attribution.elicitation_complete
+        self.elicitations_required = self.attribution.elicitations_required
         self._log = structlog.get_logger("hub")
         self._tg: TaskGroup | None = None
         self._scopes: dict[str, anyio.CancelScope] = {}
@@ -341,12 +352,6 @@ class Hub:
 
     # ---- what the host sees of the hub itself -----------------------------------------------------------------
 
-    def builtin_tools(self) -> tuple[dict[str, Any], ...]:
-        return self.builtins.tools()
-
-    def instructions(self, view: View) -> str:
-        return self.builtins.instructions(view)
-
     def health(self) -> dict[str, Any]:
         namespace = self.catalog.namespace
         return {
@@ -385,18 +390,6 @@ class Hub:
 
     def resource_updated(self, child: Child, uri: str) -> None:
         self.hosts.resource_updated(expose_uri(child.prefix, uri))
-
-    def child_log(self, child: Child, connection: Connection, params: dict[str, Any]) -> None:
-        self.attribution.child_log(child, connection, params)
-
-    def child_request(self, child: Child, connection: Connection, request: Request) -> None:
-        self.attribution.child_request(child, connection, request)
-
-    def elicitation_complete(self, child: Child, connection: Connection, params: dict[str, Any]) -> None:
-        self.attribution.elicitation_complete(child, connection, params)
-
-    def elicitations_required(self, connection: Connection, exchange: Any, data: Any) -> None:
-        self.attribution.elicitations_required(connection, exchange, data)
 
     # ---- what a host asks of every child ------------------------------------------------------------------------
 
@@ -458,24 +451,6 @@ class Hub:
 
     def view(self, identity: Identity) -> View:
         return self.loaded.policy.view(identity)
-
-    def route(self, request: HostRequest) -> None:
-        self.router.route(request)
-
-    def cancel(self, session: object, request_id: Any, reason: str | None) -> bool:
-        return self.router.cancel(session, request_id, reason)
-
-    def spawn(self, func: Callable[..., Coroutine[Any, Any, Any]], *args: Any) -> None:
-        self.router.spawn(func, *args)
-
-    def record_listing(self, method: str, began: float, explanation: Explanation | None = None) -> None:
-        self.record.listing(method, began, explanation)
-
-    async def use_nonce(self, key: str, until: float) -> bool:
-        return await self.shared.use_nonce(key, until)
-
-    def redact(self, value: Any) -> Any:
-        return self.call_log.redactor.value(value)
 
     async def reload_from_disk(self, reason: str) -> dict[str, list[str]] | None:
         loaded = await reread(self.loaded.path, self.auth_required, reason)

@@ -165,23 +165,20 @@ class ChildProcess:
         """Start reading stdout and stderr (in `tg` on the portable path); returns the writer of its stdin."""
         if self._popen is not None:
             stdin, stdout, stderr = self._fds
-            self._readers = [FdReader(stdout, on_stdout, on_end), FdReader(stderr, on_stderr, _nothing)]
+            self._readers = [FdReader(stdout, on_stdout, on_end), FdReader(stderr, on_stderr, lambda: None)]
             self._stdin = FdWriter(stdin)
-            tg.start_soon(self._watch_exit_fast)
         else:
             process = self._process
             self._readers = [
                 StreamReader(process.stdout, on_stdout, on_end, tg),
-                StreamReader(process.stderr, on_stderr, _nothing, tg),
+                StreamReader(process.stderr, on_stderr, lambda: None, tg),
             ]
             self._stdin = StreamWriter(process.stdin, tg)
-            tg.start_soon(self._watch_exit_polled)
+        tg.start_soon(self._watch_exit)
         return self._stdin
 
-    async def _watch_exit_fast(self) -> None:
-        popen = self._popen
-        assert popen is not None
-        if LINUX:
+    async def _watch_exit(self) -> None:
+        if LINUX and self._popen is not None:
             # A pidfd becomes readable when the process exits: no polling, and an idle hub never wakes for it.
             with suppress(OSError, AttributeError):
                 pidfd = os.pidfd_open(self.pid)
@@ -189,19 +186,8 @@ class ChildProcess:
                     await anyio.wait_readable(pidfd)
                 finally:
                     os.close(pidfd)
-        while (code := popen.poll()) is None:  # noqa: ASYNC110 - the exit itself has no event here
+        while self.poll() is None:  # noqa: ASYNC110 - no portable event exists for an exit
             await anyio.sleep(EXIT_POLL)
-        self._exited(code)
-
-    async def _watch_exit_polled(self) -> None:
-        while self._process.returncode is None:  # noqa: ASYNC110 - no portable event exists for an exit
-            await anyio.sleep(EXIT_POLL)
-        self._exited(self._process.returncode)
-
-    def _exited(self, code: int) -> None:
-        if self.returncode is None:
-            self.returncode = code
-            self.exited.set()
 
     async def close_stdin(self) -> None:
         """Close the child's stdin (what it has not taken yet is dropped): the spec's first step of a shutdown."""
@@ -218,17 +204,10 @@ class ChildProcess:
     def poll(self) -> int | None:
         """The exit status if the process has exited (it is reaped then), else None."""
         if self.returncode is None:
-            code = self._popen.poll() if self._popen is not None else self._process.returncode
-            if code is not None:
-                self._exited(code)
+            self.returncode = self._popen.poll() if self._popen is not None else self._process.returncode
+            if self.returncode is not None:
+                self.exited.set()
         return self.returncode
-
-    async def _wait(self, limit_s: float) -> bool:
-        """Wait at most `limit_s` for the exit; polled, as the watcher task may be cancelled by now."""
-        with anyio.move_on_after(limit_s):
-            while self.poll() is None:  # noqa: ASYNC110 - nor here: the watcher may be gone
-                await anyio.sleep(STOP_POLL)
-        return self.returncode is not None
 
     async def stop(self, exit_grace: float = EXIT_GRACE) -> None:
         """Close stdin, wait `exit_grace`, then terminate and kill the child and its descendants; every wait
@@ -237,7 +216,9 @@ class ChildProcess:
             table = self._table
             family = table.descendants({self.pid})  # its helpers, while they are still its descendants
             await self.close_stdin()
-            await self._wait(exit_grace)
+            with anyio.move_on_after(exit_grace):  # polled: the watcher task may be cancelled by now
+                while self.poll() is None:  # noqa: ASYNC110 - an exit has no portable event
+                    await anyio.sleep(STOP_POLL)
             family = table.descendants({self.pid}) | family
             for kill in (False, True):
                 family = table.living(family)
@@ -275,10 +256,6 @@ class ChildProcess:
                 self._fds[index] = -1
 
 
-def _nothing() -> None:
-    pass
-
-
 async def spawn(spec: ProcessSpec, instance: str) -> ChildProcess:
     """Start a child, in a process group of its own where there are groups.
 
@@ -305,14 +282,9 @@ def _spawn_fast(spec: ProcessSpec, env: dict[str, str]) -> ChildProcess:
     """POSIX: the child's pipes are the hub's own non-blocking descriptors, watched by the event loop."""
     fds: list[int] = []
     try:
-        in_read, in_write = os.pipe()
-        fds += [in_read, in_write]
-        out_read, out_write = os.pipe()
-        fds += [out_read, out_write]
-        err_read, err_write = os.pipe()
-        fds += [err_read, err_write]
-        for fd in (in_write, out_read, err_read):
-            os.set_inheritable(fd, False)
+        for _ in range(3):
+            fds += os.pipe()  # not inheritable (PEP 446): Popen passes the child its ends only
+        in_read, in_write, out_read, out_write, err_read, err_write = fds
         popen = subprocess.Popen(
             spec.argv,
             stdin=in_read,
