@@ -1,14 +1,6 @@
 """Secrets never reach a log line: every configured secret value, and well-known credential shapes, are replaced by
-`[REDACTED]` in every field of every log line (the call log's arguments and errors, a child's stderr included).
-
-What counts as a configured secret: every value of a URL child's `headers`; every `env` value whose name says
-credential (`*TOKEN*`, `*SECRET*`, `*KEY*`, `*PASS*`, `*AUTH*`, `*CRED*`); every value listed under a child's
-`secrets:`; every value `${secret:NAME}` resolved to when a child was started. A child with `redact_output: true`
-has its results redacted the same way before they reach the host (`hub.relay.call`).
-
-Shapes: private key blocks, `Bearer ...`, AWS access key ids, the password of a URL's
-`user:password@`. Values once known stay redacted for the life of the process (a reload does not make an old
-password printable).
+`[REDACTED]` in every field of every log line (docs/call-log.md says which values and shapes). Values once known stay
+redacted for the life of the process (a reload does not make an old password printable).
 """
 
 from __future__ import annotations

@@ -1,18 +1,8 @@
-"""A sandboxed child's error text read as what the sandbox denied it (docs/sandbox.md, "Seeing a denial").
+"""A sandboxed child's error text read as what the sandbox denied it, or not (docs/sandbox.md, "Seeing a denial":
+which texts are a network, write or read denial, and which are not).
 
-bubblewrap, a container and sandbox-exec report nothing themselves: a denial reaches the hub only as the child's own
-error, a line on its stderr or an error answer. `denial` reads one such text against the sandbox's `Exposure` and
-says whether it is a denial, of what kind, and of which path or address:
-
-- network: a connection refused or unreachable, or a name that cannot be resolved, for a child without
-  `network: true` (with no network, every connection fails because of the sandbox);
-- write: a read-only file system, or a permission refused, for a path the sandbox does not let it change
-  (`hub.platform.sandbox.unwritable`), or a write to a path whose directory the sandbox hides (`hidden`);
-- read: a path missing (`ENOENT`, "does not exist") or refused that exists on the host and the sandbox hides.
-
-Anything else is not one: a file the host lacks too, a refusal inside a write grant, a text that names no path. It is
-only ever run on a sandboxed child's stderr lines and error answers, and a text with none of the error words costs
-one regular-expression search.
+A sandbox reports nothing itself: a denial reaches the hub only as the child's own error, a line on its stderr or an
+error answer. A text with none of the error words costs one regular-expression search.
 """
 
 from __future__ import annotations

@@ -1,5 +1,6 @@
 """Linux's fast paths: the process table from /proc, and pipe sizes. Used only on Linux, and only when the
-portable path is not forced; importing it touches nothing Linux-only (fcntl is imported where it is used)."""
+portable path is not forced; importing it touches nothing Linux-only (fcntl is imported where it is used). A start
+time is in clock ticks since boot: what tells a process from a later one with its pid."""
 
 from __future__ import annotations
 
@@ -18,15 +19,18 @@ def widen_pipe(fd: int) -> None:
         fcntl.fcntl(fd, fcntl.F_SETPIPE_SZ, PIPE_SIZE)
 
 
-def processes() -> dict[int, tuple[int, int]]:
-    """pid -> (parent pid, start time in clock ticks) of every process."""
-    table: dict[int, tuple[int, int]] = {}
-    for entry in os.listdir("/proc"):
-        if entry.isdigit():
-            stat = _stat(int(entry))
-            if stat is not None:
-                table[int(entry)] = (int(stat[1]), int(stat[19]))
+def processes() -> dict[int, tuple[int, float]]:
+    """pid -> (parent pid, start time) of every process."""
+    table: dict[int, tuple[int, float]] = {}
+    for pid in _pids():
+        stat = _stat(pid)
+        if stat is not None:
+            table[pid] = (int(stat[1]), float(stat[19]))
     return table
+
+
+def _pids() -> list[int]:
+    return [int(entry) for entry in os.listdir("/proc") if entry.isdigit()]
 
 
 def _stat(pid: int) -> list[str] | None:
@@ -39,13 +43,13 @@ def _stat(pid: int) -> list[str] | None:
     return text[text.rindex(")") + 2 :].split()
 
 
-def descendants(roots: set[int]) -> dict[int, int]:
-    """Every descendant of `roots` now, whatever its process group: pid -> start time in clock ticks."""
+def descendants(roots: set[int]) -> dict[int, float]:
+    """Every descendant of `roots` now, whatever its process group: pid -> start time."""
     table = processes()
     children: dict[int, list[int]] = {}
     for child, (parent, _) in table.items():
         children.setdefault(parent, []).append(child)
-    found: dict[int, int] = {}
+    found: dict[int, float] = {}
     stack = list(roots)
     while stack:
         for child in children.get(stack.pop(), ()):
@@ -54,26 +58,27 @@ def descendants(roots: set[int]) -> dict[int, int]:
     return found
 
 
-def alive(pid: int, start: int | None = None) -> bool:
+def alive(pid: int, start: float | None = None) -> bool:
     """Alive (not a zombie) and, if a start time is given, still the same process (pids are reused)."""
     stat = _stat(pid)
-    return stat is not None and stat[0] != "Z" and (start is None or int(stat[19]) == start)
+    return stat is not None and stat[0] != "Z" and (start is None or float(stat[19]) == start)
 
 
-def start_time(pid: int) -> int | None:
+def start_time(pid: int) -> float | None:
     stat = _stat(pid)
-    return int(stat[19]) if stat is not None else None
+    return float(stat[19]) if stat is not None else None
 
 
-def marked(marker: bytes) -> list[int]:
-    """The processes whose environment holds `marker` (those of this user; others' cannot be read)."""
-    found = []
-    for entry in os.listdir("/proc"):
-        if entry.isdigit():
-            try:
-                with open(f"/proc/{entry}/environ", "rb") as file:
-                    if marker in file.read().split(b"\0"):
-                        found.append(int(entry))
-            except OSError:
-                continue
+def marked(marker: bytes) -> dict[int, float]:
+    """The processes whose environment holds `marker` (those of this user; others' cannot be read), with their
+    start times."""
+    found: dict[int, float] = {}
+    for pid in _pids():
+        try:
+            with open(f"/proc/{pid}/environ", "rb") as file:
+                environ = file.read().split(b"\0")
+        except OSError:
+            continue
+        if marker in environ and (start := start_time(pid)) is not None:
+            found[pid] = start
     return found

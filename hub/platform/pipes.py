@@ -104,22 +104,11 @@ class Lines:
             self._pending, self._size = [], 0
 
 
-class ReadBuffer:
+def read_buffer() -> mmap.mmap:
     """One reader's buffer, reused for every read: reading with os.read(fd, READ_CHUNK) would map and unmap a
     READ_CHUNK-sized block each time, however little it returns (three system calls a message). An anonymous
-    mapping: its pages are backed only as far as the longest read so far."""
-
-    def __init__(self) -> None:
-        self.memory = mmap.mmap(-1, READ_CHUNK)
-        self._view = memoryview(self.memory)
-
-    def chunk(self, size: int) -> bytes:
-        """The first `size` bytes, as read into `memory`."""
-        return self._view[:size].tobytes()
-
-    def release(self) -> None:
-        self._view.release()
-        self.memory.close()
+    mapping: its pages are backed only as far as the longest read so far; a slice of it is a copy."""
+    return mmap.mmap(-1, READ_CHUNK)
 
 
 class Writer(Protocol):
@@ -131,6 +120,39 @@ class Writer(Protocol):
         """
 
     def close(self) -> None: ...
+
+
+class Backlog:
+    """What a writer holds for a peer that is slow to read: bounded, in order; past the bound the pipe is broken."""
+
+    def __init__(self) -> None:
+        self.chunks: deque[bytes | memoryview] = deque()
+        self.size = 0  # bytes added and not yet taken by the pipe
+        self.broken = False
+
+    def add(self, data: bytes | memoryview) -> None:
+        """Raises `Broken` if the pipe is, or becomes so by this much more unread."""
+        if self.broken:
+            raise Broken("the pipe is closed")
+        if self.size + len(data) > MAX_BUFFERED:
+            self.close()
+            raise Broken(f"the reader left more than {MAX_BUFFERED >> 20} MiB unread")
+        self.chunks.append(data)
+        self.size += len(data)
+
+    def take(self) -> bytes:
+        """Everything added so far, in one piece (it still counts in `size` until `sent`)."""
+        data = b"".join(self.chunks)
+        self.chunks.clear()
+        return data
+
+    def sent(self, count: int) -> None:
+        self.size = max(0, self.size - count)
+
+    def close(self) -> None:
+        self.broken = True
+        self.chunks.clear()
+        self.size = 0
 
 
 # ---- the fast path: the event loop watches the descriptors ---------------------------------------------------
@@ -145,19 +167,19 @@ class FdReader:
         self._on_end = on_end
         self._loop = asyncio.get_running_loop()
         os.set_blocking(fd, False)
-        self._buffer = ReadBuffer()
+        self._buffer = read_buffer()
         self._loop.add_reader(fd, self._readable)
         self._open = True
 
     def _readable(self) -> None:
         try:
-            size = os.readv(self._fd, (self._buffer.memory,))
+            size = os.readv(self._fd, (self._buffer,))
         except BlockingIOError:
             return
         except OSError:
             size = 0
         if size:
-            self._feed(self._buffer.chunk(size))
+            self._feed(self._buffer[:size])
         else:
             self.close()
             self._on_end()
@@ -166,7 +188,7 @@ class FdReader:
         if self._open:
             self._open = False
             self._loop.remove_reader(self._fd)
-            self._buffer.release()
+            self._buffer.close()
 
 
 class FdWriter:
@@ -176,49 +198,47 @@ class FdWriter:
         self._fd = fd
         self._loop = asyncio.get_running_loop()
         os.set_blocking(fd, False)
-        self._buffer: deque[memoryview] = deque()
-        self._buffered = 0
-        self._broken = False
+        self._backlog = Backlog()
         self._watching = False
 
     def write(self, data: bytes) -> None:
-        if self._broken:
-            raise Broken("the pipe is closed")
-        if not self._buffer:
+        backlog = self._backlog
+        rest: bytes | memoryview = data
+        if not backlog.chunks and not backlog.broken:
             try:
                 written = os.write(self._fd, data)
             except BlockingIOError:
                 written = 0
             except OSError as exc:
-                self._break()
+                self.close()
                 raise Broken(f"the pipe is closed ({exc.strerror})") from None
             if written == len(data):
                 return
-            data = data[written:]
-        if self._buffered + len(data) > MAX_BUFFERED:
-            self._break()
-            raise Broken(f"the reader left more than {MAX_BUFFERED >> 20} MiB unread")
-        self._buffer.append(memoryview(data))
-        self._buffered += len(data)
+            rest = memoryview(data)[written:]  # not a copy
+        try:
+            backlog.add(rest)
+        except Broken:
+            self.close()
+            raise
         if not self._watching:
             self._watching = True
             self._loop.add_writer(self._fd, self._writable)
 
     def _writable(self) -> None:
-        while self._buffer:
-            head = self._buffer[0]
+        chunks = self._backlog.chunks
+        while chunks:
             try:
-                written = os.write(self._fd, head)
+                written = os.write(self._fd, chunks[0])
             except BlockingIOError:
                 return
             except OSError:
-                self._break()
+                self.close()
                 return
-            self._buffered -= written
-            if written < len(head):
-                self._buffer[0] = head[written:]
+            self._backlog.sent(written)
+            if written < len(chunks[0]):
+                chunks[0] = memoryview(chunks[0])[written:]
                 return
-            self._buffer.popleft()
+            chunks.popleft()
         self._unwatch()
 
     def _unwatch(self) -> None:
@@ -226,19 +246,14 @@ class FdWriter:
             self._watching = False
             self._loop.remove_writer(self._fd)
 
-    def _break(self) -> None:
-        self._broken = True
-        self._buffer.clear()
-        self._buffered = 0
-        self._unwatch()
-
     @property
     def pending(self) -> int:
         """Bytes written but not yet taken by the pipe."""
-        return self._buffered
+        return self._backlog.size
 
     def close(self) -> None:
-        self._break()
+        self._backlog.close()
+        self._unwatch()
 
 
 # ---- the portable path: a task per direction -----------------------------------------------------------------
@@ -263,39 +278,6 @@ class StreamReader:
 
     def close(self) -> None:
         self._scope.cancel()
-
-
-class Backlog:
-    """What a writer holds for a peer that is slow to read: bounded, in order; past the bound the pipe is broken."""
-
-    def __init__(self) -> None:
-        self.chunks: deque[bytes] = deque()
-        self.size = 0  # bytes added and not yet taken by the pipe
-        self.broken = False
-
-    def add(self, data: bytes) -> None:
-        """Raises `Broken` if the pipe is, or becomes so by this much more unread."""
-        if self.broken:
-            raise Broken("the pipe is closed")
-        if self.size + len(data) > MAX_BUFFERED:
-            self.close()
-            raise Broken(f"the reader left more than {MAX_BUFFERED >> 20} MiB unread")
-        self.chunks.append(data)
-        self.size += len(data)
-
-    def take(self) -> bytes:
-        """Everything added so far, in one piece (it still counts in `size` until `sent`)."""
-        data = b"".join(self.chunks)
-        self.chunks.clear()
-        return data
-
-    def sent(self, count: int) -> None:
-        self.size = max(0, self.size - count)
-
-    def close(self) -> None:
-        self.broken = True
-        self.chunks.clear()
-        self.size = 0
 
 
 class StreamWriter:
@@ -352,24 +334,24 @@ class ThreadReader:
         tg.start_soon(self._run, receive, feed, on_end)
 
     def _read(self, send: MemoryObjectSendStream[bytes], token: anyio.lowlevel.EventLoopToken) -> None:
-        buffer = ReadBuffer()
+        buffer = read_buffer()
         file = io.FileIO(self._fd, "rb", closefd=False)  # readinto where os.readv does not exist (Windows)
         try:
             while self._open:
                 try:
-                    size = file.readinto(buffer.memory) or 0
+                    size = file.readinto(buffer) or 0
                 except OSError:
                     size = 0
                 if not size or not self._open:
                     break
-                anyio.from_thread.run(send.send, buffer.chunk(size), token=token)
+                anyio.from_thread.run(send.send, buffer[:size], token=token)
         except (anyio.BrokenResourceError, anyio.ClosedResourceError):
             pass  # closed by the hub
         except (anyio.RunFinishedError, RuntimeError):
             send.close()  # the event loop is gone: nothing else touches the stream any more
             return
         finally:
-            buffer.release()
+            buffer.close()
         with suppress(anyio.RunFinishedError, RuntimeError):
             anyio.from_thread.run_sync(send.close, token=token)  # the end of the pipe
 

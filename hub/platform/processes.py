@@ -1,13 +1,9 @@
 """A child's process: how it is started, how its exit is noticed, and how it is stopped with its descendants.
 
-Environment: only the `BASE_ENV` names of the hub's environment, the names listed in `inherit_env`, and `env` reach
-a child; nothing else of the hub's (its secrets stay its own). `HUB_INSTANCE` marks the children of this hub so that
-the watchdog can find every one of them, even one the hub had no time to register.
-
-Stopping is bounded: stdin closed, EXIT_GRACE to exit, then the process and its descendants are terminated, and
-killed after KILL_GRACE. Its descendants are noted before its stdin closes too, as one that outlives it is no longer
-its descendant. POSIX runs each child in a process group of its own, which is signalled as well; the portable path
-(Windows, and HUB_PORTABLE=1) signals only the psutil process tree, as Windows has no process groups.
+A child's environment holds only the `BASE_ENV` names of the hub's, the names in `inherit_env`, and `env` (the hub's
+secrets stay its own), plus `HUB_INSTANCE`, by which the watchdog finds even a child the hub had no time to register.
+A stop is bounded, and notes the descendants before stdin closes (one that outlives the child is no longer its
+descendant); the steps on each system are in docs/platforms.md.
 """
 
 from __future__ import annotations
@@ -27,6 +23,7 @@ import anyio
 from anyio.abc import TaskGroup
 
 from hub.platform import LINUX, WINDOWS, WINDOWS_CREATION_FLAGS, portable
+from hub.platform.linux import widen_pipe
 from hub.platform.pipes import FdReader, FdWriter, StreamReader, StreamWriter, Writer
 from hub.platform.sandbox import Exposure, Grants, wrap
 from hub.platform.watchdog import Known, ProcessTable
@@ -303,8 +300,6 @@ def _spawn_fast(spec: ProcessSpec, env: dict[str, str]) -> ChildProcess:
     for fd in (in_read, out_write, err_write):
         os.close(fd)
     if LINUX:
-        from hub.platform.linux import widen_pipe
-
         widen_pipe(out_read)
     return ChildProcess(popen.pid, popen=popen, fds=[in_write, out_read, err_read], cleanup=spec.cleanup)
 

@@ -1,15 +1,6 @@
-"""A child's sandbox: the command line that starts it confined, built in one place (docs/sandbox.md).
-
-- Linux: bubblewrap (`bwrap`). A read-only view of the system (/usr, /etc, /bin, /lib*, /sbin, /opt), a private /tmp
-  and /dev and /proc, a read-only empty root (so the user's home is not there), the `read` paths read-only, the
-  `write` paths writable, the child's own install directory and its cwd read-only (or its command would not
-  resolve), no network unless granted (`--unshare-net`), its own pid namespace (the sandbox ends with its first
-  process) and session, and `--die-with-parent` (a SIGKILLed hub leaves nothing behind).
-- A container (`container: IMAGE`): `docker run` or `podman run`, stdin attached, `--network none` unless granted,
-  `--read-only` root with a /tmp tmpfs, only the listed mounts; named, so that a stop removes it (`rm -f`).
-- macOS: `sandbox-exec` with a generated profile (`macos_profile`): reads of the system and the grants, writes to the
-  grants and a private temp directory, no network unless granted.
-- Windows: no sandbox exists; a child that asks for one is refused (`SandboxUnavailable`), never started without it.
+"""A child's sandbox: the command line that starts it confined, built in one place; what each kind allows is
+docs/sandbox.md ("What each mode allows on each system"): bubblewrap on Linux, `sandbox-exec` on macOS, `docker run`
+or `podman run` for a container; Windows has none, and a child that asks for one is refused.
 
 A sandbox that cannot start raises `SandboxUnavailable` naming the cause and the fix; the caller starts nothing.
 What a sandbox shows of the host is its `Exposure`, built here beside the command line from the same paths; `hidden`

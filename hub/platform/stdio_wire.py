@@ -16,6 +16,7 @@ import anyio
 from anyio.abc import TaskGroup
 
 from hub.platform import LINUX, portable
+from hub.platform.linux import widen_pipe
 from hub.platform.pipes import Broken, FdWriter, Lines, ThreadWriter, restore_wire, wire_reader
 
 # How long the lines already written may take to reach the host once the wire is left.
@@ -57,8 +58,6 @@ async def stdio_wire(
         else:
             writer = FdWriter(wire_out)
             if LINUX:
-                from hub.platform.linux import widen_pipe
-
                 widen_pipe(wire_out)
         wire = HostWire(writer)
         lines = Lines(limit, on_line, lambda head, tail, size: on_oversized(head, size))

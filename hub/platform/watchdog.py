@@ -1,13 +1,11 @@
-"""No child outlives the hub, even a SIGKILLed one: a small watchdog process ends them when the hub is gone.
+"""No child outlives the hub, even a SIGKILLed one: a small watchdog process ends them when the hub is gone
+(docs/operations.md, decision 007).
 
-The hub starts it before its first child, with a pipe on its stdin, and tells it about each child it starts
-(`+ PID`) and stops (`- PID`). The watchdog notes the descendants of those children as they appear (closely for a
-while after a child starts), so that one that left its child's process group is still known. When the pipe ends,
-the hub is gone: the watchdog terminates every registered child, every known descendant, and every process that
-carries this hub's `HUB_INSTANCE` mark (a child started in the instant before the hub could register it), kills
-what is left after a grace period, and exits.
-
-It runs as `python -m hub.platform.watchdog MARK` and imports nothing heavy, so that it is up in milliseconds.
+The hub tells it, over a pipe on its stdin, about each child it starts (`+ PID`) and stops (`- PID`); it notes the
+children's descendants as they appear (closely for a while after a child starts). When the pipe ends it terminates
+the children, their known descendants and every process marked with this hub's `HUB_INSTANCE`, kills what is left
+after a grace period, and exits. It runs as `python -m hub.platform.watchdog MARK` and imports nothing heavy, so that
+it is up in milliseconds.
 """
 
 from __future__ import annotations
@@ -21,7 +19,7 @@ import threading
 import time
 from contextlib import suppress
 
-from hub.platform import LINUX, WINDOWS, WINDOWS_CREATION_FLAGS, portable
+from hub.platform import LINUX, WINDOWS, WINDOWS_CREATION_FLAGS, linux, portable
 
 GRACE = 2.0
 SCAN_INTERVAL = 1.0
@@ -89,9 +87,7 @@ class ProcessTable:
 
     def descendants(self, roots: set[int]) -> Known:
         if self._proc:
-            from hub.platform import linux
-
-            return {pid: float(start) for pid, start in linux.descendants(roots).items()}
+            return linux.descendants(roots)
         import psutil
 
         found: Known = {}
@@ -105,10 +101,7 @@ class ProcessTable:
     def start(self, pid: int) -> float | None:
         """The start time of a running process (in the unit `descendants` notes), None if it is not running."""
         if self._proc:
-            from hub.platform import linux
-
-            ticks = linux.start_time(pid)
-            return None if ticks is None else float(ticks)
+            return linux.start_time(pid)
         import psutil
 
         try:
@@ -119,9 +112,7 @@ class ProcessTable:
     def alive(self, pid: int, start: float | None = None) -> bool:
         """Running (not a zombie) and, if `start` is given, still the process noted with it."""
         if self._proc:
-            from hub.platform import linux
-
-            return linux.alive(pid, None if start is None else int(start))
+            return linux.alive(pid, start)
         import psutil
 
         try:
@@ -133,13 +124,7 @@ class ProcessTable:
     def marked(self, mark: str) -> Known:
         """The processes whose environment carries this hub's mark, with their start times."""
         if self._proc:
-            from hub.platform import linux
-
-            return {
-                pid: float(s)
-                for pid in linux.marked(f"HUB_INSTANCE={mark}".encode())
-                if (s := linux.start_time(pid)) is not None
-            }
+            return linux.marked(f"HUB_INSTANCE={mark}".encode())
         import psutil
 
         found: Known = {}
@@ -153,22 +138,14 @@ class ProcessTable:
         return {pid: start for pid, start in noted.items() if self.alive(pid, start)}
 
     def signal(self, targets: Known, kill: bool) -> None:
-        sig = getattr(signal, "SIGKILL", signal.SIGTERM) if kill else signal.SIGTERM
+        sig = getattr(signal, "SIGKILL", signal.SIGTERM) if kill else signal.SIGTERM  # Windows: both terminate
         for pid, start in targets.items():
             if self.groups:
-                with suppress(ProcessLookupError, PermissionError):
+                with suppress(OSError):
                     os.killpg(pid, sig)  # a child leads a group of its own: its helpers that stayed in it
-            if self._proc:
-                if self.alive(pid, start):
-                    with suppress(ProcessLookupError, PermissionError, OSError):
-                        os.kill(pid, sig)
-                continue
-            import psutil
-
-            with suppress(psutil.Error):
-                process = psutil.Process(pid)
-                if process.create_time() == start:
-                    process.kill() if kill else process.terminate()
+            if self.alive(pid, start):
+                with suppress(OSError):
+                    os.kill(pid, sig)
 
 
 def _read_lines(lines: queue.Queue[bytes | None]) -> None:
