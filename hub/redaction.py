@@ -68,13 +68,10 @@ class Redactor:
 
 
 def _replace(match: re.Match[str]) -> str:
-    password = match.group("pw")
-    if password is None:
+    if match.group("pw") is None:
         return REDACTED
-    start, end = match.span("pw")
-    whole = match.group(0)
-    offset = match.start()
-    return whole[: start - offset] + REDACTED + whole[end - offset :]
+    whole, offset = match.group(0), match.start()
+    return whole[: match.start("pw") - offset] + REDACTED + whole[match.end("pw") - offset :]
 
 
 def configured_secrets(servers: Iterable[Any]) -> list[str]:

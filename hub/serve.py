@@ -12,7 +12,6 @@ import os
 import signal
 from collections.abc import Iterable
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import anyio
 import structlog
@@ -22,9 +21,6 @@ from hub.config.envfile import env_file_path
 from hub.config.lock import lock_path
 from hub.logs import reopen_log_file
 from hub.platform import WINDOWS
-
-if TYPE_CHECKING:
-    from hub.observe.tracing import Tracing
 
 STOP_SIGNALS = () if WINDOWS else (signal.SIGHUP, signal.SIGTERM, signal.SIGINT)
 # How often the config file's size and modification time are compared; a stat per second costs nothing.
@@ -36,32 +32,25 @@ async def serve(hub: Hub, http: str | None, allowed_hosts: list[str]) -> None:
     log = structlog.get_logger("hub")
     stop = anyio.CancelScope()
     async with hub.running(), anyio.create_task_group() as tg:
-        tracing = hub.record.tracing  # chosen when the hub was built (hub.cli)
-        if tracing is not None:
-            tg.start_soon(_flush_at_exit, tracing)
         tg.start_soon(watch_config, hub)
         if STOP_SIGNALS:
             tg.start_soon(handle_signals, hub, stop, STOP_SIGNALS)
-        with stop:
-            if http is None:
-                from hub.host.stdio import serve_stdio
+        try:
+            with stop:
+                if http is None:
+                    from hub.host.stdio import serve_stdio
 
-                await serve_stdio(hub)
-            else:
-                from hub.host.http_server import serve_http
+                    await serve_stdio(hub)
+                else:
+                    from hub.host.http_server import serve_http
 
-                await serve_http(hub, http, allowed_hosts)
-        tg.cancel_scope.cancel()
+                    await serve_http(hub, http, allowed_hosts)
+        finally:
+            tg.cancel_scope.cancel()
+            if hub.record.tracing is not None:  # the spans still queued (bounded by `Tracing.shutdown`)
+                with anyio.CancelScope(shield=True):
+                    await anyio.to_thread.run_sync(hub.record.tracing.shutdown)
     log.info("hub_stopped")
-
-
-async def _flush_at_exit(tracing: Tracing) -> None:
-    """Send the spans still queued when the hub stops (bounded by `Tracing.shutdown`)."""
-    try:
-        await anyio.sleep_forever()
-    finally:
-        with anyio.CancelScope(shield=True):
-            await anyio.to_thread.run_sync(tracing.shutdown)
 
 
 def _stamp(path: Path) -> tuple[int, int] | None:

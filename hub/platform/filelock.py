@@ -32,9 +32,9 @@ async def file_lock(path: Path, wait: float, waiting: Callable[[], None] | None 
     locked = False
     try:
         with anyio.move_on_after(wait):
-            if not _try_lock(descriptor) and waiting is not None:
+            if not _lock(descriptor) and waiting is not None:
                 waiting()
-            while not _try_lock(descriptor):  # noqa: ASYNC110 - no wake-up exists for another process's unlock
+            while not _lock(descriptor):  # noqa: ASYNC110 - no wake-up exists for another process's unlock
                 await anyio.sleep(POLL)
             locked = True
         if not locked:
@@ -42,12 +42,13 @@ async def file_lock(path: Path, wait: float, waiting: Callable[[], None] | None 
         try:
             yield
         finally:
-            _unlock(descriptor)
+            _lock(descriptor, release=True)
     finally:
         os.close(descriptor)
 
 
-def _try_lock(descriptor: int) -> bool:
+def _lock(descriptor: int, release: bool = False) -> bool:
+    """Take the lock if no other process holds it (whether it was taken), or `release` it."""
     # Imported here, not at the top: a module of hub/ imports on every system (tests/integration/test_portable.py
     # takes fcntl away), and only a refresh of a sign-in kept in files ever takes this lock.
     if sys.platform == "win32":
@@ -55,26 +56,14 @@ def _try_lock(descriptor: int) -> bool:
 
         os.lseek(descriptor, 0, os.SEEK_SET)
         try:
-            msvcrt.locking(descriptor, msvcrt.LK_NBLCK, 1)
+            msvcrt.locking(descriptor, msvcrt.LK_UNLCK if release else msvcrt.LK_NBLCK, 1)
         except OSError:
             return False
         return True
     import fcntl
 
     try:
-        fcntl.flock(descriptor, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        fcntl.flock(descriptor, fcntl.LOCK_UN if release else fcntl.LOCK_EX | fcntl.LOCK_NB)
     except BlockingIOError:
         return False
     return True
-
-
-def _unlock(descriptor: int) -> None:
-    if sys.platform == "win32":
-        import msvcrt
-
-        os.lseek(descriptor, 0, os.SEEK_SET)
-        msvcrt.locking(descriptor, msvcrt.LK_UNLCK, 1)
-        return
-    import fcntl
-
-    fcntl.flock(descriptor, fcntl.LOCK_UN)
