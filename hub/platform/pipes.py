@@ -28,8 +28,6 @@ import anyio.lowlevel
 from anyio.abc import ByteReceiveStream, ByteSendStream, TaskGroup
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 
-from hub.platform import portable
-
 READ_CHUNK = 1 << 20
 # Bytes kept from each end of an oversized line, to find its request id.
 EDGE = 512
@@ -71,18 +69,12 @@ class Lines:
             self._on_oversized(head, bytes(tail), size + len(piece))
             start = end + 1
         end = chunk.find(b"\n", start)
-        if end < 0:
-            self._keep(chunk[start:])
-            return
-        if self._pending:
-            self._pending.append(chunk[start:end])
-            line = b"".join(self._pending)
-            self._pending, self._size = [], 0
-            self._emit(line)
-            start = end + 1
-            end = chunk.find(b"\n", start)
         while end >= 0:
-            self._emit(chunk[start:end])
+            line = chunk[start:end]
+            if self._pending:  # the end of a line begun in earlier chunks
+                line = b"".join([*self._pending, line])
+                self._pending, self._size = [], 0
+            self._emit(line)
             start = end + 1
             end = chunk.find(b"\n", start)
         self._keep(chunk[start:])
@@ -311,10 +303,6 @@ class StreamWriter:
             except (anyio.ClosedResourceError, anyio.BrokenResourceError, OSError):
                 self._backlog.close()
 
-    @property
-    def pending(self) -> int:
-        return self._backlog.size
-
     def close(self) -> None:
         self._backlog.close()
         self._scope.cancel()
@@ -412,27 +400,3 @@ class ThreadWriter:
         with self._ready:
             self._backlog.close()
             self._ready.notify()
-
-
-def wire_reader(
-    fd: int, feed: Callable[[bytes], None], on_end: Callable[[], None], tg: TaskGroup
-) -> FdReader | ThreadReader:
-    """The reader of a stdio wire: the event loop watches the descriptor where it can; a regular file (`hub serve <
-    requests.jsonl`), which an event loop cannot watch, and the portable path read it in a thread."""
-    if not portable():
-        try:
-            return FdReader(fd, feed, on_end)
-        except (PermissionError, ValueError, OSError):
-            pass
-    return ThreadReader(fd, feed, on_end, tg)
-
-
-def restore_wire(wire_in: int, wire_out: int) -> None:
-    """Put stdin and stdout back (from the duplicates taken of them), so that whatever runs next finds them as they
-    were, and close the duplicates."""
-    with suppress(OSError):
-        os.dup2(wire_in, 0)
-        os.dup2(wire_out, 1)
-    for fd in (wire_in, wire_out):
-        with suppress(OSError):
-            os.close(fd)

@@ -10,14 +10,14 @@ from __future__ import annotations
 
 import os
 from collections.abc import AsyncIterator, Callable
-from contextlib import asynccontextmanager
+from contextlib import asynccontextmanager, suppress
 
 import anyio
 from anyio.abc import TaskGroup
 
 from hub.platform import LINUX, portable
 from hub.platform.linux import widen_pipe
-from hub.platform.pipes import Broken, FdWriter, Lines, ThreadWriter, restore_wire, wire_reader
+from hub.platform.pipes import Broken, FdReader, FdWriter, Lines, ThreadReader, ThreadWriter
 
 # How long the lines already written may take to reach the host once the wire is left.
 FLUSH_LIMIT = 2.0
@@ -52,6 +52,7 @@ async def stdio_wire(
     os.close(null)
     os.dup2(2, 1)
     writer: FdWriter | ThreadWriter
+    reader: FdReader | ThreadReader | None = None
     try:
         if portable():
             writer = ThreadWriter(wire_out)
@@ -61,7 +62,11 @@ async def stdio_wire(
                 widen_pipe(wire_out)
         wire = HostWire(writer)
         lines = Lines(limit, on_line, lambda head, tail, size: on_oversized(head, size))
-        reader = wire_reader(wire_in, lines.feed, wire.gone.set, tg)
+        if not portable():  # the event loop watches stdin, unless it is a file (`hub serve < requests.jsonl`)
+            with suppress(OSError, ValueError):
+                reader = FdReader(wire_in, lines.feed, wire.gone.set)
+        if reader is None:
+            reader = ThreadReader(wire_in, lines.feed, wire.gone.set, tg)
         try:
             yield wire
         finally:
@@ -71,4 +76,9 @@ async def stdio_wire(
                     await anyio.sleep(0.01)
             writer.close()
     finally:
-        restore_wire(wire_in, wire_out)
+        with suppress(OSError):  # stdin and stdout back as they were, for whatever runs next
+            os.dup2(wire_in, 0)
+            os.dup2(wire_out, 1)
+        for fd in (wire_in, wire_out):
+            with suppress(OSError):
+                os.close(fd)
