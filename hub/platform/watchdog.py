@@ -150,16 +150,10 @@ class ProcessTable:
 
 def _read_lines(lines: queue.Queue[bytes | None]) -> None:
     """The hub's pipe, read in a thread (a pipe cannot be polled on every system); None at its end."""
-    stream = sys.stdin.buffer
-    while True:
-        try:
-            line = stream.readline()
-        except OSError:
-            line = b""
-        if not line:
-            lines.put(None)
-            return
-        lines.put(line)
+    with suppress(OSError):
+        for line in sys.stdin.buffer:
+            lines.put(line)
+    lines.put(None)
 
 
 def _watch(table: ProcessTable) -> tuple[set[int], Known]:
