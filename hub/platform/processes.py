@@ -290,7 +290,6 @@ def _spawn_fast(spec: ProcessSpec, env: dict[str, str]) -> ChildProcess:
             env=env,
             cwd=spec.cwd,
             start_new_session=True,
-            close_fds=True,
         )
     except BaseException:
         for fd in fds:

@@ -43,7 +43,6 @@ class Watchdog:
             stdin=subprocess.PIPE,
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
-            close_fds=True,
             start_new_session=not WINDOWS,
             creationflags=WINDOWS_CREATION_FLAGS if WINDOWS else 0,
         )
