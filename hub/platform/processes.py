@@ -26,7 +26,7 @@ from hub.platform import LINUX, WINDOWS, WINDOWS_CREATION_FLAGS, portable
 from hub.platform.linux import widen_pipe
 from hub.platform.pipes import FdReader, FdWriter, StreamReader, StreamWriter, Writer
 from hub.platform.sandbox import Exposure, Grants, wrap
-from hub.platform.watchdog import Known, ProcessTable
+from hub.platform.watchdog import INSTANCE_VAR, Known, ProcessTable
 
 POSIX_ENV = ("HOME", "LOGNAME", "PATH", "SHELL", "TERM", "USER", "LANG", "LC_ALL", "LC_CTYPE", "TZ", "TMPDIR")
 WINDOWS_ENV = (
@@ -34,7 +34,6 @@ WINDOWS_ENV = (
     "PROGRAMDATA", "PROGRAMFILES", "SYSTEMDRIVE", "SYSTEMROOT", "TEMP", "TMP", "USERNAME", "USERPROFILE", "WINDIR",
 )  # fmt: skip
 BASE_ENV = WINDOWS_ENV if WINDOWS else POSIX_ENV
-INSTANCE_VAR = "HUB_INSTANCE"
 # Grace period for a child to exit by itself after its stdin closes (the spec's first shutdown step).
 EXIT_GRACE = 2.0
 # Time between terminating a child (and its descendants) and killing them.

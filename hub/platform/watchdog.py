@@ -21,6 +21,8 @@ from contextlib import suppress
 
 from hub.platform import LINUX, WINDOWS, WINDOWS_CREATION_FLAGS, linux, portable
 
+# What marks the children of one hub (its value is the hub's mark), in their environment.
+INSTANCE_VAR = "HUB_INSTANCE"
 GRACE = 2.0
 SCAN_INTERVAL = 1.0
 # Children start their helpers as they start: look closely for a while after each registration.
@@ -123,13 +125,13 @@ class ProcessTable:
     def marked(self, mark: str) -> Known:
         """The processes whose environment carries this hub's mark, with their start times."""
         if self._proc:
-            return linux.marked(f"HUB_INSTANCE={mark}".encode())
+            return linux.marked(f"{INSTANCE_VAR}={mark}".encode())
         import psutil
 
         found: Known = {}
         for process in psutil.process_iter():
             with suppress(psutil.Error):
-                if process.environ().get("HUB_INSTANCE") == mark:
+                if process.environ().get(INSTANCE_VAR) == mark:
                     found[process.pid] = process.create_time()
         return found
 
