@@ -12,7 +12,7 @@ from typing import Any
 
 import anyio
 import structlog
-from starlette.types import Receive, Send
+from starlette.types import Receive, Scope, Send
 
 from hub.host.http_sessions import StandaloneStream
 from hub.protocol.jsonrpc import (
@@ -92,6 +92,10 @@ def request_id(message: Message) -> Any:
     return None
 
 
+def headers_of(scope: Scope) -> dict[str, str]:
+    return {k.decode("latin-1"): v.decode("latin-1") for k, v in scope["headers"]}
+
+
 def accepts(value: str) -> tuple[bool, bool]:
     """(JSON, SSE) acceptable, wildcards included (RFC 9110)."""
     kinds = {part.split(";")[0].strip().lower() for part in value.split(",")}
@@ -135,30 +139,29 @@ async def respond(
     stream: PostStream,
     receive: Receive,
     send: Send,
-    session_id: str | None,
-    cancel: Callable[[], None] | None,
     status_of: Callable[[Any], int],
+    session_id: str | None = None,
+    cancel: Callable[[], None] | None = None,
     handshake: bool = False,
 ) -> None:
     """The request's answer as JSON when nothing comes before it; else an SSE stream of all its messages.
 
-    Over 2026-07-28 (`cancel` given) a client that closes the request cancels it, and an error's HTTP status is
-    `status_of` its code. A handshake-era request without a session (`handshake`: --stateless) is answered as in a
-    session: status 200, a cancelled answer.
+    Over 2026-07-28 (no `session_id`, not `handshake`) a client that closes the request calls `cancel`, and an
+    error's HTTP status is `status_of` its code. A handshake-era request without a session (`handshake`:
+    --stateless) is answered as in a session: status 200, a cancelled answer.
     """
     handshake = handshake or session_id is not None
     extra = [(b"mcp-session-id", session_id.encode())] if session_id is not None else []
     cancelled = error_line(stream.request_id, REQUEST_CANCELLED, "Request cancelled") if handshake else None
     await _wait(stream)
-    if not (stream.ended and not stream.events):
+    answer = stream.answer or cancelled  # the handshake era's stream ends with an answer, "cancelled" (the SDK's)
+    if stream.events or not stream.ended:
         await _sse_response(stream, receive, send, extra, cancel, cancelled)
-    elif stream.answer is not None:
-        status = 200 if handshake else _status(stream.answer, status_of)
-        await reply(send, status, stream.answer.rstrip(b"\n"), [*JSON, *extra])
-    elif cancelled is not None:  # the handshake era's stream ends with an answer, "cancelled" (the SDK's)
-        await reply(send, 200, cancelled.rstrip(b"\n"), [*JSON, *extra])
-    else:  # 2026-07-28: the host closed the request; nothing is read any more
+    elif answer is None:  # 2026-07-28: the host closed the request; nothing is read any more
         await reply(send, 204, b"", extra)
+    else:
+        status = 200 if handshake else _status(answer, status_of)
+        await reply(send, status, answer.rstrip(b"\n"), [*JSON, *extra])
 
 
 async def stream_standalone(stream: StandaloneStream, session_id: str, receive: Receive, send: Send) -> None:
@@ -218,9 +221,7 @@ async def watch_disconnect(receive: Receive, scope: anyio.CancelScope, cancel: C
 
 def _status(answer: bytes, status_of: Callable[[Any], int]) -> int:
     """A 2026-07-28 error's HTTP status (the SDK's table); 200 for a result."""
-    if b'"error"' not in answer[:200]:
-        return 200
-    message = parse(answer)
+    message = parse(answer) if b'"error"' in answer[:200] else None
     if isinstance(message, Response) and message.error is not None:
         return status_of(message.error.get("code"))
     return 200

@@ -1,15 +1,11 @@
 """One host connection, as the MCP server side of the hub: every message a host sends is handled here, once.
 
-A message is decoded and classified (`hub.protocol.jsonrpc`); what cannot be handled gets the JSON-RPC error its
-fault calls for when it has a usable id, and is logged (at most once a second) when it has none. One meant as an
-answer (no method; a result or an error) is never answered back: the hub's request it answers fails instead. A
-fault of the hub's own in handling a message is logged (`host_message_failed`) and a request answered -32603:
-nothing a host sends ends the connection. A routed request (`hub.relay.router.ROUTED`) is handed to the router as
-a `Received`, which carries it to its one answer on the stream the transport gave it; the hub answers the others
-itself (listings from the current namespace). A response is the host's answer to a request the hub sent it.
+What cannot be handled gets the JSON-RPC error its fault calls for when it has a usable id, and is logged (at most
+once a second) when it has none; an answer (no method) is never answered back: the hub's request it answers fails
+instead. A fault of the hub's own is logged and a request answered -32603: nothing a host sends ends the connection.
+A routed request (`hub.relay.router.ROUTED`) goes to the router as a `Received`; the hub answers the others itself.
 
-The era of a request: an HTTP transport knows it (a session is handshake-era; a request without one carries the
-2026-07-28 envelope); over stdio the first request decides for the connection, as the SDK's server does.
+The era of a request: an HTTP transport knows it; over stdio the first request decides, as the SDK's server does.
 """
 
 from __future__ import annotations
@@ -214,18 +210,11 @@ class HostSession:
         params = request.params
         capabilities = params.get("capabilities")
         if not isinstance(capabilities, dict) or not isinstance(params.get("protocolVersion"), str):
-            stream.end(
-                error_line(
-                    request.id,
-                    INVALID_PARAMS,
-                    "invalid params: initialize needs 'protocolVersion' (a string) and 'capabilities' (an object)",
-                )
-            )
+            why = "invalid params: initialize needs 'protocolVersion' (a string) and 'capabilities' (an object)"
+            stream.end(error_line(request.id, INVALID_PARAMS, why))
             return
         result = revisions.initialize_result(params["protocolVersion"], self._instructions())
         result["capabilities"] = self._server_capabilities()
-        if tasks_offered(self.hub.children.values()):  # the hub's own tasks (hub.relay.tasks)
-            result["capabilities"] = {**result["capabilities"], "tasks": TASKS_CAPABILITY}
         self.version = result["protocolVersion"]
         self.capabilities = capabilities
         self.client_info = params.get("clientInfo")
@@ -235,14 +224,8 @@ class HostSession:
         method = request.method
         if method == "initialize":
             data = {"supported": list(revisions.MODERN_VERSIONS), "requested": request.params.get("protocolVersion")}
-            stream.end(
-                error_line(
-                    request.id,
-                    UNSUPPORTED_PROTOCOL_VERSION,
-                    "this connection serves the 2026-07-28 protocol; the initialize handshake is not accepted",
-                    data,
-                )
-            )
+            why = "this connection serves the 2026-07-28 protocol; the initialize handshake is not accepted"
+            stream.end(error_line(request.id, UNSUPPORTED_PROTOCOL_VERSION, why, data))
             return
         try:
             envelope = revisions.read_envelope(request.params)
@@ -252,22 +235,27 @@ class HostSession:
         if method not in MODERN_METHODS:
             stream.end(error_line(request.id, METHOD_NOT_FOUND, extensions.method_not_found(method)))
         elif method == "server/discover":
-            capabilities = self._server_capabilities()
-            if tasks_offered(self.hub.children.values()):  # the tasks extension: the hub's own (hub.relay.tasks)
-                offered = {**capabilities.get("extensions", {}), TASKS_EXTENSION: {}}
-                capabilities = {**capabilities, "extensions": offered}
-            discovered = {**revisions.discover_result(self._instructions()), "capabilities": capabilities}
+            discovered = {
+                **revisions.discover_result(self._instructions()),
+                "capabilities": self._server_capabilities(),
+            }
             stream.end(result_line(request.id, revisions.stamp(discovered, method)))
         else:
             self._serve(Received(self, request, envelope.version, stream, envelope))
 
     def _server_capabilities(self) -> dict[str, Any]:
-        """The hub's capabilities, with the extensions it can relay for the children it has (decision 016)."""
+        """The hub's capabilities, with the extensions it can relay for the children it has (decision 016), and
+        its own tasks (`hub.relay.tasks`): a capability in the handshake era, an extension in 2026-07-28."""
         children = list(self.hub.children.values())
         declared = [c.shared.capabilities for c in children if c.shared is not None]
         starting = any(not c.settled.is_set() for c in children)
         found = extensions.server_extensions(declared, starting=starting)
-        return extensions.server_capabilities(revisions.SERVER_CAPABILITIES, found)
+        capabilities = extensions.server_capabilities(revisions.SERVER_CAPABILITIES, found)
+        if not tasks_offered(children):
+            return capabilities
+        if self.modern:
+            return {**capabilities, "extensions": {**capabilities.get("extensions", {}), TASKS_EXTENSION: {}}}
+        return {**capabilities, "tasks": TASKS_CAPABILITY}
 
     def _instructions(self) -> str:
         """The hub's instructions as this session's identity may see them (its policy, as it is now)."""
