@@ -1,9 +1,6 @@
 """Requests the hub sends a host (a child's sampling, elicitation or roots request, a confirmation question), each
-waiting, bounded, for the host's answer; and `Stream`, where the messages about one host request go.
-
-A request to the host goes on a stream: the session's own channel (stdio's wire, an HTTP session's GET stream) or
-the response of the host request it comes during. Its answer arrives as a message of the host's, which the session
-hands to `HostAsks.answered`.
+waiting, bounded, for the host's answer; and `Stream`, where the messages about one host request go: the session's
+own channel (stdio's wire, an HTTP session's GET stream) or the response of the host request it comes during.
 """
 
 from __future__ import annotations

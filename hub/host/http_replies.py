@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 from collections import deque
 from collections.abc import Callable
+from contextlib import suppress
 from typing import Any
 
 import anyio
@@ -193,20 +194,18 @@ async def _sse_response(
     await send({"type": "http.response.start", "status": 200, "headers": [*SSE, *extra]})
     async with anyio.create_task_group() as tg:
         tg.start_soon(watch_disconnect, receive, tg.cancel_scope, cancel)
-        while True:
-            events = [_sse(line) for line in stream.events]
-            stream.events.clear()
-            answer = stream.answer or cancelled
-            if stream.ended and answer is not None:
-                events.append(_sse(answer))
-            body = b"".join(events) or b": keepalive\r\n\r\n"
-            try:
+        with suppress(OSError):  # the client is gone
+            while True:
+                events = [_sse(line) for line in stream.events]
+                stream.events.clear()
+                answer = stream.answer or cancelled
+                if stream.ended and answer is not None:
+                    events.append(_sse(answer))
+                body = b"".join(events) or b": keepalive\r\n\r\n"
                 await send({"type": "http.response.body", "body": body, "more_body": not stream.ended})
-            except OSError:
-                break
-            if stream.ended:
-                break
-            await _wait(stream)
+                if stream.ended:
+                    break
+                await _wait(stream)
         tg.cancel_scope.cancel()
 
 

@@ -1,8 +1,5 @@
-"""One request of a host's until its one answer (`Received`), and a 2026-07-28 host's listen stream (`Listen`).
-
-A `Received` is what the relay gets (`hub.relay.ports.HostRequest`): its notifications, the requests to the host it
-comes with and its answer go on the stream the transport gave it, once answered nothing more. Its session is seen
-through `RequestOrigin` (a `hub.host.session.HostSession`), so that this module does not import the session's.
+"""One request of a host's until its one answer (`Received`, what the relay gets), and a 2026-07-28 host's listen
+stream (`Listen`). Its session is seen through `RequestOrigin`, so that this module does not import the session's.
 """
 
 from __future__ import annotations
@@ -19,9 +16,7 @@ from hub.relay.ports import AskFailed
 LOG_RANK = {level: rank for rank, level in enumerate(revisions.LOG_LEVELS)}
 # The list_changed notifications a listen stream may ask for, by the key that asks for each.
 LIST_CHANGED = {
-    "toolsListChanged": "notifications/tools/list_changed",
-    "promptsListChanged": "notifications/prompts/list_changed",
-    "resourcesListChanged": "notifications/resources/list_changed",
+    f"{kind}ListChanged": f"notifications/{kind}/list_changed" for kind in ("tools", "prompts", "resources")
 }
 
 

@@ -81,7 +81,7 @@ class HostSession:
         self.hub = hub
         self.label = label
         self.identity = identity
-        self._standalone = standalone  # stdio's wire, an HTTP session's GET stream (None while not open)
+        self.standalone = standalone  # its own channel: stdio's wire, an HTTP session's GET stream (None until open)
         self._channel_opened: anyio.Event | None = None  # created by a request to the host that waits for one
         self.era = era  # "handshake" or "modern"; None until the first request decides (stdio)
         self.version: str | None = None  # the negotiated handshake revision
@@ -99,14 +99,9 @@ class HostSession:
     def __repr__(self) -> str:
         return f"<HostSession {self.label} {self.era} {self.version}>"
 
-    @property
-    def standalone(self) -> Stream | None:
-        """The session's own channel: stdio's wire, an HTTP session's GET stream (None while not open)."""
-        return self._standalone
-
-    @standalone.setter
-    def standalone(self, stream: Stream | None) -> None:
-        self._standalone = stream
+    def open_channel(self, stream: Stream) -> None:
+        """An HTTP session's GET stream opened: a request to the host waiting for a channel goes on it."""
+        self.standalone = stream
         self._wake_channel_waiters()
 
     def _wake_channel_waiters(self) -> None:
@@ -362,18 +357,18 @@ class HostSession:
         """
         began = anyio.current_time()
         with anyio.move_on_after(min(limit_s, CHANNEL_WAIT)):
-            while not self.closed and not usable(self._standalone):
+            while not self.closed and not usable(self.standalone):
                 if self._channel_opened is None:
                     self._channel_opened = anyio.Event()
                 await self._channel_opened.wait()
-        stream = self._standalone
+        stream = self.standalone
         if stream is None or not usable(stream):
             raise AskFailed({"code": INVALID_REQUEST, "message": "hub: the host has no channel open for requests"})
         return await self.ask_on(stream, method, params, max(0.0, limit_s - (anyio.current_time() - began)))
 
     async def ask_on(self, stream: Stream, method: str, params: dict[str, Any], limit_s: float) -> dict[str, Any]:
         """`HostAsks.send`; also AskFailed when this host cannot be sent requests (2026-07-28, closed)."""
-        if self.modern or self.closed or getattr(stream, "closed", False):
+        if self.modern or self.closed or not usable(stream):
             raise AskFailed({"code": INVALID_REQUEST, "message": "hub: this host cannot be sent requests now"})
         return await self._asks.send(stream, method, params, limit_s)
 
