@@ -9,7 +9,7 @@
 
 Every request is checked before it reaches a session: Host and Origin (DNS rebinding, `hub.host.http_checks`), the
 bearer token when `auth:` is configured (`hub.host.http_auth`; a session belongs to the identity that opened it),
-`Content-Type`, `Accept`, the body's size and arrival time (`hub.host.http_body`), and for 2026-07-28 the routing
+`Content-Type`, `Accept`, the body's size and arrival time (`hub.host.http_replies`), and for 2026-07-28 the routing
 headers against the body. Then the message takes the same path as over stdio: `HostSession.handle`. An error about
 a request carries its id; an answer of the host's is never answered back (`hub.protocol.jsonrpc.Invalid`).
 
@@ -28,7 +28,6 @@ from starlette.types import Receive, Scope, Send
 
 from hub.access.identity import Identity
 from hub.host.http_auth import WELL_KNOWN, Authenticator, Refusal
-from hub.host.http_body import read_body
 from hub.host.http_checks import Checks
 from hub.host.http_oauth import CALLBACK as OAUTH_CALLBACK
 from hub.host.http_oauth import START as OAUTH_START
@@ -41,6 +40,7 @@ from hub.host.http_replies import (
     error,
     headers_of,
     insufficient_scope,
+    read_body,
     reply,
     request_id,
     respond,

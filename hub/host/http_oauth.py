@@ -22,8 +22,7 @@ from anyio.abc import TaskGroup
 
 from hub.access.identity import Identity
 from hub.config.schema import ServerConfig
-from hub.host.http_body import read_body
-from hub.host.http_replies import reply
+from hub.host.http_replies import read_body, reply
 from hub.host.port import HubPort
 from hub.protocol import errors
 from hub.upstream.credentials import MissingCredential

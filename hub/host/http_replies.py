@@ -1,6 +1,7 @@
-"""How the HTTP front writes a response: JSON when the answer is all there is, else an SSE stream of every message
-about the request and then its answer, kept alive while quiet; a session's own GET stream; and JSON-RPC errors.
-A client that disconnects ends the response; over 2026-07-28 it also cancels the request.
+"""How the HTTP front reads a request's body (bounded in size and in time, for every endpoint that takes one) and
+writes a response: JSON when the answer is all there is, else an SSE stream of every message about the request and
+then its answer, kept alive while quiet; a session's own GET stream; and JSON-RPC errors. A client that disconnects
+ends the response; over 2026-07-28 it also cancels the request.
 """
 
 from __future__ import annotations
@@ -9,13 +10,15 @@ import json
 from collections import deque
 from collections.abc import Callable
 from contextlib import suppress
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, Literal
 
 import anyio
 import structlog
 from starlette.types import Receive, Scope, Send
 
 from hub.host.http_sessions import StandaloneStream
+from hub.platform.pipes import EDGE
 from hub.protocol.jsonrpc import (
     INVALID_REQUEST,
     REQUEST_CANCELLED,
@@ -37,8 +40,36 @@ POST_BACKLOG = 1000
 _log = structlog.get_logger("hub.http")
 
 
+@dataclass(frozen=True)
+class Body:
+    """What arrived: the whole body (`data`), or why not, with the first bytes seen (for an answer's id)."""
+
+    data: bytes | None
+    problem: Literal["none", "left", "too_large", "late"] = "none"
+    head: bytes = b""
+
+
+async def read_body(receive: Receive, limit: int, seconds: float) -> Body:
+    """The body, if it is at most `limit` bytes and arrives within `seconds`; reading stops at the first excess."""
+    chunks: list[bytes] = []
+    size = 0
+    with anyio.move_on_after(seconds):
+        while True:
+            message = await receive()
+            if message["type"] != "http.request":
+                return Body(None, "left")
+            chunk = message.get("body", b"")
+            size += len(chunk)
+            if size > limit:
+                return Body(None, "too_large", (chunks[0] if chunks else chunk)[:EDGE])
+            chunks.append(chunk)
+            if not message.get("more_body", False):
+                return Body(b"".join(chunks))
+    return Body(None, "late")
+
+
 class PostStream:
-    """One POST's response: the messages about its request, then the answer (`hub.host.asks.Stream`).
+    """One POST's response: the messages about its request, then the answer (`hub.host.received.Stream`).
 
     What comes before the answer waits here while the client is slow to read; past POST_BACKLOG messages, more are
     dropped (logged), so that a child that floods a call cannot grow the hub while its host does not read.

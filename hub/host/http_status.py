@@ -19,9 +19,8 @@ from starlette.types import Receive, Scope, Send
 
 from hub.access.identity import ANONYMOUS, Identity
 from hub.host.http_auth import MAX_TOKEN_CHARS, Authenticator, Refusal
-from hub.host.http_body import read_body
 from hub.host.http_checks import Checks
-from hub.host.http_replies import headers_of, insufficient_scope, reply
+from hub.host.http_replies import headers_of, insufficient_scope, read_body, reply
 from hub.host.port import HubPort
 from hub.host.status_page import render_live, render_login, render_refused, render_status
 from hub.observe.recent import Recent

@@ -19,9 +19,8 @@ import structlog
 
 from hub.access.hidden import Explanation
 from hub.access.identity import ANONYMOUS, Identity
-from hub.host.asks import HostAsks, Stream, usable
 from hub.host.port import HubPort
-from hub.host.received import LOG_RANK, Listen, Received
+from hub.host.received import LOG_RANK, HostAsks, Listen, Received, Stream, usable
 from hub.logs import Throttle
 from hub.protocol import extensions, revisions
 from hub.protocol.jsonrpc import (
