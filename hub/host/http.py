@@ -200,13 +200,11 @@ class HttpFront:
         if identity is None:
             return
         if method in ("GET", "DELETE") and self.hub.stateless:
-            await error(
-                send,
-                405,
-                "Method Not Allowed: this hub serves statelessly (--stateless): there are no sessions, so no stream "
-                "of the hub's own messages (list_changed, log messages outside a request) and nothing to end",
-                extra=[(b"allow", b"POST")],
+            why = (
+                "this hub serves statelessly (--stateless): there are no sessions, so no stream of the hub's own "
+                "messages (list_changed, log messages outside a request) and nothing to end"
             )
+            await error(send, 405, f"Method Not Allowed: {why}", extra=[(b"allow", b"POST")])
         elif method == "POST":
             await self._post(scope, headers, identity, receive, send)
         elif method == "GET":
@@ -242,7 +240,6 @@ class HttpFront:
     async def _post(
         self, scope: Scope, headers: dict[str, str], identity: Identity, receive: Receive, send: Send
     ) -> None:
-        has_json, has_sse = accepts(headers.get("accept", ""))
         limit = self.hub.settings.max_request_bytes
         body = await read_body(receive, limit, self.hub.settings.http.request_timeout)
         if body.problem == "too_large":
@@ -264,8 +261,8 @@ class HttpFront:
             and parsed.method != "initialize"
             and revisions.has_envelope(parsed.params)
         ):
-            await self._modern(scope, parsed, headers, identity, (has_json, has_sse), receive, send)
-        elif not (has_json and has_sse):
+            await self._modern(scope, parsed, headers, identity, receive, send)
+        elif not all(accepts(headers.get("accept", ""))):
             needed = "Not Acceptable: Client must accept both application/json and text/event-stream"
             await error(send, 406, needed, request_id(parsed))
         elif self.hub.stateless:
@@ -356,14 +353,7 @@ class HttpFront:
         await reply(send, 200, (stream.answer or b"").rstrip(b"\n"), headers)
 
     async def _modern(
-        self,
-        scope: Scope,
-        message: Message,
-        headers: dict[str, str],
-        identity: Identity,
-        accepted: tuple[bool, bool],
-        receive: Receive,
-        send: Send,
+        self, scope: Scope, message: Message, headers: dict[str, str], identity: Identity, receive: Receive, send: Send
     ) -> None:
         if isinstance(message, Notification):  # the 2026-07-28 wire has none from the client: acknowledged, dropped
             if headers.get("mcp-protocol-version") not in revisions.MODERN_VERSIONS:
@@ -375,7 +365,8 @@ class HttpFront:
             await error(send, 400, "Body must be a single JSON-RPC request or notification object")
             return
         listen = message.method == "subscriptions/listen"
-        if not accepted[0] or (listen and not accepted[1]):
+        has_json, has_sse = accepts(headers.get("accept", ""))
+        if not has_json or (listen and not has_sse):
             needed = "Not Acceptable: Client must accept application/json" + (
                 " and text/event-stream" if listen else ""
             )
