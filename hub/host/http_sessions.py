@@ -67,7 +67,7 @@ class HttpSession:
         self.id = f"{hub.replica}.{secrets.token_hex(16)}"  # the replica first: a balancer may route by it
         self.client = client
         self.host = HostSession(hub, self.id, None, era="handshake", identity=identity)
-        self.created = self.active = time.monotonic()
+        self.active = time.monotonic()
         self.used = False  # a request after initialize
         self.standalone: StandaloneStream | None = None
         self.in_flight = 0
