@@ -14,9 +14,7 @@ headers against the body. Then the message takes the same path as over stdio: `H
 a request carries its id; an answer of the host's is never answered back (`hub.protocol.jsonrpc.Invalid`).
 
 The other routes: RFC 9728 metadata, the status page (`hub.host.http_status`), OAuth sign-in (`hub.host.http_oauth`),
-and the administrative ones: `/healthz` and `/readyz` for anyone who reaches the front (a balancer's probe has no
-token); `/metrics` and `POST /reload`, with `auth:`, for the metrics or admin group (reload: admin only) wherever they
-connect from; without `auth:`, /metrics for anyone and /reload from loopback only.
+`/healthz`, `/readyz`, `/metrics` and `POST /reload` (who may use each: the table in docs/team.md).
 """
 
 from __future__ import annotations
