@@ -1,33 +1,31 @@
 """The Streamable HTTP front: a team's hosts at `http://HOST:PORT/mcp`, both protocol eras on one endpoint.
 
-- Handshake era: `initialize` opens a session (its id in `Mcp-Session-Id`); the session's requests are POSTs, each
-  answered as JSON, or as an SSE stream when something comes before the answer (progress, a log message, a request
-  to the host); notifications and the host's answers are POSTs answered 202; a GET opens the session's stream for
-  what belongs to no request; a DELETE ends the session. Sessions are bounded (`hub.host.http_sessions`).
+- Handshake era: `initialize` opens a session (its id in `Mcp-Session-Id`; bounded, `hub.host.http_sessions`); its
+  requests are POSTs, each answered as JSON or as an SSE stream when something comes before the answer; its
+  notifications and answers are POSTs answered 202; a GET opens its stream for what belongs to no request; a DELETE
+  ends it. `--stateless`: each POST is served on its own, by a session that lives for that one request.
 - 2026-07-28: each POST is one request with its own envelope and no session; closing its response cancels it;
   `subscriptions/listen` is a POST whose response is the stream of change notifications.
 
-Every request is checked before it reaches a session: Host and Origin (DNS-rebinding protection, the SDK's
-`TransportSecurityMiddleware`), the bearer token when `auth:` is configured (`hub.host.http_auth`; a session belongs
-to the identity that opened it), `Content-Type`, `Accept`, the body's size (`hub.max_request_bytes`), the time the
-request's head and then its body take to arrive (`hub.http.request_timeout`: a connection that sends nothing, or
-half a request, is closed), and for 2026-07-28 the routing headers against the body. Then the message takes the
-same path as over stdio: `HostSession.handle`. An error about a request carries its id; an answer of the host's
-is never answered back (`hub.protocol.jsonrpc.Invalid`). Answers are written as JSON or SSE by
-`hub.host.http_replies`. The other routes: `/.well-known/oauth-protected-resource` (RFC 9728 metadata), and those
-of `hub.host.http_admin`, `hub.host.http_status` and `hub.host.http_oauth`.
+Every request is checked before it reaches a session: Host and Origin (DNS rebinding, `hub.host.http_checks`), the
+bearer token when `auth:` is configured (`hub.host.http_auth`; a session belongs to the identity that opened it),
+`Content-Type`, `Accept`, the body's size and arrival time (`hub.host.http_replies`), and for 2026-07-28 the routing
+headers against the body. Then the message takes the same path as over stdio: `HostSession.handle`. An error about
+a request carries its id; an answer of the host's is never answered back (`hub.protocol.jsonrpc.Invalid`).
+
+The other routes: RFC 9728 metadata, the status page (`hub.host.http_status`), OAuth sign-in (`hub.host.http_oauth`),
+`/healthz`, `/readyz`, `/metrics` and `POST /reload` (who may use each: the table in docs/team.md).
 """
 
 from __future__ import annotations
 
-from typing import Any
+import itertools
+import json
 
 from starlette.types import Receive, Scope, Send
 
 from hub.access.identity import Identity
-from hub.host.http_admin import AdminRoutes
 from hub.host.http_auth import WELL_KNOWN, Authenticator, Refusal
-from hub.host.http_body import read_body
 from hub.host.http_checks import Checks
 from hub.host.http_oauth import CALLBACK as OAUTH_CALLBACK
 from hub.host.http_oauth import START as OAUTH_START
@@ -38,6 +36,9 @@ from hub.host.http_replies import (
     PostStream,
     accepts,
     error,
+    headers_of,
+    insufficient_scope,
+    read_body,
     reply,
     request_id,
     respond,
@@ -58,11 +59,13 @@ from hub.protocol.jsonrpc import (
     Message,
     Notification,
     Request,
+    RequestId,
     error_line,
     leading_id,
     parse,
 )
 
+MCP = "/mcp"
 # The revision a --stateless request without MCP-Protocol-Version is taken to speak (the transport spec's rule).
 STATELESS_DEFAULT_VERSION = "2025-03-26"
 
@@ -70,39 +73,36 @@ STATELESS_DEFAULT_VERSION = "2025-03-26"
 class HttpFront:
     """The ASGI application."""
 
-    def __init__(self, hub: HubPort, checks: Checks, path: str = "/mcp", base_url: str = "http://127.0.0.1") -> None:
+    def __init__(self, hub: HubPort, checks: Checks, base_url: str = "http://127.0.0.1") -> None:
         self.hub = hub
-        self.path = path
         self.checks = checks
         self.sessions = Sessions(hub, hub.settings.http)
-        self._stateless_count = 0  # the labels of --stateless requests' sessions
+        self._stateless_labels = itertools.count(1)
         self.auth = Authenticator(hub)
-        self.admin = AdminRoutes(hub, self._caller)
         # The status page's calls, recorded where the call log is written (the hub is built with them for HTTP).
         recent = hub.recent if hub.recent is not None else Recent()
         self.status = StatusPage(hub, checks, self.auth, recent, self._refuse)
-        # Sign-in links of OAuth children (hub.host.http_oauth), at the origin browsers reach the hub at.
+        # Sign-in links of OAuth children, at the origin browsers reach the hub at.
         self.sign_ins: SignIns | None = None
         if hub.oauth is not None:
-            base = hub.settings.http.public_url or base_url
-            hub.oauth.link_base = base
-            self.sign_ins = SignIns(hub, hub.oauth, base)
+            hub.oauth.link_base = hub.settings.http.public_url or base_url
+            self.sign_ins = SignIns(hub, hub.oauth, hub.oauth.link_base)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
             return
         path = scope["path"]
-        if path == self.path:
+        if path == MCP:
             await self._mcp(scope, receive, send)
         elif path in ("/healthz", "/readyz"):
-            await self.admin.health(path, send)
+            await self._health(path, send)
         elif path == "/reload":
-            await self.admin.reload(scope, send)
+            await self._reload(scope, send)
         elif path == "/metrics":
-            await self.admin.metrics(scope, send)
+            await self._metrics(scope, send)
         elif path in STATUS_PATHS:
             await self.status(scope, receive, send)
-        elif path in (WELL_KNOWN, WELL_KNOWN + self.path):
+        elif path in (WELL_KNOWN, WELL_KNOWN + MCP):
             await self._metadata(scope, send)
         elif path in (OAUTH_START, OAUTH_CALLBACK) and self.sign_ins is not None:
             await self.sign_ins(scope, receive, send)
@@ -123,7 +123,7 @@ class HttpFront:
 
     def _resource(self, scope: Scope) -> str:
         host = next((v.decode("latin-1") for k, v in scope["headers"] if k == b"host"), "localhost")
-        return self.auth.resource(scope.get("scheme", "http"), host, self.path)
+        return self.auth.resource(scope.get("scheme", "http"), host, MCP)
 
     async def _caller(self, scope: Scope, headers: dict[str, str], send: Send) -> Identity | None:
         """Who sent the request; None if it was refused (and answered)."""
@@ -134,10 +134,58 @@ class HttpFront:
         return None
 
     async def _refuse(self, scope: Scope, send: Send, refusal: Refusal) -> None:
-        extra = [(b"www-authenticate", self.auth.challenge(self._resource(scope), refusal))]
-        if refusal.status != 401:
-            extra = []
+        challenge = self.auth.challenge(self._resource(scope), refusal)
+        extra = [(b"www-authenticate", challenge)] if refusal.status == 401 else []
         await error(send, refusal.status, f"Unauthorized: {refusal.description}", extra=extra)
+
+    # ---- administrative routes -------------------------------------------------------------------------------
+
+    async def _health(self, path: str, send: Send) -> None:
+        hub = self.hub
+        if path == "/healthz":
+            await reply(send, 200, json.dumps({"status": "ok", "uptime_s": hub.health()["uptime_s"]}).encode())
+        else:
+            ready, servers = hub.readiness()
+            body = {"ready": ready, "servers": servers, **({"draining": True} if hub.draining else {})}
+            await reply(send, 200 if ready else 503, json.dumps(body).encode())
+
+    async def _admitted(self, scope: Scope, send: Send, *groups: str) -> bool:
+        """Whether an administrative request may go on (answered if not): with `auth:`, only identities in one of
+        `groups`, wherever they connect from (behind a reverse proxy every peer is the proxy); without, loopback
+        only."""
+        if self.hub.auth_config is None:
+            if (scope.get("client") or ("", 0))[0] in ("127.0.0.1", "::1"):
+                return True
+            await reply(send, 403, b'{"error":"accepted from loopback only (or configure auth:)"}')
+            return False
+        identity = await self._caller(scope, headers_of(scope), send)
+        if identity is None:
+            return False
+        if identity.in_any(set(groups)):
+            return True
+        await insufficient_scope(send, groups)
+        return False
+
+    async def _metrics(self, scope: Scope, send: Send) -> None:
+        auth = self.hub.auth_config
+        if auth is not None and not await self._admitted(scope, send, auth.metrics_group, auth.admin_group):
+            return
+        assert self.hub.metrics is not None
+        body, content_type = self.hub.metrics.render()
+        await reply(send, 200, body, [(b"content-type", content_type.encode())])
+
+    async def _reload(self, scope: Scope, send: Send) -> None:
+        auth = self.hub.auth_config
+        if scope["method"] != "POST":
+            await reply(send, 405, b'{"error":"POST /reload"}', [*JSON, (b"allow", b"POST")])
+        elif await self._admitted(scope, send, auth.admin_group if auth else ""):
+            summary = await self.hub.reload_from_disk("POST /reload")
+            if summary is None:
+                await reply(send, 422, b'{"error":"the new configuration was rejected; see the hub\'s log"}')
+            else:
+                await reply(send, 200, json.dumps(summary).encode())
+
+    # ---- /mcp ------------------------------------------------------------------------------------------------
 
     async def _mcp(self, scope: Scope, receive: Receive, send: Send) -> None:
         method = scope["method"]
@@ -145,55 +193,40 @@ class HttpFront:
         if refused is not None:
             await refused(scope, receive, send)
             return
-        headers = {k.decode("latin-1"): v.decode("latin-1") for k, v in scope["headers"]}
+        headers = headers_of(scope)
         identity = await self._caller(scope, headers, send)
         if identity is None:
             return
         if method in ("GET", "DELETE") and self.hub.stateless:
-            await error(
-                send,
-                405,
-                "Method Not Allowed: this hub serves statelessly (--stateless): there are no sessions, so no stream "
-                "of the hub's own messages (list_changed, log messages outside a request) and nothing to end",
-                extra=[(b"allow", b"POST")],
+            why = (
+                "this hub serves statelessly (--stateless): there are no sessions, so no stream of the hub's own "
+                "messages (list_changed, log messages outside a request) and nothing to end"
             )
+            await error(send, 405, f"Method Not Allowed: {why}", extra=[(b"allow", b"POST")])
         elif method == "POST":
             await self._post(scope, headers, identity, receive, send)
         elif method == "GET":
             await self._get(headers, identity, receive, send)
         elif method == "DELETE":
             session = await self._session(headers, identity, send)
-            if session is None:
-                return
-            self.sessions.close(session.id, "ended by the host (DELETE)")
-            await reply(send, 200, b"")
+            if session is not None:
+                self.sessions.close(session.id, "ended by the host (DELETE)")
+                await reply(send, 200, b"")
         else:
             await error(send, 405, "Method Not Allowed", extra=[(b"allow", b"GET, POST, DELETE")])
 
-    # ---- POST -------------------------------------------------------------------------------------------------
-
-    async def _read_body(self, receive: Receive, send: Send) -> bytes | None:
-        """The whole body, bounded in size and in time; None if the client was answered already (or left)."""
-        limit = self.hub.settings.max_request_bytes
-        body = await read_body(receive, limit, self.hub.settings.http.request_timeout)
-        if body.problem == "too_large":
-            message = f"the request body is over the hub's limit of {limit} bytes (max_request_bytes)"
-            await error(send, 413, message, leading_id(body.head))
-        elif body.problem == "late":
-            await error(send, 408, "the request body did not arrive in time")
-        return body.data
-
     async def _session(
-        self, headers: dict[str, str], identity: Identity, send: Send, about: Any = None
+        self, headers: dict[str, str], identity: Identity, send: Send, about: RequestId | None = None
     ) -> HttpSession | None:
         """The request's session, if it is one of this caller's; else None, answered 404 (closed or expired, or
         opened on another replica, named). Another identity's session id is not found: a session id that leaks does
         not let anyone else act in that session."""
-        session = self.sessions.get(headers.get("mcp-session-id", ""))
+        session_id = headers.get("mcp-session-id", "")
+        session = self.sessions.get(session_id)
         if session is not None and session.host.identity == identity:
             return session
         why = "Session not found"
-        owner, dot, _ = headers.get("mcp-session-id", "").partition(".")
+        owner, dot, _ = session_id.partition(".")
         if dot and owner and owner != self.hub.replica:
             why += (
                 f": it was opened on replica {owner[:63]!r} and this is {self.hub.replica!r}; the load balancer must "
@@ -205,49 +238,52 @@ class HttpFront:
     async def _post(
         self, scope: Scope, headers: dict[str, str], identity: Identity, receive: Receive, send: Send
     ) -> None:
-        has_json, has_sse = accepts(headers.get("accept", ""))
-        body = await self._read_body(receive, send)
-        if body is None:
+        limit = self.hub.settings.max_request_bytes
+        body = await read_body(receive, limit, self.hub.settings.http.request_timeout)
+        if body.problem == "too_large":
+            message = f"the request body is over the hub's limit of {limit} bytes (max_request_bytes)"
+            await error(send, 413, message, leading_id(body.head))
+        elif body.problem == "late":
+            await error(send, 408, "the request body did not arrive in time")
+        if body.data is None:
             return
-        parsed = parse(body)
+        parsed = parse(body.data)
         if isinstance(parsed, list | Invalid):
             await self._unusable(parsed, headers, identity, send)
             return
         version = headers.get("mcp-protocol-version")
         session_id = headers.get("mcp-session-id")
-        modern = (version is not None and version not in revisions.HANDSHAKE_VERSIONS) or (
+        if (version is not None and version not in revisions.HANDSHAKE_VERSIONS) or (
             session_id is None
             and isinstance(parsed, Request)
             and parsed.method != "initialize"
             and revisions.has_envelope(parsed.params)
-        )
-        if modern:
-            await self._modern(scope, parsed, headers, identity, has_json, has_sse, receive, send)
-            return
-        if not (has_json and has_sse):
+        ):
+            await self._modern(scope, parsed, headers, identity, receive, send)
+        elif not all(accepts(headers.get("accept", ""))):
             needed = "Not Acceptable: Client must accept both application/json and text/event-stream"
             await error(send, 406, needed, request_id(parsed))
-            return
-        if self.hub.stateless:
+        elif self.hub.stateless:
             await self._stateless(parsed, headers, identity, receive, send)
-            return
-        if session_id is None:
+        elif session_id is None:
             await self._initialize(scope, parsed, identity, send)
-            return
-        session = await self._session(headers, identity, send, request_id(parsed))
-        if session is None:
-            return
-        if not isinstance(parsed, Request):
+        else:
+            session = await self._session(headers, identity, send, request_id(parsed))
+            if session is not None:
+                await self._in_session(session, parsed, receive, send)
+
+    async def _in_session(self, session: HttpSession, message: Message, receive: Receive, send: Send) -> None:
+        if not isinstance(message, Request):
             session.touch(used=False)
-            session.host.handle(parsed, NOWHERE)
+            session.host.handle(message, NOWHERE)
             await reply(send, 202, b"", [(b"mcp-session-id", session.id.encode())])
             return
         session.touch()
         session.in_flight += 1
         try:
-            stream = PostStream(parsed.id)
-            session.host.handle(parsed, stream)
-            await respond(stream, receive, send, session.id, None, self.checks.status)
+            stream = PostStream(message.id)
+            session.host.handle(message, stream)
+            await respond(stream, receive, send, self.checks.status, session_id=session.id)
         finally:
             session.in_flight -= 1
             session.touch(used=False)
@@ -274,17 +310,15 @@ class HttpFront:
     async def _stateless(
         self, message: Message, headers: dict[str, str], identity: Identity, receive: Receive, send: Send
     ) -> None:
-        """`--stateless`: a handshake-era POST served on its own, by a host session that lives for that one request
-        (no Mcp-Session-Id is issued or needed), so that any replica can serve it. The host is taken to have
-        declared no capabilities: a child's sampling, elicitation or roots request gets a clear refusal, and
-        nothing reaches the host outside the answer to its own request (docs/deploy.md)."""
+        """`--stateless`: a handshake-era POST served by a host session that lives for that one request (no
+        Mcp-Session-Id is issued or needed), so that any replica can serve it. The host is taken to have declared
+        no capabilities: a child's sampling, elicitation or roots request gets a clear refusal, and nothing reaches
+        the host outside the answer to its own request (docs/deploy.md)."""
         if not isinstance(message, Request):  # initialized, a cancellation, an answer: nothing to attach them to
             await reply(send, 202, b"")
             return
-        self._stateless_count += 1
-        host = HostSession(
-            self.hub, f"{self.hub.replica}.stateless-{self._stateless_count}", None, era="handshake", identity=identity
-        )
+        label = f"{self.hub.replica}.stateless-{next(self._stateless_labels)}"
+        host = HostSession(self.hub, label, None, era="handshake", identity=identity)
         try:
             if message.method != "initialize":
                 version = headers.get("mcp-protocol-version") or STATELESS_DEFAULT_VERSION
@@ -292,7 +326,7 @@ class HttpFront:
                 host.handle(Request(0, "initialize", params, b""), NOWHERE)
             stream = PostStream(message.id)
             host.handle(message, stream)
-            await respond(stream, receive, send, None, None, self.checks.status, handshake=True)
+            await respond(stream, receive, send, self.checks.status, handshake=True)
         finally:
             host.close()
 
@@ -303,31 +337,21 @@ class HttpFront:
         if self.hub.draining:
             await error(send, 503, "The hub is shutting down; connect again (to another replica)", message.id)
             return
-        client = (scope.get("client") or ("", 0))[0]
-        session = self.sessions.open(client, identity)
+        session = self.sessions.open((scope.get("client") or ("", 0))[0], identity)
         if session is None:
             full = "Too many open sessions: the hub's session limit is reached (hub.http in servers.yaml)"
             await error(send, 503, full, message.id)
             return
         stream = PostStream()
         session.host.handle(message, stream)
-        answer = stream.answer or b""
+        headers = [*JSON, (b"mcp-session-id", session.id.encode())]
         if session.host.version is None:  # refused: no session comes of it
             self.sessions.close(session.id, "initialize refused")
-            await reply(send, 200, answer.rstrip(b"\n"))
-            return
-        await reply(send, 200, answer.rstrip(b"\n"), [*JSON, (b"mcp-session-id", session.id.encode())])
+            headers = JSON
+        await reply(send, 200, (stream.answer or b"").rstrip(b"\n"), headers)
 
     async def _modern(
-        self,
-        scope: Scope,
-        message: Message,
-        headers: dict[str, str],
-        identity: Identity,
-        has_json: bool,
-        has_sse: bool,
-        receive: Receive,
-        send: Send,
+        self, scope: Scope, message: Message, headers: dict[str, str], identity: Identity, receive: Receive, send: Send
     ) -> None:
         if isinstance(message, Notification):  # the 2026-07-28 wire has none from the client: acknowledged, dropped
             if headers.get("mcp-protocol-version") not in revisions.MODERN_VERSIONS:
@@ -339,42 +363,37 @@ class HttpFront:
             await error(send, 400, "Body must be a single JSON-RPC request or notification object")
             return
         listen = message.method == "subscriptions/listen"
+        has_json, has_sse = accepts(headers.get("accept", ""))
         if not has_json or (listen and not has_sse):
             needed = "Not Acceptable: Client must accept application/json" + (
                 " and text/event-stream" if listen else ""
             )
             await error(send, 406, needed, message.id)
             return
-        mismatch = self.checks.header_mismatch(
-            [k for k, _ in scope["headers"]], message, headers, self.hub.namespace.tools
-        )
+        raw = [k for k, _ in scope["headers"]]
+        mismatch = self.checks.header_mismatch(raw, message, headers, self.hub.namespace.tools)
         if mismatch is not None:
             await error(send, 400, mismatch, message.id, code=HEADER_MISMATCH)
             return
         host = HostSession(self.hub, f"http-{id(message):x}", None, era="modern", identity=identity)
         stream = PostStream()
         host.handle(message, stream)
-        await respond(stream, receive, send, None, lambda: self._cancelled(host, message), self.checks.status)
 
-    def _cancelled(self, host: HostSession, message: Request) -> None:
-        params = {"requestId": message.id, "reason": "the host closed the request"}
-        host.handle(Notification("notifications/cancelled", params), NOWHERE)
+        def cancel() -> None:  # the host closed the request
+            params = {"requestId": message.id, "reason": "the host closed the request"}
+            host.handle(Notification("notifications/cancelled", params), NOWHERE)
 
-    # ---- GET: a session's own stream ------------------------------------------------------------------------
+        await respond(stream, receive, send, self.checks.status, cancel=cancel)
 
     async def _get(self, headers: dict[str, str], identity: Identity, receive: Receive, send: Send) -> None:
+        """A session's own stream."""
         if not accepts(headers.get("accept", ""))[1]:
             await error(send, 406, "Not Acceptable: Client must accept text/event-stream")
-            return
-        session_id = headers.get("mcp-session-id")
-        if session_id is None:
+        elif "mcp-session-id" not in headers:
             await error(send, 400, "Bad Request: Missing session ID")
-            return
-        session = await self._session(headers, identity, send)
-        if session is None:
-            return
-        stream = session.open_standalone()
-        if stream is None:
-            await error(send, 409, "Conflict: Only one SSE stream is allowed per session")
-            return
-        await stream_standalone(stream, session.id, receive, send)
+        elif (session := await self._session(headers, identity, send)) is not None:
+            stream = session.open_standalone()
+            if stream is None:
+                await error(send, 409, "Conflict: Only one SSE stream is allowed per session")
+            else:
+                await stream_standalone(stream, session.id, receive, send)

@@ -18,7 +18,7 @@ import structlog
 from hub.access.identity import ANONYMOUS, Identity
 from hub.access.jwt import JwtRejected, JwtVerifier
 from hub.access.tokens import PREFIX, Rejected, TokenFile, TokenFileError
-from hub.config.access import JwtConfig
+from hub.config.access import AuthConfig, JwtConfig
 from hub.host.port import HubPort
 from hub.logs import Throttle
 
@@ -45,26 +45,35 @@ class Authenticator:
         self._refused = Throttle()
 
     async def identify(self, headers: dict[str, str], query: bytes) -> Identity | Refusal:
-        """The caller of a request, or why it is refused. Without `auth:` every caller is `anonymous`."""
+        """The caller of a request, or why it is refused (counted, and logged at most once a second). Without
+        `auth:` every caller is `anonymous`."""
         config = self.hub.auth_config
         if config is None:
             return ANONYMOUS
+        found = await self._identify(config, headers, query)
+        if isinstance(found, Refusal):
+            if self.hub.metrics is not None:
+                self.hub.metrics.rejection("unauthenticated")
+                self.hub.metrics.auth_failure(found.reason)
+            if self._refused.tick():
+                _log.warning("http_unauthenticated", reason=found.reason, refused=self._refused.count)
+        return found
+
+    async def _identify(self, config: AuthConfig, headers: dict[str, str], query: bytes) -> Identity | Refusal:
         if query and _token_in_url(query):
-            return self._refuse(
-                Refusal(400, "invalid_request", "tokens are accepted in the Authorization header only", "in_url")
-            )
+            return Refusal(400, "invalid_request", "tokens are accepted in the Authorization header only", "in_url")
         header = headers.get("authorization", "")
         scheme, _, token = header.partition(" ")
         token = token.strip()
         if not header:
-            return self._refuse(Refusal(401, "", "authentication required", "missing"))
+            return Refusal(401, "", "authentication required", "missing")
         if scheme.lower() != "bearer" or not token or len(token) > MAX_TOKEN_CHARS:
-            return self._refuse(Refusal(401, "invalid_request", "expected 'Authorization: Bearer TOKEN'", "malformed"))
+            return Refusal(401, "invalid_request", "expected 'Authorization: Bearer TOKEN'", "malformed")
         if config.tokens is not None and (token.startswith(PREFIX) or config.jwt is None):
             return self._check_static(token)
         if config.jwt is not None:
             return await self._check_jwt(config.jwt, token)
-        return self._refuse(Refusal(401, "invalid_token", "the token is not valid", "unknown"))
+        return Refusal(401, "invalid_token", "the token is not valid", "unknown")
 
     def _check_static(self, token: str) -> Identity | Refusal:
         path = self.hub.token_path
@@ -75,10 +84,10 @@ class Authenticator:
             found = self._tokens.check(token)
         except TokenFileError as exc:
             _log.error("token_file_unreadable", error=str(exc))
-            return self._refuse(Refusal(401, "invalid_token", "the token is not valid", "token_file"))
+            return Refusal(401, "invalid_token", "the token is not valid", "token_file")
         if isinstance(found, Rejected):
             why = "the token has expired" if found.reason == "expired" else "the token is not valid"
-            return self._refuse(Refusal(401, "invalid_token", why, f"token_{found.reason}"))
+            return Refusal(401, "invalid_token", why, f"token_{found.reason}")
         return found
 
     async def _check_jwt(self, config: JwtConfig, token: str) -> Identity | Refusal:
@@ -95,17 +104,8 @@ class Authenticator:
         try:
             verified = await self._jwt[1].verify(token)
         except JwtRejected as exc:
-            return self._refuse(Refusal(401, "invalid_token", f"the token is not valid: {exc.reason}", "jwt"))
+            return Refusal(401, "invalid_token", f"the token is not valid: {exc.reason}", "jwt")
         return Identity(verified.subject, frozenset(verified.groups), "jwt")
-
-    def _refuse(self, refusal: Refusal) -> Refusal:
-        metrics = self.hub.metrics
-        if metrics is not None:
-            metrics.rejection("unauthenticated")
-            metrics.auth_failure(refusal.reason)
-        if self._refused.tick():
-            _log.warning("http_unauthenticated", reason=refusal.reason, refused=self._refused.count)
-        return refusal
 
     # ---- RFC 9728 -----------------------------------------------------------------------------------------------
 
@@ -131,13 +131,12 @@ class Authenticator:
     @staticmethod
     def challenge(resource: str, refusal: Refusal) -> bytes:
         """The `WWW-Authenticate` value of a refusal: where the resource metadata is, and what went wrong."""
-        origin, _, path = resource.partition("://")[2].partition("/")
-        scheme = resource.partition("://")[0]
+        scheme, _, address = resource.partition("://")
+        origin, _, path = address.partition("/")
         metadata = f"{scheme}://{origin}{WELL_KNOWN}" + (f"/{path}" if path else "")
         parts = [f'resource_metadata="{metadata}"']
         if refusal.error:
-            parts.append(f'error="{refusal.error}"')
-            parts.append(f'error_description="{refusal.description}"')
+            parts += [f'error="{refusal.error}"', f'error_description="{refusal.description}"']
         return ("Bearer " + ", ".join(parts)).encode()
 
 

@@ -1,6 +1,7 @@
-"""How the HTTP front writes a response: JSON when the answer is all there is, else an SSE stream of every message
-about the request and then its answer, kept alive while quiet; a session's own GET stream; and JSON-RPC errors.
-A client that disconnects ends the response; over 2026-07-28 it also cancels the request.
+"""How the HTTP front reads a request's body (bounded in size and in time, for every endpoint that takes one) and
+writes a response: JSON when the answer is all there is, else an SSE stream of every message about the request and
+then its answer, kept alive while quiet; a session's own GET stream; and JSON-RPC errors. A client that disconnects
+ends the response; over 2026-07-28 it also cancels the request.
 """
 
 from __future__ import annotations
@@ -8,13 +9,16 @@ from __future__ import annotations
 import json
 from collections import deque
 from collections.abc import Callable
-from typing import Any
+from contextlib import suppress
+from dataclasses import dataclass
+from typing import Any, Literal
 
 import anyio
 import structlog
-from starlette.types import Receive, Send
+from starlette.types import Receive, Scope, Send
 
 from hub.host.http_sessions import StandaloneStream
+from hub.platform.pipes import EDGE
 from hub.protocol.jsonrpc import (
     INVALID_REQUEST,
     REQUEST_CANCELLED,
@@ -36,8 +40,36 @@ POST_BACKLOG = 1000
 _log = structlog.get_logger("hub.http")
 
 
+@dataclass(frozen=True)
+class Body:
+    """What arrived: the whole body (`data`), or why not, with the first bytes seen (for an answer's id)."""
+
+    data: bytes | None
+    problem: Literal["none", "left", "too_large", "late"] = "none"
+    head: bytes = b""
+
+
+async def read_body(receive: Receive, limit: int, seconds: float) -> Body:
+    """The body, if it is at most `limit` bytes and arrives within `seconds`; reading stops at the first excess."""
+    chunks: list[bytes] = []
+    size = 0
+    with anyio.move_on_after(seconds):
+        while True:
+            message = await receive()
+            if message["type"] != "http.request":
+                return Body(None, "left")
+            chunk = message.get("body", b"")
+            size += len(chunk)
+            if size > limit:
+                return Body(None, "too_large", (chunks[0] if chunks else chunk)[:EDGE])
+            chunks.append(chunk)
+            if not message.get("more_body", False):
+                return Body(b"".join(chunks))
+    return Body(None, "late")
+
+
 class PostStream:
-    """One POST's response: the messages about its request, then the answer (`hub.host.asks.Stream`).
+    """One POST's response: the messages about its request, then the answer (`hub.host.received.Stream`).
 
     What comes before the answer waits here while the client is slow to read; past POST_BACKLOG messages, more are
     dropped (logged), so that a child that floods a call cannot grow the hub while its host does not read.
@@ -92,6 +124,10 @@ def request_id(message: Message) -> Any:
     return None
 
 
+def headers_of(scope: Scope) -> dict[str, str]:
+    return {k.decode("latin-1"): v.decode("latin-1") for k, v in scope["headers"]}
+
+
 def accepts(value: str) -> tuple[bool, bool]:
     """(JSON, SSE) acceptable, wildcards included (RFC 9110)."""
     kinds = {part.split(";")[0].strip().lower() for part in value.split(",")}
@@ -135,30 +171,29 @@ async def respond(
     stream: PostStream,
     receive: Receive,
     send: Send,
-    session_id: str | None,
-    cancel: Callable[[], None] | None,
     status_of: Callable[[Any], int],
+    session_id: str | None = None,
+    cancel: Callable[[], None] | None = None,
     handshake: bool = False,
 ) -> None:
     """The request's answer as JSON when nothing comes before it; else an SSE stream of all its messages.
 
-    Over 2026-07-28 (`cancel` given) a client that closes the request cancels it, and an error's HTTP status is
-    `status_of` its code. A handshake-era request without a session (`handshake`: --stateless) is answered as in a
-    session: status 200, a cancelled answer.
+    Over 2026-07-28 (no `session_id`, not `handshake`) a client that closes the request calls `cancel`, and an
+    error's HTTP status is `status_of` its code. A handshake-era request without a session (`handshake`:
+    --stateless) is answered as in a session: status 200, a cancelled answer.
     """
     handshake = handshake or session_id is not None
     extra = [(b"mcp-session-id", session_id.encode())] if session_id is not None else []
     cancelled = error_line(stream.request_id, REQUEST_CANCELLED, "Request cancelled") if handshake else None
     await _wait(stream)
-    if not (stream.ended and not stream.events):
+    answer = stream.answer or cancelled  # the handshake era's stream ends with an answer, "cancelled" (the SDK's)
+    if stream.events or not stream.ended:
         await _sse_response(stream, receive, send, extra, cancel, cancelled)
-    elif stream.answer is not None:
-        status = 200 if handshake else _status(stream.answer, status_of)
-        await reply(send, status, stream.answer.rstrip(b"\n"), [*JSON, *extra])
-    elif cancelled is not None:  # the handshake era's stream ends with an answer, "cancelled" (the SDK's)
-        await reply(send, 200, cancelled.rstrip(b"\n"), [*JSON, *extra])
-    else:  # 2026-07-28: the host closed the request; nothing is read any more
+    elif answer is None:  # 2026-07-28: the host closed the request; nothing is read any more
         await reply(send, 204, b"", extra)
+    else:
+        status = 200 if handshake else _status(answer, status_of)
+        await reply(send, status, answer.rstrip(b"\n"), [*JSON, *extra])
 
 
 async def stream_standalone(stream: StandaloneStream, session_id: str, receive: Receive, send: Send) -> None:
@@ -190,20 +225,18 @@ async def _sse_response(
     await send({"type": "http.response.start", "status": 200, "headers": [*SSE, *extra]})
     async with anyio.create_task_group() as tg:
         tg.start_soon(watch_disconnect, receive, tg.cancel_scope, cancel)
-        while True:
-            events = [_sse(line) for line in stream.events]
-            stream.events.clear()
-            answer = stream.answer or cancelled
-            if stream.ended and answer is not None:
-                events.append(_sse(answer))
-            body = b"".join(events) or b": keepalive\r\n\r\n"
-            try:
+        with suppress(OSError):  # the client is gone
+            while True:
+                events = [_sse(line) for line in stream.events]
+                stream.events.clear()
+                answer = stream.answer or cancelled
+                if stream.ended and answer is not None:
+                    events.append(_sse(answer))
+                body = b"".join(events) or b": keepalive\r\n\r\n"
                 await send({"type": "http.response.body", "body": body, "more_body": not stream.ended})
-            except OSError:
-                break
-            if stream.ended:
-                break
-            await _wait(stream)
+                if stream.ended:
+                    break
+                await _wait(stream)
         tg.cancel_scope.cancel()
 
 
@@ -218,9 +251,7 @@ async def watch_disconnect(receive: Receive, scope: anyio.CancelScope, cancel: C
 
 def _status(answer: bytes, status_of: Callable[[Any], int]) -> int:
     """A 2026-07-28 error's HTTP status (the SDK's table); 200 for a result."""
-    if b'"error"' not in answer[:200]:
-        return 200
-    message = parse(answer)
+    message = parse(answer) if b'"error"' in answer[:200] else None
     if isinstance(message, Response) and message.error is not None:
         return status_of(message.error.get("code"))
     return 200

@@ -51,7 +51,7 @@ class _HeadDeadline(HttpToolsProtocol):
     uvicorn arms no timer while a request line and headers arrive: a client that connects and sends nothing, or a
     header a byte a minute, would hold its connection (and a file descriptor of the hub's) for ever. Here the head
     must be complete within `limit` seconds (hub.http.request_timeout) of the connection, or of the previous
-    response; else the connection is closed. The body has the same bound, in `HttpFront._read_body`.
+    response; else the connection is closed. The body has the same bound, in `hub.host.http_replies`.
     """
 
     limit = 30.0

@@ -1,11 +1,9 @@
 """The Streamable HTTP front's handshake-era sessions, bounded per client and in total.
 
 A flood of `initialize` POSTs must not lock real clients out. Sessions are counted per client (its identity when
-the hub authenticates, since behind a reverse proxy every client has the proxy's address; else its address) and in
-total; at either bound, the session that has gone longest without a request after its `initialize` (an "unused"
-one, which a real client does not leave behind) is closed to make room, and only when none is unused is the new
-one refused (503, naming the limit). Unused sessions also expire on their own after `unused_session_timeout`; any
-session after `session_idle_timeout` without a request.
+the hub authenticates, since behind a reverse proxy every client has the proxy's address) and in total; at either
+bound, the session unused longest (no request after its `initialize`, which a real client does not leave behind)
+is closed to make room, and only when none is unused is the new one refused (503). Idle sessions expire.
 """
 
 from __future__ import annotations
@@ -69,7 +67,7 @@ class HttpSession:
         self.id = f"{hub.replica}.{secrets.token_hex(16)}"  # the replica first: a balancer may route by it
         self.client = client
         self.host = HostSession(hub, self.id, None, era="handshake", identity=identity)
-        self.created = self.active = time.monotonic()
+        self.active = time.monotonic()
         self.used = False  # a request after initialize
         self.standalone: StandaloneStream | None = None
         self.in_flight = 0
@@ -83,7 +81,7 @@ class HttpSession:
         if self.standalone is not None and not self.standalone.closed:
             return None
         self.standalone = StandaloneStream()
-        self.host.standalone = self.standalone
+        self.host.open_channel(self.standalone)
         return self.standalone
 
     def close(self) -> None:
@@ -103,19 +101,15 @@ class Sessions:
 
     def open(self, address: str, identity: Identity) -> HttpSession | None:
         """A new session for a client, making room by closing an unused one if a bound is reached; None if full."""
-        limits = self.limits
         client = address if identity.method == "none" else f"identity:{identity.name}"
         mine = [s for s in self._by_id.values() if s.client == client]
-        if len(mine) >= limits.max_sessions_per_client and not self._evict(mine, "per-client limit"):
-            _log.warning(
-                "http_session_refused",
-                client=client,
-                reason="max_sessions_per_client",
-                limit=limits.max_sessions_per_client,
-            )
+        limit = self.limits.max_sessions_per_client
+        if len(mine) >= limit and not self._evict(mine, "per-client limit"):
+            _log.warning("http_session_refused", client=client, reason="max_sessions_per_client", limit=limit)
             return None
-        if len(self._by_id) >= limits.max_sessions and not self._evict(list(self._by_id.values()), "total limit"):
-            _log.warning("http_session_refused", client=client, reason="max_sessions", limit=limits.max_sessions)
+        limit = self.limits.max_sessions
+        if len(self._by_id) >= limit and not self._evict(list(self._by_id.values()), "total limit"):
+            _log.warning("http_session_refused", client=client, reason="max_sessions", limit=limit)
             return None
         session = HttpSession(self.hub, client, identity)
         self._by_id[session.id] = session
@@ -123,11 +117,9 @@ class Sessions:
 
     def _evict(self, candidates: list[HttpSession], why: str) -> bool:
         unused = [s for s in candidates if not s.used and s.in_flight == 0]
-        if not unused:
-            return False
-        oldest = min(unused, key=lambda s: s.active)
-        self.close(oldest.id, f"unused, closed for a new session ({why})")
-        return True
+        if unused:
+            self.close(min(unused, key=lambda s: s.active).id, f"unused, closed for a new session ({why})")
+        return bool(unused)
 
     def close(self, session_id: str, why: str) -> None:
         session = self._by_id.pop(session_id, None)

@@ -1,21 +1,10 @@
-"""The status page on the HTTP front: `GET /` (or `/status`) for a person, `GET /status.json` for a script, and a
-sign-in form for browsers.
+"""The status page on the HTTP front: `GET /` (or `/status`) for a person, `GET /status.json` for a script, and
+`/login` for browsers (who may see it, and the `hub_token` cookie: docs/operations.md#the-status-page).
 
-Who may see it: without `auth:`, whoever may reach the front (loopback, unless the hub was told otherwise), like
-/mcp and /metrics. With `auth:`, members of `auth.status_group` or `auth.admin_group` only: the page names who
-called what, and shows error messages, which /metrics deliberately does not (so `metrics_group` alone is not
-enough). A refused browser gets the sign-in form (401) or a page naming the groups (403); `/status.json` gets the
-JSON refusals of the rest of the front.
-
-A browser cannot add an `Authorization` header by itself. It gets one from a reverse proxy that adds it, or signs in
-at `/login`: the token posted there is checked exactly as a header's would be and, if its identity may see the page,
-kept in the `hub_token` cookie (HttpOnly, Secure, SameSite=Strict, `COOKIE_HOURS` hours). The cookie is read on the
-status page's own GETs only (never on /mcp, /metrics or /reload, so it cannot be used to act across sites), and the
-token in it is checked on every request: a revoked or expired token stops working at once. A token in the URL is
-refused, as everywhere on the front. The Host and Origin checks (DNS rebinding) apply to every path here.
-
-Every response carries a strict Content-Security-Policy: nothing loads from anywhere, and the page's one inline
-style and script run under a nonce made for that response.
+The page names who called what and shows error messages, so with `auth:` it is for `auth.status_group` and
+`auth.admin_group` only, not `metrics_group`. The cookie is read on the status page's own GETs only (never on /mcp,
+/metrics or /reload, so it cannot be used to act across sites), and the token in it is checked on every request.
+Every response carries a strict Content-Security-Policy; the page's inline style and script run under a nonce.
 """
 
 from __future__ import annotations
@@ -30,9 +19,8 @@ from starlette.types import Receive, Scope, Send
 
 from hub.access.identity import ANONYMOUS, Identity
 from hub.host.http_auth import MAX_TOKEN_CHARS, Authenticator, Refusal
-from hub.host.http_body import read_body
 from hub.host.http_checks import Checks
-from hub.host.http_replies import insufficient_scope, reply
+from hub.host.http_replies import headers_of, insufficient_scope, read_body, reply
 from hub.host.port import HubPort
 from hub.host.status_page import render_live, render_login, render_refused, render_status
 from hub.observe.recent import Recent
@@ -135,7 +123,7 @@ class StatusPage:
         """Who is looking, and whether through the cookie; None if refused (and answered)."""
         if self.hub.auth_config is None:
             return ANONYMOUS, False
-        headers = {k.decode("latin-1"): v.decode("latin-1") for k, v in scope["headers"]}
+        headers = headers_of(scope)
         cookie = None if "authorization" in headers else _cookie(headers.get("cookie", ""))
         if cookie is not None:
             headers["authorization"] = f"Bearer {cookie}"

@@ -1,9 +1,8 @@
 """What the host fronts (stdio, Streamable HTTP, the in-process host) use of the hub: `HubPort`, one narrow interface.
 
 The fronts do not import the application (`hub.app`): they are handed something that satisfies `HubPort` (the
-`Hub`), and read the configuration, route a request, cancel one, register their sessions and listen streams, and
-ask for health, readiness, drain state and reloads only through the members named here. A member that a front
-does not use has no place here; one it needs is added here and at the end of `hub.app.Hub`, in one block.
+`Hub`). A member that a front does not use has no place here; one it needs is added here and at the end of
+`hub.app.Hub`, in one block.
 """
 
 from __future__ import annotations
@@ -30,34 +29,28 @@ from hub.upstream.startup import StartupWait
 class HostRegistry(Protocol):
     """Where a front registers what gets the hub's notifications outside a request (`hub.relay.hosts.Hosts`)."""
 
-    listeners: set[Listener]  # 2026-07-28 listen streams
-
     def add(self, session: Session) -> None:
         """A handshake-era session was initialized: it gets list_changed, log messages and the children's asks."""
 
     def listen(self, listener: Listener) -> None:
         """A 2026-07-28 listen stream started: its resource subscriptions reach the children."""
 
-    def unlisten(self, listener: Listener) -> None:
-        """A listen stream ended."""
+    def unlisten(self, listener: Listener) -> None: ...
 
 
 class HubPort(Protocol):
-    """The hub as the host fronts see it."""
-
-    # ---- settings, as they are now (a reload replaces them) ----------------------------------------------------
+    """The hub as the host fronts see it; the settings and the configuration as they are now (a reload replaces
+    them)."""
 
     @property
-    def settings(self) -> HubSettings:
-        """The `hub:` section of servers.yaml: request limits, the HTTP front's settings."""
+    def settings(self) -> HubSettings: ...
 
     @property
     def auth_config(self) -> AuthConfig | None:
         """The `auth:` section; None: every caller is anonymous."""
 
     @property
-    def token_path(self) -> Path | None:
-        """The bearer-token file of `auth.tokens`, if any."""
+    def token_path(self) -> Path | None: ...
 
     @property
     def local(self) -> Identity:
@@ -81,7 +74,7 @@ class HubPort(Protocol):
 
     @property
     def metrics(self) -> Metrics | None:
-        """/metrics' counters; None unless the hub was built for the HTTP front."""
+        """None unless the hub was built for the HTTP front."""
 
     @property
     def recent(self) -> Recent | None:
@@ -91,30 +84,21 @@ class HubPort(Protocol):
         """A listing was answered; `began` is its arrival (`time.perf_counter()`); `explanation`: what the policy
         hid from the session's identity in it."""
 
-    # ---- what a host is shown --------------------------------------------------------------------------------
+    @property
+    def namespace(self) -> Namespace: ...
 
     @property
-    def namespace(self) -> Namespace:
-        """The current merged catalog: what listings, argument headers and the status page read."""
+    def children(self) -> Mapping[str, Child]: ...
 
-    @property
-    def children(self) -> Mapping[str, Child]:
-        """The child servers by name, as they are now."""
+    def view(self, identity: Identity) -> View: ...
 
-    def view(self, identity: Identity) -> View:
-        """What `identity` may see and call, under the policy as it is now."""
+    def instructions(self, view: View) -> str: ...
 
-    def instructions(self, view: View) -> str:
-        """The hub's instructions for a host whose identity sees `view`."""
-
-    def builtin_tools(self) -> tuple[dict[str, Any], ...]:
-        """The hub's own tools, listed before the children's."""
+    def builtin_tools(self) -> tuple[dict[str, Any], ...]: ...
 
     @property
     def startup(self) -> StartupWait:
         """How long a listing may still wait for the children started with the hub (`left`, `wait`)."""
-
-    # ---- requests ----------------------------------------------------------------------------------------------
 
     def route(self, request: HostRequest) -> None:
         """Carry a routed request (`hub.relay.router.ROUTED`) to its one answer."""
@@ -134,19 +118,14 @@ class HubPort(Protocol):
     def redact(self, value: Any) -> Any:
         """`value` with every known secret replaced, as the call log writes it."""
 
-    # ---- sessions -------------------------------------------------------------------------------------------
-
     @property
-    def hosts(self) -> HostRegistry:
-        """The open sessions and listen streams (`HostRegistry`)."""
+    def hosts(self) -> HostRegistry: ...
 
     def session_ended(self, owner: object) -> None:
         """A host session ended: its own connections and subscriptions end."""
 
     def roots_changed(self, owner: object | None = None) -> None:
         """A host's roots changed: the children ask for them again."""
-
-    # ---- the hub as a whole -------------------------------------------------------------------------------------
 
     def health(self) -> dict[str, Any]:
         """What hub_health answers: version, uptime, every child's state."""

@@ -1,15 +1,11 @@
 """One host connection, as the MCP server side of the hub: every message a host sends is handled here, once.
 
-A message is decoded and classified (`hub.protocol.jsonrpc`); what cannot be handled gets the JSON-RPC error its
-fault calls for when it has a usable id, and is logged (at most once a second) when it has none. One meant as an
-answer (no method; a result or an error) is never answered back: the hub's request it answers fails instead. A
-fault of the hub's own in handling a message is logged (`host_message_failed`) and a request answered -32603:
-nothing a host sends ends the connection. A routed request (`hub.relay.router.ROUTED`) is handed to the router as
-a `Received`, which carries it to its one answer on the stream the transport gave it; the hub answers the others
-itself (listings from the current namespace). A response is the host's answer to a request the hub sent it.
+What cannot be handled gets the JSON-RPC error its fault calls for when it has a usable id, and is logged (at most
+once a second) when it has none; an answer (no method) is never answered back: the hub's request it answers fails
+instead. A fault of the hub's own is logged and a request answered -32603: nothing a host sends ends the connection.
+A routed request (`hub.relay.router.ROUTED`) goes to the router as a `Received`; the hub answers the others itself.
 
-The era of a request: an HTTP transport knows it (a session is handshake-era; a request without one carries the
-2026-07-28 envelope); over stdio the first request decides for the connection, as the SDK's server does.
+The era of a request: an HTTP transport knows it; over stdio the first request decides, as the SDK's server does.
 """
 
 from __future__ import annotations
@@ -23,9 +19,8 @@ import structlog
 
 from hub.access.hidden import Explanation
 from hub.access.identity import ANONYMOUS, Identity
-from hub.host.asks import HostAsks, Stream, usable
 from hub.host.port import HubPort
-from hub.host.received import LOG_RANK, Listen, Received
+from hub.host.received import LOG_RANK, HostAsks, Listen, Received, Stream, usable
 from hub.logs import Throttle
 from hub.protocol import extensions, revisions
 from hub.protocol.jsonrpc import (
@@ -85,7 +80,7 @@ class HostSession:
         self.hub = hub
         self.label = label
         self.identity = identity
-        self._standalone = standalone  # stdio's wire, an HTTP session's GET stream (None while not open)
+        self.standalone = standalone  # its own channel: stdio's wire, an HTTP session's GET stream (None until open)
         self._channel_opened: anyio.Event | None = None  # created by a request to the host that waits for one
         self.era = era  # "handshake" or "modern"; None until the first request decides (stdio)
         self.version: str | None = None  # the negotiated handshake revision
@@ -103,14 +98,9 @@ class HostSession:
     def __repr__(self) -> str:
         return f"<HostSession {self.label} {self.era} {self.version}>"
 
-    @property
-    def standalone(self) -> Stream | None:
-        """The session's own channel: stdio's wire, an HTTP session's GET stream (None while not open)."""
-        return self._standalone
-
-    @standalone.setter
-    def standalone(self, stream: Stream | None) -> None:
-        self._standalone = stream
+    def open_channel(self, stream: Stream) -> None:
+        """An HTTP session's GET stream opened: a request to the host waiting for a channel goes on it."""
+        self.standalone = stream
         self._wake_channel_waiters()
 
     def _wake_channel_waiters(self) -> None:
@@ -214,18 +204,11 @@ class HostSession:
         params = request.params
         capabilities = params.get("capabilities")
         if not isinstance(capabilities, dict) or not isinstance(params.get("protocolVersion"), str):
-            stream.end(
-                error_line(
-                    request.id,
-                    INVALID_PARAMS,
-                    "invalid params: initialize needs 'protocolVersion' (a string) and 'capabilities' (an object)",
-                )
-            )
+            why = "invalid params: initialize needs 'protocolVersion' (a string) and 'capabilities' (an object)"
+            stream.end(error_line(request.id, INVALID_PARAMS, why))
             return
         result = revisions.initialize_result(params["protocolVersion"], self._instructions())
         result["capabilities"] = self._server_capabilities()
-        if tasks_offered(self.hub.children.values()):  # the hub's own tasks (hub.relay.tasks)
-            result["capabilities"] = {**result["capabilities"], "tasks": TASKS_CAPABILITY}
         self.version = result["protocolVersion"]
         self.capabilities = capabilities
         self.client_info = params.get("clientInfo")
@@ -235,14 +218,8 @@ class HostSession:
         method = request.method
         if method == "initialize":
             data = {"supported": list(revisions.MODERN_VERSIONS), "requested": request.params.get("protocolVersion")}
-            stream.end(
-                error_line(
-                    request.id,
-                    UNSUPPORTED_PROTOCOL_VERSION,
-                    "this connection serves the 2026-07-28 protocol; the initialize handshake is not accepted",
-                    data,
-                )
-            )
+            why = "this connection serves the 2026-07-28 protocol; the initialize handshake is not accepted"
+            stream.end(error_line(request.id, UNSUPPORTED_PROTOCOL_VERSION, why, data))
             return
         try:
             envelope = revisions.read_envelope(request.params)
@@ -252,22 +229,27 @@ class HostSession:
         if method not in MODERN_METHODS:
             stream.end(error_line(request.id, METHOD_NOT_FOUND, extensions.method_not_found(method)))
         elif method == "server/discover":
-            capabilities = self._server_capabilities()
-            if tasks_offered(self.hub.children.values()):  # the tasks extension: the hub's own (hub.relay.tasks)
-                offered = {**capabilities.get("extensions", {}), TASKS_EXTENSION: {}}
-                capabilities = {**capabilities, "extensions": offered}
-            discovered = {**revisions.discover_result(self._instructions()), "capabilities": capabilities}
+            discovered = {
+                **revisions.discover_result(self._instructions()),
+                "capabilities": self._server_capabilities(),
+            }
             stream.end(result_line(request.id, revisions.stamp(discovered, method)))
         else:
             self._serve(Received(self, request, envelope.version, stream, envelope))
 
     def _server_capabilities(self) -> dict[str, Any]:
-        """The hub's capabilities, with the extensions it can relay for the children it has (decision 016)."""
+        """The hub's capabilities, with the extensions it can relay for the children it has (decision 016), and
+        its own tasks (`hub.relay.tasks`): a capability in the handshake era, an extension in 2026-07-28."""
         children = list(self.hub.children.values())
         declared = [c.shared.capabilities for c in children if c.shared is not None]
         starting = any(not c.settled.is_set() for c in children)
         found = extensions.server_extensions(declared, starting=starting)
-        return extensions.server_capabilities(revisions.SERVER_CAPABILITIES, found)
+        capabilities = extensions.server_capabilities(revisions.SERVER_CAPABILITIES, found)
+        if not tasks_offered(children):
+            return capabilities
+        if self.modern:
+            return {**capabilities, "extensions": {**capabilities.get("extensions", {}), TASKS_EXTENSION: {}}}
+        return {**capabilities, "tasks": TASKS_CAPABILITY}
 
     def _instructions(self) -> str:
         """The hub's instructions as this session's identity may see them (its policy, as it is now)."""
@@ -374,18 +356,18 @@ class HostSession:
         """
         began = anyio.current_time()
         with anyio.move_on_after(min(limit_s, CHANNEL_WAIT)):
-            while not self.closed and not usable(self._standalone):
+            while not self.closed and not usable(self.standalone):
                 if self._channel_opened is None:
                     self._channel_opened = anyio.Event()
                 await self._channel_opened.wait()
-        stream = self._standalone
+        stream = self.standalone
         if stream is None or not usable(stream):
             raise AskFailed({"code": INVALID_REQUEST, "message": "hub: the host has no channel open for requests"})
         return await self.ask_on(stream, method, params, max(0.0, limit_s - (anyio.current_time() - began)))
 
     async def ask_on(self, stream: Stream, method: str, params: dict[str, Any], limit_s: float) -> dict[str, Any]:
         """`HostAsks.send`; also AskFailed when this host cannot be sent requests (2026-07-28, closed)."""
-        if self.modern or self.closed or getattr(stream, "closed", False):
+        if self.modern or self.closed or not usable(stream):
             raise AskFailed({"code": INVALID_REQUEST, "message": "hub: this host cannot be sent requests now"})
         return await self._asks.send(stream, method, params, limit_s)
 

@@ -1,11 +1,9 @@
 """The status page as HTML: the snapshot of `hub.observe.status` rendered on the server, for a person to read.
 
-No external asset: the style is inline, as is the one small script, both under the response's CSP nonce. Every value
-is escaped (`html.escape`): child names, tool names, identities and error messages come from configurations, hosts
-and children, and none of them is trusted. Without JavaScript the page is complete as served; with it, the script
-fetches the page's `#status` element alone every `REFRESH_S` seconds (`?part=live`) and swaps it in (parsed,
-never executed: a DOMParser document runs no script), keeping the tables' horizontal scroll, and says so when it
-cannot. On a phone the tables scroll sideways inside the page.
+No external asset: the style and the one small script are inline, under the response's CSP nonce. Every value is
+escaped: child names, tool names, identities and error messages come from configurations, hosts and children, and
+none of them is trusted. Without JavaScript the page is complete as served; with it, the script swaps in the page's
+`#status` element every `REFRESH_S` seconds (parsed, never executed: a DOMParser document runs no script).
 """
 
 from __future__ import annotations
@@ -20,6 +18,7 @@ ARGUMENT_CHARS = 200
 NONE = "-"  # in a cell with no value
 _SPARK = " ▁▂▃▄▅▆▇█"
 _STATES = {"ready": "good", "starting": "warn", "restarting": "warn", "failed": "bad", "stopped": "dim"}
+_READINESS = {"draining": "warn", "ready": "good", "not ready": "bad"}
 _MILD = frozenset({"tool_error", "cancelled", "input_required"})
 
 _STYLE = """
@@ -111,8 +110,7 @@ def _ms(value: float | None) -> str:
 def _age(seconds: float | None) -> str:
     if seconds is None:
         return NONE
-    total = int(seconds)
-    days, rest = divmod(total, 86400)
+    days, rest = divmod(int(seconds), 86400)
     hours, rest = divmod(rest, 3600)
     minutes, secs = divmod(rest, 60)
     if days:
@@ -232,12 +230,8 @@ def render_live(snapshot: dict[str, Any], signed_in: bool) -> str:
     refuse when the script parses it)."""
     servers = snapshot["servers"]
     up = sum(1 for s in servers if s["state"] == "ready")
-    if snapshot["draining"]:
-        badge = '<span class="badge warn">draining</span>'
-    elif snapshot["ready"]:
-        badge = '<span class="badge good">ready</span>'
-    else:
-        badge = '<span class="badge bad">not ready</span>'
+    state = "draining" if snapshot["draining"] else "ready" if snapshot["ready"] else "not ready"
+    badge = f'<span class="badge {_READINESS[state]}">{state}</span>'
     summary = (
         f'<p class="summary">{badge} <b>{up}/{len(servers)}</b> servers ready · hub {_e(snapshot["version"])} · '
         f'up {_age(snapshot["uptime_s"])} · <span class="updated">as of {_e(_clock(snapshot["at"]))} UTC</span></p>'

@@ -14,7 +14,7 @@ from hub.platform.stdio_wire import HostWire, stdio_wire
 
 
 class WireStream:
-    """Every request's messages and the session's own go to the one wire (`hub.host.asks.Stream`); it counts the
+    """Every request's messages and the session's own go to the one wire (`hub.host.received.Stream`); it counts the
     answers, so that the host's end of input can wait for the ones still owed (`answered`)."""
 
     def __init__(self, wire: HostWire) -> None:
