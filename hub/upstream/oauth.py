@@ -1,18 +1,7 @@
-"""OAuth to URL children, per identity: each identity signs in to a child once, in a browser; the hub keeps its
-tokens encrypted and refreshes them; the inbound token of the hub's own front is never sent on.
-
-A child with `oauth:` is an OAuth-protected resource (the MCP authorization spec): the SDK's `OAuthClientProvider`
-(the edge) discovers its authorization server through its RFC 9728 metadata, registers the hub (dynamic
-registration) unless `client_id` is given, and runs the authorization-code flow with PKCE and RFC 8707 `resource`.
-What the hub adds is where tokens live and who they belong to:
-
-- **Records.** One per (child, identity): the tokens, their absolute expiry, and the client they were issued to
-  (refresh needs it). One per (child, redirect URI): the hub's registration, reused by every identity signing in
-  through that URI. Each is sealed (AES-GCM, `hub.access.sealed`) under the hub's key, in a `Vault`: files
-  (`FileVault`, one per record) or Redis (`hub.state`, shared by replicas).
-- **No browser in a connection.** An identity with no record gets `SignInRequired` at once, naming how to sign in;
-  a refused refresh ends the connection with the same error (`hub.upstream.oauth_refresh`). The interactive flow is
-  `hub.upstream.signin`.
+"""OAuth to URL children, per identity (decision 012): the SDK's `OAuthClientProvider` runs the flow; the hub keeps
+each identity's tokens, and its own registrations, sealed (`hub.access.sealed`) in a `Vault`: files (`FileVault`) or
+Redis (`hub.state`). A connection never opens a browser: an identity with no record gets `SignInRequired`, naming how
+to sign in (`hub.upstream.signin` is the interactive part). The inbound token of the hub's own front is never sent on.
 """
 
 from __future__ import annotations
@@ -199,15 +188,15 @@ class Credentials:
 
     # ---- records -------------------------------------------------------------------------------------------------
 
-    async def _read(self, name: str) -> dict[str, Any] | None:
+    async def read_record(self, name: str) -> dict[str, Any] | None:
         text = await self.vault.read(name)
         return None if text is None else sealed.unseal(await self.key(), text, TOKENS)
 
-    async def _write(self, name: str, value: dict[str, Any]) -> None:
+    async def write_record(self, name: str, value: dict[str, Any]) -> None:
         await self.vault.write(name, sealed.seal(await self.key(), value, TOKENS))
 
     async def signed(self, child: str, identity: str) -> Signed | None:
-        record = await self._read(_tokens_name(child, identity))
+        record = await self.read_record(_tokens_name(child, identity))
         if record is None or not isinstance(record.get("tokens"), dict):
             return None
         expires = record.get("expires_at")
@@ -222,12 +211,13 @@ class Credentials:
     async def store_tokens(self, child: str, identity: str, tokens: OAuthToken, client: dict[str, Any] | None) -> None:
         expires = time.time() + int(tokens.expires_in) if tokens.expires_in is not None else None
         record = {"tokens": tokens.model_dump(mode="json", exclude_none=True), "expires_at": expires, "client": client}
-        await self._write(_tokens_name(child, identity), record)
+        await self.write_record(_tokens_name(child, identity), record)
 
     async def forget(self, child: str, identity: str) -> bool:
         """Remove an identity's sign-in; whether there was one."""
-        had = await self.vault.read(_tokens_name(child, identity)) is not None
-        await self.vault.write(_tokens_name(child, identity), None)
+        name = _tokens_name(child, identity)
+        had = await self.vault.read(name) is not None
+        await self.vault.write(name, None)
         return had
 
     async def refused(self, child: str, identity: str, refresh_token: str) -> bool:
@@ -249,12 +239,6 @@ class Credentials:
         lock = self._refreshing.setdefault(name, anyio.Lock())
         async with lock, self.vault.lock(name):
             yield
-
-    async def registration(self, child: str, redirect_uri: str) -> dict[str, Any] | None:
-        return await self._read(_client_name(child, redirect_uri))
-
-    async def store_registration(self, child: str, redirect_uri: str, client: dict[str, Any]) -> None:
-        await self._write(_client_name(child, redirect_uri), client)
 
     async def redirect_uris(self, child: str) -> list[str]:
         """The redirect URIs the hub is registered with at `child`'s authorization server (one registration each)."""
@@ -300,8 +284,7 @@ class Credentials:
             scope=settings.scope,
             token_endpoint_auth_method="client_secret_post" if settings.client_secret else "none",
         )
-        storage = _Storage(self, child, config, identity, redirect_uri)
-        storage.fresh = fresh
+        storage = _Storage(self, child, config, identity, redirect_uri, fresh)
         provider = OAuthClientProvider(config.url, metadata, storage, redirect_handler, callback_handler)
         return provider if fresh else await self._restored(provider, child, identity)
 
@@ -325,9 +308,7 @@ class Credentials:
         return await self._restored(provider, child, CLIENT)
 
     async def _restored(self, provider: OAuthClientProvider, child: str, identity: str) -> OAuthClientProvider:
-        """`provider` told the stored tokens' expiry. python-sdk#3250: the SDK loads stored tokens without it; given
-        here, an expired token is refreshed before it is sent instead of being refused and sending the flow to a
-        browser."""
+        """`provider` told the stored tokens' expiry, which the SDK does not load (python-sdk#3250, oauth_sdk)."""
         signed = await self.signed(child, identity)
         if signed is not None:
             oauth_sdk.restore_expiry(provider, signed.expires_at)
@@ -372,7 +353,9 @@ class _Storage:
     a client is looked up first as that identity's, then as the hub's registration for the redirect URI, then as
     the configured `client_id`."""
 
-    def __init__(self, credentials: Credentials, child: str, config: ServerConfig, identity: str, uri: str) -> None:
+    def __init__(
+        self, credentials: Credentials, child: str, config: ServerConfig, identity: str, uri: str, fresh: bool = False
+    ) -> None:
         self.credentials = credentials
         self.child = child
         self.config = config
@@ -380,7 +363,7 @@ class _Storage:
         self.redirect_uri = uri
         self.client: dict[str, Any] | None = None
         # A sign-in in progress: the identity's stored record is neither used nor touched until new tokens come.
-        self.fresh = False
+        self.fresh = fresh
 
     async def get_tokens(self) -> OAuthToken | None:
         from mcp.shared.auth import OAuthToken
@@ -414,9 +397,9 @@ class _Storage:
             signed = await self.credentials.signed(self.child, self.identity)
             self.client = signed.client if signed is not None else None
         if self.client is None:
-            self.client = await self.credentials.registration(self.child, self.redirect_uri)
+            self.client = await self.credentials.read_record(_client_name(self.child, self.redirect_uri))
         return None if self.client is None else OAuthClientInformationFull.model_validate(self.client)
 
     async def set_client_info(self, client_info: OAuthClientInformationFull) -> None:
         self.client = client_info.model_dump(mode="json", exclude_none=True)
-        await self.credentials.store_registration(self.child, self.redirect_uri, self.client)
+        await self.credentials.write_record(_client_name(self.child, self.redirect_uri), self.client)

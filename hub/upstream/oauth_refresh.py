@@ -1,18 +1,11 @@
 """One refresh at a time per identity and OAuth child, across the hub's connections, processes and replicas; and a
-token the child refuses is refreshed once before anyone is asked to sign in again.
+token the child refuses is refreshed once before anyone is asked to sign in again (decision 012).
 
-The SDK's provider refreshes an expired token by itself, but each provider alone: where the authorization server
-rotates refresh tokens, the second of two connections of one identity that refresh together is refused, and ends
-with a sign-in hint although the sign-in is fine. `OneRefresh` wraps the provider: a request that finds the token
-due first takes the record's refresh lock (`Credentials.refreshing`), reads the record again, and either takes the
-tokens another connection stored meanwhile or lets the provider refresh while it holds the lock. Requests with a
-valid token never wait on the lock.
-
-- **A 401 to an unexpired token** (revoked at the resource): the SDK would start a browser flow at once. The request
-  is sent again once, after a refresh; only if that fails too is the identity told to sign in. A 401 is an answer
-  before the request was acted on, so sending it again is safe.
-- **A refused refresh token** (`invalid_grant`): the sign-in is forgotten (`Credentials.refused`), so that
-  `hub auth status` says so and no connection sends it again. Any other failure of a refresh keeps it.
+`OneRefresh` wraps the SDK's provider: a request that finds the token due takes the record's refresh lock
+(`Credentials.refreshing`), reads the record again, and takes the tokens another connection stored meanwhile or lets
+the provider refresh under the lock; a request with a valid token never waits on it. A 401 to an unexpired token is
+sent again once after a refresh (a 401 comes before the request was acted on); a refresh token refused with
+`invalid_grant` forgets the sign-in (`Credentials.refused`), any other refresh failure keeps it.
 """
 
 from __future__ import annotations
