@@ -25,6 +25,7 @@ import structlog
 from hub.access import sealed
 from hub.config.schema import ServerConfig
 from hub.platform.filelock import Held, file_lock
+from hub.platform.files import replace_file
 from hub.protocol import errors
 from hub.upstream import oauth_sdk
 from hub.upstream.credentials import MissingCredential
@@ -63,7 +64,7 @@ class Vault(Protocol):
 
 
 class FileVault:
-    """One file per record in `directory` (0700; files 0600), each replaced atomically: the hub refreshing one
+    """One file per record in `directory` (0700; files 0600, each replaced atomically): the hub refreshing one
     identity's tokens and `hub auth login` storing another's never write the same file."""
 
     def __init__(self, directory: Path) -> None:
@@ -83,7 +84,7 @@ class FileVault:
             path.unlink(missing_ok=True)
             return
         self._ensure_directory()
-        os.replace(_written(path, json.dumps({"name": name, "sealed": value}).encode()), path)
+        replace_file(path, json.dumps({"name": name, "sealed": value}).encode(), 0o600)
 
     async def names(self) -> list[str]:
         paths = sorted(self.directory.glob("*.json")) if self.directory.is_dir() else []
@@ -109,7 +110,9 @@ class FileVault:
         if not path.exists():
             # Written whole under another name, then linked into place (which fails if another process was first):
             # nobody ever reads a key half written.
-            temporary = _written(path, secrets.token_bytes(KEY_BYTES))
+            temporary = path.with_suffix(f".{secrets.token_hex(4)}.tmp")
+            with os.fdopen(os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600), "wb") as file:
+                file.write(secrets.token_bytes(KEY_BYTES))
             try:
                 os.link(temporary, path)
             except FileExistsError:
@@ -123,14 +126,6 @@ class FileVault:
 
     def _ensure_directory(self) -> None:
         self.directory.mkdir(parents=True, exist_ok=True, mode=0o700)
-
-
-def _written(path: Path, data: bytes) -> Path:
-    """A new file (0600) beside `path` holding `data`, to be moved or linked into place."""
-    temporary = path.with_suffix(f".{secrets.token_hex(4)}.tmp")
-    with os.fdopen(os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600), "wb") as file:
-        file.write(data)
-    return temporary
 
 
 def _document(path: Path) -> dict[str, Any] | None:
