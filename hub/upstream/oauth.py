@@ -343,22 +343,20 @@ class Credentials:
         return payload
 
 
+@dataclass
 class _Storage:
     """The SDK's `TokenStorage` over one identity's record: tokens are stored with the client they were issued to;
     a client is looked up first as that identity's, then as the hub's registration for the redirect URI, then as
     the configured `client_id`."""
 
-    def __init__(
-        self, credentials: Credentials, child: str, config: ServerConfig, identity: str, uri: str, fresh: bool = False
-    ) -> None:
-        self.credentials = credentials
-        self.child = child
-        self.config = config
-        self.identity = identity
-        self.redirect_uri = uri
-        self.client: dict[str, Any] | None = None
-        # A sign-in in progress: the identity's stored record is neither used nor touched until new tokens come.
-        self.fresh = fresh
+    credentials: Credentials
+    child: str
+    config: ServerConfig
+    identity: str
+    redirect_uri: str
+    # A sign-in in progress: the identity's stored record is neither used nor touched until new tokens come.
+    fresh: bool = False
+    client: dict[str, Any] | None = None
 
     async def get_tokens(self) -> OAuthToken | None:
         from mcp.shared.auth import OAuthToken

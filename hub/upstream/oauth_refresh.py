@@ -14,6 +14,7 @@ import json
 import time
 from collections.abc import AsyncGenerator, Awaitable, Callable
 from contextlib import AsyncExitStack
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 from urllib.parse import parse_qs
 
@@ -67,22 +68,15 @@ async def connection_auth(
     return OneRefresh(provider, credentials, child, identity, lambda: end("its sign-in was removed"))
 
 
+@dataclass
 class OneRefresh(httpx2.Auth):
-    def __init__(
-        self,
-        provider: OAuthClientProvider,
-        credentials: Credentials,
-        child: str,
-        identity: str,
-        gone: Callable[[], Awaitable[None]] | None,
-    ) -> None:
-        self.provider = provider
-        self.credentials = credentials
-        self.child = child
-        self.identity = identity
-        # The identity's record was removed (hub auth logout): ends the connection, raising. None (the hub's own
-        # client credentials): a new token is simply asked for, and a 401 is the SDK's to handle.
-        self.gone = gone
+    provider: OAuthClientProvider
+    credentials: Credentials
+    child: str
+    identity: str
+    # The identity's record was removed (hub auth logout): ends the connection, raising. None (the hub's own client
+    # credentials): a new token is simply asked for, and a 401 is the SDK's to handle.
+    gone: Callable[[], Awaitable[None]] | None
 
     def _due(self) -> bool:
         expiry = oauth_sdk.expiry(self.provider)
