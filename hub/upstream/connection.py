@@ -336,10 +336,8 @@ class Connection:
         """
         if capabilities is not None:
             self.client_capabilities = capabilities
-        if protocol != "legacy":
-            discovered = await self._discover(limit_s, required=protocol != "auto")
-            if discovered:
-                return
+        if protocol != "legacy" and await self._discover(limit_s, required=protocol != "auto"):
+            return
         result = await self.request(
             "initialize",
             {"protocolVersion": LATEST_HANDSHAKE, "capabilities": self.client_capabilities, "clientInfo": CLIENT_INFO},

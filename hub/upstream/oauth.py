@@ -244,11 +244,8 @@ class Credentials:
         ]
 
     async def everyone(self) -> list[Signed]:
-        found = []
-        for kind, child, identity in map(_parts, await self.vault.names()):
-            if kind == "tokens" and (signed := await self.signed(child, identity)) is not None:
-                found.append(signed)
-        return found
+        records = [await self.signed(c, i) for kind, c, i in map(_parts, await self.vault.names()) if kind == "tokens"]
+        return [signed for signed in records if signed is not None]
 
     # ---- the SDK's provider ------------------------------------------------------------------------------------
 
