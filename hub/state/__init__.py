@@ -1,11 +1,7 @@
-"""State that replicas of one hub must share: the key that seals input rounds, the rounds' used nonces, each
-identity's requests per minute (hub.state.rate), pin approvals, hub-owned tasks (hub.relay.tasks), and a `Vault`
-for OAuth children's sign-ins (RedisState's; hub.upstream.oauth_vaults chooses where they are kept).
-
-`state: {backend: memory}` (the default) keeps it in the process: replicas are each on their own. With `backend:
-redis`, a round sealed on one replica is answered on any and accepted once across all, every replica takes from one
-rate window, and an approval on one holds on all. The sealing key is `state.key` when given (a secret the replicas
-share), else a random key that the first replica stores in Redis and the others read.
+"""State that replicas of one hub must share (decision 011): the key that seals input rounds, the rounds' used
+nonces, each identity's rate window (hub.state.rate), pin approvals, hub-owned tasks (hub.relay.tasks), and a `Vault`
+for OAuth children's sign-ins (RedisState's; hub.upstream.oauth_vaults). `backend: memory` (the default) keeps it in
+the process; `backend: redis` shares it, with the sealing key `state.key` or else one the first replica stores there.
 """
 
 from __future__ import annotations

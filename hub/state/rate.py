@@ -1,13 +1,9 @@
-"""Each identity's requests per minute: ONE algorithm, a sliding window (decision 013), spelled twice only where it
-must run and kept side by side here: `decide`, the rule as a pure function (`MemoryState.take` applies it to a
-deque), and TAKE_SCRIPT, the same steps as one Redis script (atomic across replicas).
-tests/integration/test_rate_parity.py feeds one sequence of calls to both and asserts identical answers.
+"""Each identity's requests per minute: ONE sliding-window algorithm (decision 013), spelled twice only where it must
+run: `decide`, the rule as a pure function (`MemoryState.take` applies it to a deque), and TAKE_SCRIPT, the same steps
+as one Redis script (atomic across replicas); tests/integration/test_rate_parity.py asserts they answer alike.
 
-The rule: an identity may have at most N requests taken in any WINDOW (60 s): a burst of up to N at once, then the
-next one when the oldest leaves the window. A request is taken at `now` if fewer than N of the identity's taken
-requests are later than `now - WINDOW`; a refused request is not recorded (asking again does not push the wait
-back), and the refusal says when to retry: when the request that must leave the window leaves it, rounded up to
-the millisecond (so both spellings compute it with the same integer arithmetic and answer the same).
+At most N requests taken in any WINDOW; a refused request is not recorded, and its refusal says when to retry (when
+the request that must leave the window leaves it, rounded up to the millisecond in both spellings).
 """
 
 from __future__ import annotations

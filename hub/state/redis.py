@@ -82,14 +82,8 @@ class RedisState:
         return TAKEN if taken else RateDecision(False, int(wait_ms) / 1000)
 
     async def approved_pins(self) -> dict[str, Any]:
-        stored = await self._call(self._client.hgetall, PINS_KEY)
-        found: dict[str, Any] = {}
-        for child, raw in (stored or {}).items():
-            try:
-                found[child.decode() if isinstance(child, bytes) else str(child)] = json.loads(raw)
-            except (ValueError, UnicodeDecodeError):
-                continue  # not ours: left out (the lock file's entry, if any, stays in force)
-        return found
+        # A value that is not ours is left out (the lock file's entry, if any, stays in force).
+        return _json_values(await self._call(self._client.hgetall, PINS_KEY))
 
     async def approve_pins(self, child: str, entry: dict[str, Any]) -> None:
         await self._call(self._client.hset, PINS_KEY, child, json.dumps(entry, sort_keys=True))
@@ -119,7 +113,7 @@ class RedisState:
     async def read(self, name: str) -> str | None:
         """The `Vault` of OAuth children's sign-ins (hub.upstream.oauth): sealed records in one hash."""
         value = await self._call(self._client.hget, OAUTH_KEY, name)
-        return None if value is None else (value.decode() if isinstance(value, bytes) else str(value))
+        return None if value is None else _text(value)
 
     async def write(self, name: str, value: str | None) -> None:
         if value is None:
@@ -148,7 +142,7 @@ class RedisState:
 
     async def names(self) -> list[str]:
         keys = await self._call(self._client.hkeys, OAUTH_KEY)
-        return sorted(k.decode() if isinstance(k, bytes) else str(k) for k in keys or ())
+        return sorted(map(_text, keys or ()))
 
     # ---- tasks (hub.relay.tasks): shared by every replica --------------------------------------------------------
 
@@ -173,7 +167,7 @@ class RedisState:
     async def task_keys(self, identity: str) -> list[str]:
         index = TASKS_OF_PREFIX + identity
         members = await self._call(self._client.smembers, index)
-        keys = sorted(m.decode() if isinstance(m, bytes) else str(m) for m in members or ())
+        keys = sorted(map(_text, members or ()))
         if keys:
             present = await self._call(self._client.mget, [TASK_PREFIX + k for k in keys])
             gone = [k for k, value in zip(keys, present, strict=True) if value is None]
@@ -199,13 +193,7 @@ class RedisState:
         pipe.hgetall(TASK_ANSWERS_PREFIX + key)
         pipe.delete(TASK_ANSWERS_PREFIX + key)
         stored, _ = await self._call(pipe.execute)
-        taken: dict[str, Any] = {}
-        for name, raw in (stored or {}).items():
-            try:
-                taken[name.decode() if isinstance(name, bytes) else str(name)] = json.loads(raw)
-            except (ValueError, UnicodeDecodeError):
-                continue
-        return taken
+        return _json_values(stored)
 
     async def beat(self, replica: str, keep_s: float) -> None:
         await self._call(self._client.set, REPLICA_PREFIX + replica, b"1", px=max(1, int(keep_s * 1000)))
@@ -225,6 +213,21 @@ class RedisState:
             raise errors.Unavailable(
                 f"the hub's shared state (Redis at {_safe(self.url)}) cannot be reached: {type(exc).__name__}"
             ) from None
+
+
+def _text(value: Any) -> str:
+    return value.decode() if isinstance(value, bytes) else str(value)
+
+
+def _json_values(stored: dict[Any, Any] | None) -> dict[str, Any]:
+    """A Redis hash of JSON values, decoded; a field that is not JSON is left out."""
+    found: dict[str, Any] = {}
+    for name, raw in (stored or {}).items():
+        try:
+            found[_text(name)] = json.loads(raw)
+        except (ValueError, UnicodeDecodeError):
+            continue
+    return found
 
 
 def _safe(url: str) -> str:

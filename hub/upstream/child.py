@@ -219,8 +219,12 @@ class Child:
                     self._needs_sign_in = False
                     await self._run_once()
                     self.last_failure = (self.last_error or "", time.time())
-                    if self._needs_sign_in:
-                        await self._await_sign_in()
+                    if self._needs_sign_in:  # the hub's own identity has to sign in: said once, never a restart
+                        if not self._told_sign_in:
+                            self._told_sign_in = True
+                            self.log.warning("child_needs_sign_in", error=self.last_error)
+                        self.state = ChildState.RESTARTING
+                        await anyio.sleep(SIGN_IN_RETRY)
                         continue
                     self._told_sign_in = False
                     if self.started_at is not None and time.monotonic() - self.started_at >= STABLE_AFTER:
@@ -229,7 +233,9 @@ class Child:
                     if failures > self.config.max_restarts:
                         self.state = ChildState.FAILED
                         self.log.error("child_failed", error=self.last_error, attempts=failures)
-                        self._clear_listing()
+                        if self.listing != Listing():
+                            self.listing = Listing()
+                            self.observer.listing_changed(self)
                         await anyio.sleep_forever()  # a reload replaces a failed child with a new one
                     delay = min(BACKOFF_CAP, BACKOFF_BASE * 2 ** (failures - 1)) * random.uniform(0.5, 1.5)
                     self.restarts += 1
@@ -246,14 +252,6 @@ class Child:
             self.state = ChildState.STOPPED
             self.shared = None
             self._tg = None
-
-    async def _await_sign_in(self) -> None:
-        """The hub's own identity has to sign in: said once, tried again calmly, never counted as a restart."""
-        if not self._told_sign_in:
-            self._told_sign_in = True
-            self.log.warning("child_needs_sign_in", error=self.last_error)
-        self.state = ChildState.RESTARTING
-        await anyio.sleep(SIGN_IN_RETRY)
 
     async def _run_once(self) -> None:
         began = time.monotonic()
@@ -296,15 +294,13 @@ class Child:
                 self.state = ChildState.RESTARTING
                 tg.cancel_scope.cancel()
         except Exception as exc:  # the child's failure is reported, never the hub's
-            # fail_after fires inside the task group: its TimeoutError may come wrapped in an ExceptionGroup
-            timed_out = isinstance(exc, TimeoutError) or (
-                isinstance(exc, ExceptionGroup) and exc.split(TimeoutError)[1] is None
-            )
-            if timed_out:
+            # Out of the task group, fail_after's TimeoutError or a SignInRequired may come wrapped in a group.
+            group = exc if isinstance(exc, ExceptionGroup) else ExceptionGroup("", [exc])
+            if group.split(TimeoutError)[1] is None:
                 self.last_error = f"did not connect and list within {self.config.connect_timeout:g}s"
             else:
                 self.last_error = self.describe_failure(exc)
-            self._needs_sign_in = self._needs_sign_in or _is_sign_in(exc)
+            self._needs_sign_in = self._needs_sign_in or group.subgroup(SignInRequired) is not None
         finally:
             self.shared = None
             self.settled.set()
@@ -386,11 +382,6 @@ class Child:
             self.log.info("child_list_changed", kinds=kinds)
             self.observer.listing_changed(self)
 
-    def _clear_listing(self) -> None:
-        if self.listing != Listing():
-            self.listing = Listing()
-            self.observer.listing_changed(self)
-
     # ---- what the child sends (hub.upstream.connection.Events) -------------------------------------------------
 
     def notified(self, connection: Connection, notification: Notification) -> None:
@@ -411,9 +402,3 @@ class Child:
 
     def elicitations_required(self, connection: Connection, exchange: Exchange, data: Any) -> None:
         self.observer.elicitations_required(connection, exchange, data)
-
-
-def _is_sign_in(exc: BaseException) -> bool:
-    if isinstance(exc, BaseExceptionGroup):
-        return any(_is_sign_in(e) for e in exc.exceptions)
-    return isinstance(exc, SignInRequired)

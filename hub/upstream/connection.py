@@ -1,10 +1,9 @@
 """One connection to a child: the hub's JSON-RPC client session over a `Wire`, in either protocol era.
 
-The hub owns this session rather than using the SDK's client, so that a request and everything the child sends
-for it (progress, log messages, requests of its own, the answer) meet in one object, the `Exchange` that sent it,
-without a task per request and without validating and re-encoding what is forwarded unchanged. A request's id on
-this connection is also its progress token. A line that is not JSON-RPC is logged (throttled) and skipped; one
-that answers a request badly, or is over the size limit, fails that request saying what was wrong.
+The hub's own rather than the SDK's client, so that a request and everything the child sends for it meet in one
+object, the `Exchange` that sent it, with no task per request and no re-encoding of what is forwarded unchanged. A
+request's id is also its progress token. A line that is not JSON-RPC is logged (throttled) and skipped; one that
+answers a request badly, or is over the size limit, fails that request saying what was wrong.
 """
 
 from __future__ import annotations
@@ -155,13 +154,8 @@ class Connection:
         return request_id
 
     def _write(self, message: dict[str, Any]) -> None:
-        """The one way anything reaches the child: written strictly as UTF-8 JSON, or not at all.
-
-        Raises:
-            jsonrpc.LoneSurrogate: a string in `message` is not Unicode text (nothing is written).
-            jsonrpc.EncodeError: `message` cannot be written as JSON.
-            hub.platform.pipes.Broken: the child can no longer be written to.
-        """
+        """The one way anything reaches the child: strict UTF-8 JSON, or nothing (raises `jsonrpc.LoneSurrogate`,
+        `jsonrpc.EncodeError`, `hub.platform.pipes.Broken`)."""
         self.wire.send(message, jsonrpc.encode_strict(message))
 
     def notify(self, method: str, params: dict[str, Any] | None = None) -> None:
@@ -175,13 +169,13 @@ class Connection:
         self, request_id: jsonrpc.RequestId, result: dict[str, Any] | None = None, error: dict[str, Any] | None = None
     ) -> None:
         """Answer one of the child's own requests; nothing happens if the connection has ended."""
+        if self.closed is not None:
+            return
         message: dict[str, Any] = {"jsonrpc": "2.0", "id": request_id}
         if error is not None:
             message["error"] = error
         else:
             message["result"] = result if result is not None else {}
-        if self.closed is not None:
-            return
         try:
             self._write(message)
         except jsonrpc.LoneSurrogate as unwritable:  # the host's answer cannot be relayed: the child is told so
@@ -212,11 +206,8 @@ class Connection:
 
     def receive(self, line: bytes) -> None:
         message = jsonrpc.parse_answer(line)
-        if isinstance(message, list):
-            for item in message:
-                self.handle(item, line)
-        else:
-            self.handle(message, line)
+        for item in message if isinstance(message, list) else (message,):
+            self.handle(item, line)
 
     def handle(self, message: Message, line: bytes = b"") -> None:
         """One message from the child, already decoded. Never raises: a fault of the hub's own in handling it is
@@ -345,10 +336,8 @@ class Connection:
         """
         if capabilities is not None:
             self.client_capabilities = capabilities
-        if protocol != "legacy":
-            discovered = await self._discover(limit_s, required=protocol != "auto")
-            if discovered:
-                return
+        if protocol != "legacy" and await self._discover(limit_s, required=protocol != "auto"):
+            return
         result = await self.request(
             "initialize",
             {"protocolVersion": LATEST_HANDSHAKE, "capabilities": self.client_capabilities, "clientInfo": CLIENT_INFO},

@@ -31,7 +31,8 @@ def personal(
     Raises:
         MissingCredential: a secret has no value for this identity, or cannot be read.
     """
-    if not uses_placeholders(config):
+    values = (*config.env.values(), *config.headers.values(), *config.args)
+    if not any("${identity." in v or "${secret:" in v for v in values):
         return config
 
     def expand(text: str) -> str:
@@ -62,8 +63,3 @@ def personal(
             "args": tuple(expand(a) for a in config.args),
         }
     )
-
-
-def uses_placeholders(config: ServerConfig) -> bool:
-    values = (*config.env.values(), *config.headers.values(), *config.args)
-    return any("${identity." in v or "${secret:" in v for v in values)

@@ -1,9 +1,6 @@
-"""A sandboxed child's denials in the hub's log: `sandbox_denied`, one event per denial (docs/call-log.md).
-
-The child's stderr lines (hub.upstream.stdio) and its error answers (hub.upstream.connection, where every answer of
-the child's is seen once) are read by `hub.platform.denials` against what its sandbox shows; a child without a
-sandbox has no watch, and nothing of its output is read. The event names the child, the kind (read, write, network),
-the path or the address and the error's name; never the text itself, which may hold what the child was given.
+"""A sandboxed child's denials in the hub's log: `sandbox_denied`, one event per denial (docs/call-log.md), read
+from its stderr and its error answers against what its sandbox shows (`hub.platform.denials`); a child without a
+sandbox has no watch. The event never holds the text itself, which may hold what the child was given.
 """
 
 from __future__ import annotations
@@ -31,7 +28,6 @@ class SandboxWatch:
         self._throttle = Throttle(DENIALS_PER_SECOND)
 
     def stderr(self, line: str) -> None:
-        """A line of the child's stderr."""
         self._note(line, "stderr")
 
     def answer(self, response: Response) -> None:

@@ -1,9 +1,5 @@
-"""What a child offers (tools, resources, templates, prompts), read in full, and when to read it again.
-
-A list is read page by page until the child gives no new cursor (a cursor seen before ends it too, so a child that
-loops cannot keep the hub reading). A handshake-era child says its lists changed with `list_changed` notifications,
-coalesced here over a short window before the changed kinds are read again; a 2026-07-28 child says so only on a
-`subscriptions/listen` stream, which is kept open (`listen`).
+"""What a child offers (tools, resources, templates, prompts), read in full, and when to read it again: a
+handshake-era child's `list_changed` notifications, coalesced; a 2026-07-28 child's `subscriptions/listen` stream.
 """
 
 from __future__ import annotations
@@ -79,7 +75,8 @@ def offered(connection: Connection) -> list[str]:
 
 
 async def read_lists(connection: Connection, kinds: list[str], base: Listing) -> Listing:
-    """`base` with each of `kinds` read again in full from the child.
+    """`base` with each of `kinds` read again in full from the child, page by page until no new cursor (a cursor seen
+    before ends it too: a child that loops cannot keep the hub reading).
 
     Raises:
         errors.HubError, TimeoutError: a page could not be read (a kind advertised but not served reads as empty).

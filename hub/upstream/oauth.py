@@ -1,18 +1,7 @@
-"""OAuth to URL children, per identity: each identity signs in to a child once, in a browser; the hub keeps its
-tokens encrypted and refreshes them; the inbound token of the hub's own front is never sent on.
-
-A child with `oauth:` is an OAuth-protected resource (the MCP authorization spec): the SDK's `OAuthClientProvider`
-(the edge) discovers its authorization server through its RFC 9728 metadata, registers the hub (dynamic
-registration) unless `client_id` is given, and runs the authorization-code flow with PKCE and RFC 8707 `resource`.
-What the hub adds is where tokens live and who they belong to:
-
-- **Records.** One per (child, identity): the tokens, their absolute expiry, and the client they were issued to
-  (refresh needs it). One per (child, redirect URI): the hub's registration, reused by every identity signing in
-  through that URI. Each is sealed (AES-GCM, `hub.access.sealed`) under the hub's key, in a `Vault`: files
-  (`FileVault`, one per record) or Redis (`hub.state`, shared by replicas).
-- **No browser in a connection.** An identity with no record gets `SignInRequired` at once, naming how to sign in;
-  a refused refresh ends the connection with the same error (`hub.upstream.oauth_refresh`). The interactive flow is
-  `hub.upstream.signin`.
+"""OAuth to URL children, per identity (decision 012): the SDK's `OAuthClientProvider` runs the flow; the hub keeps
+each identity's tokens, and its own registrations, sealed (`hub.access.sealed`) in a `Vault`: files (`FileVault`) or
+Redis (`hub.state`). A connection never opens a browser: an identity with no record gets `SignInRequired`, naming how
+to sign in (`hub.upstream.signin` is the interactive part). The inbound token of the hub's own front is never sent on.
 """
 
 from __future__ import annotations
@@ -36,6 +25,7 @@ import structlog
 from hub.access import sealed
 from hub.config.schema import ServerConfig
 from hub.platform.filelock import Held, file_lock
+from hub.platform.files import replace_file
 from hub.protocol import errors
 from hub.upstream import oauth_sdk
 from hub.upstream.credentials import MissingCredential
@@ -74,7 +64,7 @@ class Vault(Protocol):
 
 
 class FileVault:
-    """One file per record in `directory` (0700; files 0600), each replaced atomically: the hub refreshing one
+    """One file per record in `directory` (0700; files 0600, each replaced atomically): the hub refreshing one
     identity's tokens and `hub auth login` storing another's never write the same file."""
 
     def __init__(self, directory: Path) -> None:
@@ -94,7 +84,7 @@ class FileVault:
             path.unlink(missing_ok=True)
             return
         self._ensure_directory()
-        os.replace(_written(path, json.dumps({"name": name, "sealed": value}).encode()), path)
+        replace_file(path, json.dumps({"name": name, "sealed": value}).encode(), 0o600)
 
     async def names(self) -> list[str]:
         paths = sorted(self.directory.glob("*.json")) if self.directory.is_dir() else []
@@ -120,7 +110,9 @@ class FileVault:
         if not path.exists():
             # Written whole under another name, then linked into place (which fails if another process was first):
             # nobody ever reads a key half written.
-            temporary = _written(path, secrets.token_bytes(KEY_BYTES))
+            temporary = path.with_suffix(f".{secrets.token_hex(4)}.tmp")
+            with os.fdopen(os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600), "wb") as file:
+                file.write(secrets.token_bytes(KEY_BYTES))
             try:
                 os.link(temporary, path)
             except FileExistsError:
@@ -134,14 +126,6 @@ class FileVault:
 
     def _ensure_directory(self) -> None:
         self.directory.mkdir(parents=True, exist_ok=True, mode=0o700)
-
-
-def _written(path: Path, data: bytes) -> Path:
-    """A new file (0600) beside `path` holding `data`, to be moved or linked into place."""
-    temporary = path.with_suffix(f".{secrets.token_hex(4)}.tmp")
-    with os.fdopen(os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600), "wb") as file:
-        file.write(data)
-    return temporary
 
 
 def _document(path: Path) -> dict[str, Any] | None:
@@ -199,15 +183,15 @@ class Credentials:
 
     # ---- records -------------------------------------------------------------------------------------------------
 
-    async def _read(self, name: str) -> dict[str, Any] | None:
+    async def read_record(self, name: str) -> dict[str, Any] | None:
         text = await self.vault.read(name)
         return None if text is None else sealed.unseal(await self.key(), text, TOKENS)
 
-    async def _write(self, name: str, value: dict[str, Any]) -> None:
+    async def write_record(self, name: str, value: dict[str, Any]) -> None:
         await self.vault.write(name, sealed.seal(await self.key(), value, TOKENS))
 
     async def signed(self, child: str, identity: str) -> Signed | None:
-        record = await self._read(_tokens_name(child, identity))
+        record = await self.read_record(_tokens_name(child, identity))
         if record is None or not isinstance(record.get("tokens"), dict):
             return None
         expires = record.get("expires_at")
@@ -222,12 +206,13 @@ class Credentials:
     async def store_tokens(self, child: str, identity: str, tokens: OAuthToken, client: dict[str, Any] | None) -> None:
         expires = time.time() + int(tokens.expires_in) if tokens.expires_in is not None else None
         record = {"tokens": tokens.model_dump(mode="json", exclude_none=True), "expires_at": expires, "client": client}
-        await self._write(_tokens_name(child, identity), record)
+        await self.write_record(_tokens_name(child, identity), record)
 
     async def forget(self, child: str, identity: str) -> bool:
         """Remove an identity's sign-in; whether there was one."""
-        had = await self.vault.read(_tokens_name(child, identity)) is not None
-        await self.vault.write(_tokens_name(child, identity), None)
+        name = _tokens_name(child, identity)
+        had = await self.vault.read(name) is not None
+        await self.vault.write(name, None)
         return had
 
     async def refused(self, child: str, identity: str, refresh_token: str) -> bool:
@@ -250,12 +235,6 @@ class Credentials:
         async with lock, self.vault.lock(name):
             yield
 
-    async def registration(self, child: str, redirect_uri: str) -> dict[str, Any] | None:
-        return await self._read(_client_name(child, redirect_uri))
-
-    async def store_registration(self, child: str, redirect_uri: str, client: dict[str, Any]) -> None:
-        await self._write(_client_name(child, redirect_uri), client)
-
     async def redirect_uris(self, child: str) -> list[str]:
         """The redirect URIs the hub is registered with at `child`'s authorization server (one registration each)."""
         return [
@@ -265,11 +244,8 @@ class Credentials:
         ]
 
     async def everyone(self) -> list[Signed]:
-        found = []
-        for kind, child, identity in map(_parts, await self.vault.names()):
-            if kind == "tokens" and (signed := await self.signed(child, identity)) is not None:
-                found.append(signed)
-        return found
+        records = [await self.signed(c, i) for kind, c, i in map(_parts, await self.vault.names()) if kind == "tokens"]
+        return [signed for signed in records if signed is not None]
 
     # ---- the SDK's provider ------------------------------------------------------------------------------------
 
@@ -300,8 +276,7 @@ class Credentials:
             scope=settings.scope,
             token_endpoint_auth_method="client_secret_post" if settings.client_secret else "none",
         )
-        storage = _Storage(self, child, config, identity, redirect_uri)
-        storage.fresh = fresh
+        storage = _Storage(self, child, config, identity, redirect_uri, fresh)
         provider = OAuthClientProvider(config.url, metadata, storage, redirect_handler, callback_handler)
         return provider if fresh else await self._restored(provider, child, identity)
 
@@ -325,9 +300,7 @@ class Credentials:
         return await self._restored(provider, child, CLIENT)
 
     async def _restored(self, provider: OAuthClientProvider, child: str, identity: str) -> OAuthClientProvider:
-        """`provider` told the stored tokens' expiry. python-sdk#3250: the SDK loads stored tokens without it; given
-        here, an expired token is refreshed before it is sent instead of being refused and sending the flow to a
-        browser."""
+        """`provider` told the stored tokens' expiry, which the SDK does not load (python-sdk#3250, oauth_sdk)."""
         signed = await self.signed(child, identity)
         if signed is not None:
             oauth_sdk.restore_expiry(provider, signed.expires_at)
@@ -367,20 +340,20 @@ class Credentials:
         return payload
 
 
+@dataclass
 class _Storage:
     """The SDK's `TokenStorage` over one identity's record: tokens are stored with the client they were issued to;
     a client is looked up first as that identity's, then as the hub's registration for the redirect URI, then as
     the configured `client_id`."""
 
-    def __init__(self, credentials: Credentials, child: str, config: ServerConfig, identity: str, uri: str) -> None:
-        self.credentials = credentials
-        self.child = child
-        self.config = config
-        self.identity = identity
-        self.redirect_uri = uri
-        self.client: dict[str, Any] | None = None
-        # A sign-in in progress: the identity's stored record is neither used nor touched until new tokens come.
-        self.fresh = False
+    credentials: Credentials
+    child: str
+    config: ServerConfig
+    identity: str
+    redirect_uri: str
+    # A sign-in in progress: the identity's stored record is neither used nor touched until new tokens come.
+    fresh: bool = False
+    client: dict[str, Any] | None = None
 
     async def get_tokens(self) -> OAuthToken | None:
         from mcp.shared.auth import OAuthToken
@@ -414,9 +387,9 @@ class _Storage:
             signed = await self.credentials.signed(self.child, self.identity)
             self.client = signed.client if signed is not None else None
         if self.client is None:
-            self.client = await self.credentials.registration(self.child, self.redirect_uri)
+            self.client = await self.credentials.read_record(_client_name(self.child, self.redirect_uri))
         return None if self.client is None else OAuthClientInformationFull.model_validate(self.client)
 
     async def set_client_info(self, client_info: OAuthClientInformationFull) -> None:
         self.client = client_info.model_dump(mode="json", exclude_none=True)
-        await self.credentials.store_registration(self.child, self.redirect_uri, self.client)
+        await self.credentials.write_record(_client_name(self.child, self.redirect_uri), self.client)

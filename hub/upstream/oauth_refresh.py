@@ -1,18 +1,11 @@
 """One refresh at a time per identity and OAuth child, across the hub's connections, processes and replicas; and a
-token the child refuses is refreshed once before anyone is asked to sign in again.
+token the child refuses is refreshed once before anyone is asked to sign in again (decision 012).
 
-The SDK's provider refreshes an expired token by itself, but each provider alone: where the authorization server
-rotates refresh tokens, the second of two connections of one identity that refresh together is refused, and ends
-with a sign-in hint although the sign-in is fine. `OneRefresh` wraps the provider: a request that finds the token
-due first takes the record's refresh lock (`Credentials.refreshing`), reads the record again, and either takes the
-tokens another connection stored meanwhile or lets the provider refresh while it holds the lock. Requests with a
-valid token never wait on the lock.
-
-- **A 401 to an unexpired token** (revoked at the resource): the SDK would start a browser flow at once. The request
-  is sent again once, after a refresh; only if that fails too is the identity told to sign in. A 401 is an answer
-  before the request was acted on, so sending it again is safe.
-- **A refused refresh token** (`invalid_grant`): the sign-in is forgotten (`Credentials.refused`), so that
-  `hub auth status` says so and no connection sends it again. Any other failure of a refresh keeps it.
+`OneRefresh` wraps the SDK's provider: a request that finds the token due takes the record's refresh lock
+(`Credentials.refreshing`), reads the record again, and takes the tokens another connection stored meanwhile or lets
+the provider refresh under the lock; a request with a valid token never waits on it. A 401 to an unexpired token is
+sent again once after a refresh (a 401 comes before the request was acted on); a refresh token refused with
+`invalid_grant` forgets the sign-in (`Credentials.refused`), any other refresh failure keeps it.
 """
 
 from __future__ import annotations
@@ -21,6 +14,7 @@ import json
 import time
 from collections.abc import AsyncGenerator, Awaitable, Callable
 from contextlib import AsyncExitStack
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 from urllib.parse import parse_qs
 
@@ -74,22 +68,15 @@ async def connection_auth(
     return OneRefresh(provider, credentials, child, identity, lambda: end("its sign-in was removed"))
 
 
+@dataclass
 class OneRefresh(httpx2.Auth):
-    def __init__(
-        self,
-        provider: OAuthClientProvider,
-        credentials: Credentials,
-        child: str,
-        identity: str,
-        gone: Callable[[], Awaitable[None]] | None,
-    ) -> None:
-        self.provider = provider
-        self.credentials = credentials
-        self.child = child
-        self.identity = identity
-        # The identity's record was removed (hub auth logout): ends the connection, raising. None (the hub's own
-        # client credentials): a new token is simply asked for, and a 401 is the SDK's to handle.
-        self.gone = gone
+    provider: OAuthClientProvider
+    credentials: Credentials
+    child: str
+    identity: str
+    # The identity's record was removed (hub auth logout): ends the connection, raising. None (the hub's own client
+    # credentials): a new token is simply asked for, and a 401 is the SDK's to handle.
+    gone: Callable[[], Awaitable[None]] | None
 
     def _due(self) -> bool:
         expiry = oauth_sdk.expiry(self.provider)

@@ -1,23 +1,9 @@
-"""The one place the hub reads and writes the state the SDK's OAuth provider keeps in memory (`provider.context`:
-`current_tokens`, `token_expiry_time`) instead of going through its public API. No other module of hub/ does.
-
-Why. The provider's public API is `TokenStorage` (mcp.client.auth), and the hub's records do go through it
-(`hub.upstream.oauth._Storage`). But the provider reads that storage once, on its first request (`_initialize`),
-and then trusts what it holds in memory. Three things the hub needs have no other way in:
-
-- **The expiry of stored tokens.** `_initialize` loads the tokens without their expiry, so an expired token is sent,
-  refused with 401, and the SDK starts a browser flow instead of refreshing (python-sdk#3250; also #1318). The hub
-  keeps the absolute expiry in its record and gives it to the provider before its first use: `restore_expiry`.
-- **Tokens another connection stored.** Two connections of one identity (or two hubs, two replicas) share one record;
-  where refresh tokens rotate, only one may refresh. The one that waited takes the tokens the other stored (`adopt`)
-  rather than refresh again with a refresh token that is now dead. The provider has no "read the storage again".
-- **A refresh now.** A token the child refused with 401 before its expiry is refreshed once before anyone is asked to
-  sign in again (the SDK goes to a browser at once: python-sdk#2875): `refresh_next`.
-
-What would remove this module. python-sdk#3250 fixed (the expiry restored in `_initialize`, as python-sdk#3248 and
-#3251 proposed, with an absolute `expires_at` on the stored token) removes `restore_expiry`. A public way to have the
-provider read its `TokenStorage` again before a refresh (and to refresh on a 401 when it holds a refresh token,
-python-sdk#2875) removes `adopt` and `refresh_next`, and with them the reads below.
+"""The one place the hub reads and writes the state the SDK's OAuth provider keeps in memory (`provider.context`)
+instead of going through its public API (`TokenStorage`, which the provider reads once, on its first request). No
+other module of hub/ does. Why, in decision 012: the stored tokens' expiry (python-sdk#3250: `restore_expiry`),
+tokens another connection stored meanwhile (`adopt`), and a refresh now after a 401 (python-sdk#2875:
+`refresh_next`). Fixing #3250 removes `restore_expiry`; a public way to have the provider read its storage again
+before a refresh, and refresh on a 401, removes the rest.
 """
 
 from __future__ import annotations

@@ -51,7 +51,7 @@ class SessionConnections:
 
     def get(self, owner: object) -> Connection | None:
         session = self._by_owner.get(owner)
-        return session.connection if session is not None and session.connection is not None else None
+        return session.connection if session is not None else None
 
     async def open(self, owner: object, tg: TaskGroup, host_capabilities: dict[str, Any] | None = None) -> Connection:
         """The connection of `owner`, opened now (its task in `tg`) if it has none; waited for at most the child's

@@ -1,9 +1,8 @@
 """The start-up wait: how long listings, and the one-shot commands, wait for the children started with the hub.
 
-A host that ignores tools/list_changed (Claude Desktop, historically) keeps its first listing until it restarts, so
-during start-up a listing waits to be complete. Children restarting later, or added by a reload once the wait is
-over, never hold a listing. The wait is counted from the process's start, so that a host's first listing comes at
-most `startup_listing_wait` after it spawned the hub. Every wait here is bounded.
+A host that ignores tools/list_changed keeps its first listing until it restarts, so during start-up a listing waits
+to be complete (at most `startup_listing_wait` from the process's start). Children restarting later, or added by a
+reload once the wait is over, never hold a listing. Every wait here is bounded.
 """
 
 from __future__ import annotations
@@ -28,7 +27,7 @@ class StartupWait:
         self._children = children  # the children as they are now
         self._started = started  # the process's start (time.monotonic())
         self._limit = limit  # `hub.startup_listing_wait`, as configured now
-        self._over = False  # every child started with the hub settled, or the wait ran out
+        self._over = False
 
     async def settle(
         self,
@@ -82,8 +81,8 @@ class StartupWait:
         while left := self.left():
             starting = [child for child in self._children().values() if not child.settled.is_set()]
             if not logged:
-                log = structlog.get_logger("hub")
-                log.info("listing_waits_for_start", servers=[c.name for c in starting], limit_s=round(left, 1))
+                names = [c.name for c in starting]
+                structlog.get_logger("hub").info("listing_waits_for_start", servers=names, limit_s=round(left, 1))
                 logged = True
             with anyio.move_on_after(left):
                 for child in starting:

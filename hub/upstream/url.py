@@ -33,7 +33,7 @@ ListedTools = Callable[[], tuple[dict[str, Any], ...]]
 class UrlWire:
     """Queues the hub's messages for the transport's write stream, in order, from any caller."""
 
-    def __init__(self, name: str, tools: ListedTools | None = None) -> None:
+    def __init__(self, name: str, tools: ListedTools) -> None:
         self.name = name
         self._tools = tools
         self._tool_headers = ToolHeaders()
@@ -81,11 +81,10 @@ class UrlWire:
         headers = {"mcp-protocol-version": version}
         method = message.get("method")
         if is_modern(version) and isinstance(method, str) and "id" in message:
-            params = message.get("params")
-            params = params if isinstance(params, dict) else {}
+            params = message["params"]  # a request of the hub's (Connection.send) always has its params
             tool = params.get("name")
             param_map = None
-            if method == "tools/call" and self._tools is not None and isinstance(tool, str):
+            if method == "tools/call" and isinstance(tool, str):
                 param_map = self._tool_headers.of(self._tools(), tool)
             headers.update(routing_headers(method, params, param_map))
         return headers
@@ -101,8 +100,8 @@ async def open_url(
     config: ServerConfig,
     events: Events,
     tg: TaskGroup,
-    auth_for: AuthFor | None = None,
-    tools: ListedTools | None = None,
+    auth_for: AuthFor | None,
+    tools: ListedTools,
 ) -> AsyncIterator[Connection]:
     """Connect to the child's URL and yield its connection; leaving closes the transport. `tools`: the child's
     listing as it is now, for the `Mcp-Param-*` headers of a 2026-07-28 `tools/call`.
