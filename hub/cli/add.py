@@ -1,11 +1,6 @@
 """`hub add` and `hub remove`: one server into or out of servers.yaml (hub.install.adder), from a command line, a
 URL, or the official MCP Registry's server.json (hub.install.registry).
 
-    hub add NAME [--env K=V]... -- COMMAND [ARGS...]
-    hub add NAME --url URL [--header K=V]... [--transport sse|streamable-http]
-    hub add [NAME] --registry NAME[@VERSION] [--registry-url URL] | --registry-file PATH
-    hub remove NAME
-
 Nothing heavy is imported at module level: hub.cli.parser takes `add_commands` from here.
 """
 

@@ -1,11 +1,7 @@
 """`hub auth login | logout | status`: identities' sign-ins to OAuth children (servers with `oauth:`).
 
-`login SERVER` signs an identity (`--as NAME`, default the local user) in where the hub runs: it listens on a
-loopback port for the authorization server's redirect, prints the address to open (and opens a browser unless
-`--no-browser`), and stores the tokens where the hub reads them (`state:`; hub.upstream.oauth). A running hub uses
-them from its next connection to that server: no restart. The hub's own identity (the one `hub serve` runs as)
-signs in this way before the hub can list an OAuth child's tools; on a team hub, other identities usually follow
-the link their first call answers with instead.
+`login` listens on a loopback port for the authorization server's redirect and stores the tokens where the hub
+reads them (hub.upstream.oauth): a running hub uses them from its next connection to that server, no restart.
 """
 
 from __future__ import annotations
@@ -23,6 +19,7 @@ from anyio.streams.stapled import MultiListener
 
 from hub.access.identity import local_user
 from hub.cli.output import EXIT_USAGE, fail, print_json, print_table
+from hub.cli.start import load
 from hub.config.schema import LoadedConfig, ServerConfig
 from hub.state import open_state
 from hub.upstream.credentials import MissingCredential, personal
@@ -36,8 +33,9 @@ if TYPE_CHECKING:
 HEAD_SECONDS = 10.0  # a browser's request to the loopback listener must arrive within this
 
 
-def run_auth_command(args: argparse.Namespace, loaded: LoadedConfig) -> int:
-    return anyio.run(_act, args, loaded)
+def run_auth_command(args: argparse.Namespace) -> int:
+    loaded = load(args.config)
+    return loaded if isinstance(loaded, int) else anyio.run(_act, args, loaded)
 
 
 async def _act(args: argparse.Namespace, loaded: LoadedConfig) -> int:

@@ -1,7 +1,7 @@
 """`hub call NAME ['{json}']`: one tool called through the same MCP path a host uses, its result printed.
 
-A call held for confirmation (`confirm:`) is asked about on the terminal when there is one (`ask_on_terminal`);
-a script gets the refusal instead.
+A call held for confirmation (`confirm:`) is asked about on the terminal when there is one; a script gets the
+refusal instead.
 """
 
 from __future__ import annotations

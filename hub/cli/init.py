@@ -1,7 +1,4 @@
-"""`hub init`: write a first, commented servers.yaml (hub.install.starter), offering what `hub import` finds.
-
-hub init [-c PATH] [--import CLIENT]... [--dry-run]
-"""
+"""`hub init`: write a first, commented servers.yaml (hub.install.starter), offering what `hub import` finds."""
 
 from __future__ import annotations
 

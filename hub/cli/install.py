@@ -1,11 +1,5 @@
 """`hub install CLIENT` and `hub import CLIENT|PATH`: the hub into a host's config, and the host's servers into
-servers.yaml (hub.install).
-
-`install` writes the hub's entry (`<absolute hub> serve --config <absolute servers.yaml>`); `--uninstall` takes it
-out, `--restore` puts the latest backup back, `--status` reports every client's entry and its drift from what
-`install` would write now (exit status 1 when one drifted). `import` adds the host's servers to servers.yaml and
-their secrets to the env file beside it; `--consolidate` then replaces them in the host with the hub's entry.
-`--dry-run` prints what would change (unified diffs; never a secret's value) and writes nothing.
+servers.yaml (hub.install; the options: docs/cli.md). `--dry-run` prints unified diffs (never a secret's value).
 
 Nothing heavy is imported here at module level: hub.cli.parser takes CLIENT_NAMES from here.
 """

@@ -1,10 +1,7 @@
 """The commands that run a hub in this process: serve, check, list, cost, call and pin.
 
 The configuration is loaded first (the log file's place and rotation are settings), then the logs are set up and
-the Hub is built; `serve` hands it to a front (hub.cli.serve), `pin` reads the children's own definitions
-(hub.cli.pin), and the others wait (bounded) for the children and talk to the hub as a host would
-(hub.host.inprocess). Nothing heavy is imported before the configuration is loaded: a desktop host times the hub's
-start.
+the Hub is built. Nothing heavy is imported before: a desktop host times the hub's start.
 """
 
 from __future__ import annotations

@@ -13,15 +13,17 @@ from pathlib import Path
 
 from hub.access.tokens import TokenFile, TokenFileError
 from hub.cli.output import EXIT_USAGE, fail, print_table
-from hub.config.schema import LoadedConfig
+from hub.cli.start import load
 
 
-def run_token_command(args: argparse.Namespace, loaded: LoadedConfig) -> int:
-    token_path = loaded.token_path
-    if token_path is None:
+def run_token_command(args: argparse.Namespace) -> int:
+    loaded = load(args.config)
+    if isinstance(loaded, int):
+        return loaded
+    if loaded.token_path is None:
         return fail(f"{loaded.path} has no token file; add it first:\n\nauth:\n  tokens: tokens.json\n", EXIT_USAGE)
     try:
-        return _act(args, TokenFile(token_path))
+        return _act(args, TokenFile(loaded.token_path))
     except TokenFileError as exc:
         return fail(str(exc))
 
@@ -41,16 +43,16 @@ def _act(args: argparse.Namespace, tokens: TokenFile) -> int:
     entries = tokens.entries()
     now = time.time()
     rows = [["NAME", "GROUPS", "CREATED", "EXPIRES", "STATE"]]
-    for e in entries:
-        rows.append(
-            [
-                e.name,
-                ",".join(e.groups) or "-",
-                _day(e.created),
-                "never" if e.expires is None else _day(e.expires),
-                "expired" if e.expired(now) else "valid",
-            ]
-        )
+    rows += [
+        [
+            e.name,
+            ",".join(e.groups) or "-",
+            _day(e.created),
+            "never" if e.expires is None else _day(e.expires),
+            "expired" if e.expired(now) else "valid",
+        ]
+        for e in entries
+    ]
     print_table(rows, out)
     out.write(f"{len(entries)} token(s) in {Path(tokens.path)}\n")
     return 0
