@@ -24,12 +24,12 @@ _NO_HUB = {
     "reload": ("reload", "run_reload"),
     "install": ("install", "run_install_command"),
     "import": ("install", "run_install_command"),
-    "init": ("init", "run_init"),
+    "init": ("add", "run_init"),
     "add": ("add", "run_add_command"),
     "remove": ("add", "run_add_command"),
     "logs": ("logs", "run_logs_command"),
     "auth": ("auth", "run_auth_command"),
-    "token": ("token", "run_token_command"),
+    "token": ("auth", "run_token_command"),
 }
 
 

@@ -12,7 +12,6 @@ from typing import Any, TypeAlias
 
 from hub import __version__
 from hub.cli.add import add_commands
-from hub.cli.init import add_init_command
 from hub.cli.install import CLIENT_NAMES
 from hub.cli.logs import OUTCOMES, since_argument
 from hub.connect.token import DEFAULT_ENV, DEFAULT_KEYRING_USER
@@ -39,7 +38,6 @@ def build_parser() -> argparse.ArgumentParser:
     _auth(commands, common)
     _install(commands, common)
     add_commands(commands, common)
-    add_init_command(commands, common)
     return parser
 
 
