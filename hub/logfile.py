@@ -11,6 +11,7 @@ its newline), so each thread's text is kept until its newline: two threads writi
 
 from __future__ import annotations
 
+import contextlib
 import glob
 import os
 import re
@@ -246,10 +247,22 @@ def _rotated_after(
 ) -> list[str]:
     """The lines of the rotated files newer than `old` (the file followed until now), oldest first, but `current`.
 
-    Rotation moves the names while they are read: the files are opened, then listed again, until the names and
-    the open files agree. `old` is found among them by its inode; if it is gone (deleted past `backups`, or moved
-    under another name), the files written after it was last written are the newer ones.
+    `old` is found among them by its inode; if it is gone (deleted past `backups`, or moved under another name),
+    the files written after it was last written are the newer ones.
     """
+    with opened_siblings(path) as handles:
+        identities = [file_identity(h) for h in handles]
+        if old in identities:
+            newer = handles[identities.index(old) + 1 :]
+        else:
+            newer = [h for h in handles if os.fstat(h.fileno()).st_mtime_ns > old_written]
+        return [line for h in newer if file_identity(h) != current for line in read_lines(h)]
+
+
+@contextlib.contextmanager
+def opened_siblings(path: Path) -> Iterator[list[IO[bytes]]]:
+    """The rotated files of `path`, open, oldest first. Rotation moves the names while they are opened: they are
+    opened, then listed again, until the names and the open files agree."""
     handles: list[IO[bytes]] = []
     try:
         for _attempt in range(_SNAPSHOT_ATTEMPTS):
@@ -257,18 +270,11 @@ def _rotated_after(
                 handle.close()
             handles = []
             for sibling in rotated_siblings(path):
-                try:
+                with contextlib.suppress(OSError):
                     handles.append(open(sibling, "rb"))  # noqa: SIM115 - closed in the finally below
-                except OSError:
-                    continue
-            identities = [file_identity(h) for h in handles]
-            if [_path_identity(p) for p in rotated_siblings(path)] == identities:
+            if [_path_identity(p) for p in rotated_siblings(path)] == [file_identity(h) for h in handles]:
                 break
-        if old in identities:
-            newer = handles[identities.index(old) + 1 :]
-        else:
-            newer = [h for h in handles if os.fstat(h.fileno()).st_mtime_ns > old_written]
-        return [line for h in newer if file_identity(h) != current for line in read_lines(h)]
+        yield handles
     finally:
         for handle in handles:
             handle.close()

@@ -17,14 +17,14 @@ import re
 import signal
 import sys
 import time
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import FrameType
 from typing import IO, Any, TextIO
 
 from hub.cli.output import print_table, table_row
-from hub.logfile import Follower, file_identity, read_lines, rotated_siblings
+from hub.logfile import Follower, file_identity, opened_siblings, read_lines, rotated_siblings
 
 # Every outcome of docs/call-log.md (a test keeps the two equal): a misspelt --outcome is refused, not silently empty.
 OUTCOMES = (
@@ -327,16 +327,11 @@ def _read(path: Path, printer: _Printer, err: TextIO) -> int:
     return 0
 
 
-def _siblings(path: Path, skip: tuple[int, int] | None) -> Iterator[list[str]]:
+def _siblings(path: Path, skip: tuple[int, int] | None) -> list[list[str]]:
     """The lines of each rotated file, oldest first; but the file `skip` (the one already open as `path`: a rotation
-    since the listing made it a sibling), and a file rotated away since the listing."""
-    for sibling in rotated_siblings(path):
-        try:
-            with open(sibling, "rb") as older:
-                if file_identity(older) != skip:
-                    yield list(read_lines(older))
-        except FileNotFoundError:
-            continue
+    since the listing made it a sibling)."""
+    with opened_siblings(path) as handles:
+        return [list(read_lines(h)) for h in handles if file_identity(h) != skip]
 
 
 def _follow(path: Path, printer: _Printer, since: bool, err: TextIO) -> None:
