@@ -76,10 +76,12 @@ def split_command(argv: list[str]) -> tuple[list[str], list[str] | None]:
 
 def run_add_command(args: argparse.Namespace, out: TextIO | None = None) -> int:
     """`hub add` or `hub remove`; the exit status."""
+    from hub.cli.install import servers_yaml
+    from hub.install.clients import Paths
     from hub.install.edit import EditError
 
     out = out or sys.stdout
-    into = _servers_yaml(args.config)
+    into = servers_yaml(args.config, Paths.current())[0]
     try:
         if args.command == "remove":
             from hub.install.adder import plan_remove
@@ -88,13 +90,6 @@ def run_add_command(args: argparse.Namespace, out: TextIO | None = None) -> int:
         return _add(args, into, out)
     except EditError as exc:
         return fail(str(exc))
-
-
-def _servers_yaml(given: str | None) -> Path:
-    from hub.config.paths import config_path
-
-    path, _missing = config_path(given)
-    return Path(os.path.abspath(Path(path).expanduser()))
 
 
 def _add(args: argparse.Namespace, into: Path, out: TextIO) -> int:

@@ -181,11 +181,8 @@ def _figures(calls: list[_Tally]) -> list[str]:
 def call_cells(call: dict[str, Any]) -> list[str]:
     """A call's row: time (UTC, to the millisecond), identity, server, exposed name, outcome, ms, error (cut)."""
     when = timestamp(call)
-    shown = (
-        when.astimezone(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"
-        if when
-        else (_text(call, "timestamp") or "-")
-    )
+    utc = when.astimezone(datetime.UTC).replace(tzinfo=None).isoformat(timespec="milliseconds") + "Z" if when else None
+    shown = utc or _text(call, "timestamp") or "-"
     took = duration(call)
     error = " ".join((_text(call, "error_message") or "").split())
     if len(error) > ERROR_WIDTH:

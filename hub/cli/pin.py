@@ -295,9 +295,8 @@ def field_diff(before: Any, after: Any) -> list[str]:
     anything else (schemas, annotations); None is an absent field. Characters that could mislead a terminal are
     escaped."""
     old, new = _lines(before, after), _lines(after, before)
-    lines = []
-    for line in list(difflib.unified_diff(old, new, lineterm="", n=2))[2:]:  # [2:]: the ---/+++ header
-        lines.append(line if line.startswith("@@") else f"{line[:1]} {_visible(line[1:])}")
+    body = list(difflib.unified_diff(old, new, lineterm="", n=2))[2:]  # [2:]: the ---/+++ header
+    lines = [line if line.startswith("@@") else f"{line[:1]} {_visible(line[1:])}" for line in body]
     if not lines:  # differs only where lines cannot show it (a trailing newline, "" against absent)
         lines = [f"- {_visible(json.dumps(before))}", f"+ {_visible(json.dumps(after))}"]
     return lines
