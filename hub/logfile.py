@@ -50,10 +50,13 @@ class LogFile:
 
     `max_bytes` 0 never rotates (logrotate does, then sends SIGHUP: `reopen`). Otherwise a line that would take the
     file past `max_bytes` goes to a fresh file (a longer line is written whole, alone); `backups` (at least 1) kept.
+    With `tee` (stderr), every text is passed on to it too: the desktop's default call log, while the host that
+    started the hub still reads its stderr.
     """
 
-    def __init__(self, path: str | Path, max_bytes: int = 0, backups: int = 1) -> None:
+    def __init__(self, path: str | Path, max_bytes: int = 0, backups: int = 1, tee: IO[str] | None = None) -> None:
         self.path = Path(path)
+        self._tee = tee
         self.max_bytes = max_bytes
         self.backups = max(1, backups)
         self._limit = max_bytes  # the size past which the next line rotates: max_bytes, later after a failure
@@ -76,6 +79,12 @@ class LogFile:
                 self._pending[me] = pending[end:]
             if end:
                 self._write_lines(pending[:end].encode("utf-8", "backslashreplace"))
+        if self._tee is not None:
+            try:
+                self._tee.write(text)
+                self._tee.flush()
+            except (OSError, ValueError):  # the host closed its end of stderr: the file still has every line
+                pass
         return len(text)
 
     def _write_lines(self, data: bytes) -> None:
@@ -122,30 +131,6 @@ class LogFile:
             if rest:
                 self._write_lines(rest.encode("utf-8", "backslashreplace"))
             self._file.close()
-
-
-class Tee:
-    """A log file that also passes every line on to another stream (stderr): the desktop's default call log, while
-    the host that started the hub still reads its stderr."""
-
-    def __init__(self, file: LogFile, other: IO[str]) -> None:
-        self.file = file
-        self._other = other
-
-    def write(self, text: str) -> int:
-        self.file.write(text)
-        try:
-            self._other.write(text)
-            self._other.flush()
-        except (OSError, ValueError):  # the host closed its end of stderr: the file still has every line
-            pass
-        return len(text)
-
-    def flush(self) -> None:
-        """Nothing to do: both are written at once."""
-
-    def isatty(self) -> bool:
-        return False
 
 
 def read_lines(handle: IO[bytes]) -> Iterator[str]:
