@@ -35,17 +35,13 @@ def add_commands(commands: Any, common: argparse.ArgumentParser) -> None:
     add.add_argument("argv", nargs="*", metavar="COMMAND", help="after --: the command and its arguments")
     add.add_argument("--url", help="a remote server's URL (Streamable HTTP unless --transport sse)")
     add.add_argument("--transport", choices=["sse", "streamable-http"], help="with --url: the transport")
-    add.add_argument(
-        "--header", action="append", default=[], metavar="K=V", help="with --url: an HTTP header; repeatable"
-    )
+    help = "with --url: an HTTP header; repeatable"
+    add.add_argument("--header", action="append", default=[], metavar="K=V", help=help)
     add.add_argument("--env", action="append", default=[], metavar="K=V", help="an environment variable; repeatable")
     add.add_argument("--registry", metavar="NAME[@VERSION]", help="a server of the MCP Registry, by its name")
-    add.add_argument(
-        "--registry-url",
-        default=os.environ.get(REGISTRY_ENV, DEFAULT_REGISTRY),
-        metavar="URL",
-        help=f"the registry (default: ${REGISTRY_ENV}, else {DEFAULT_REGISTRY})",
-    )
+    help = f"the registry (default: ${REGISTRY_ENV}, else {DEFAULT_REGISTRY})"
+    registry = os.environ.get(REGISTRY_ENV, DEFAULT_REGISTRY)
+    add.add_argument("--registry-url", default=registry, metavar="URL", help=help)
     add.add_argument("--registry-file", metavar="PATH", help="a server.json on disk instead of the registry")
     add.add_argument(
         "--use",
@@ -54,11 +50,8 @@ def add_commands(commands: Any, common: argparse.ArgumentParser) -> None:
         "whose runner, npx, uvx or docker, is installed; else the first remote)",
     )
     add.add_argument("--dry-run", action="store_true", help="print what would be written; write nothing")
-    remove = commands.add_parser(
-        "remove",
-        parents=[common],
-        help="remove a server from servers.yaml (comments stay; its secrets stay in servers.env)",
-    )
+    help = "remove a server from servers.yaml (comments stay; its secrets stay in servers.env)"
+    remove = commands.add_parser("remove", parents=[common], help=help)
     remove.add_argument("name", metavar="NAME")
     remove.add_argument("--dry-run", action="store_true", help="print what would be written; write nothing")
     _init_command(commands, common)
@@ -196,14 +189,8 @@ def _init_command(commands: Any, common: argparse.ArgumentParser) -> None:
         "how to add more, and lists the hosts' servers that `hub import CLIENT` would bring in. Refuses to "
         "replace an existing file.",
     )
-    init.add_argument(
-        "--import",
-        dest="imports",
-        action="append",
-        default=[],
-        metavar="CLIENT",
-        help="then import CLIENT's servers (its user file) as `hub import CLIENT` does; repeatable",
-    )
+    help = "then import CLIENT's servers (its user file) as `hub import CLIENT` does; repeatable"
+    init.add_argument("--import", dest="imports", action="append", default=[], metavar="CLIENT", help=help)
     init.add_argument("--dry-run", action="store_true", help="print the file; write nothing")
 
 

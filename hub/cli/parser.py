@@ -134,23 +134,16 @@ def _pin(commands: Commands, common: argparse.ArgumentParser) -> None:
         "accept with --approve); 2 on a usage error or an unreadable lock.",
     )
     pin_action = pin.add_mutually_exclusive_group()
-    pin_action.add_argument(
-        "--diff",
-        nargs="?",
-        const="",
-        metavar="CHILD",
-        help="show, field by field, how every server (or CHILD) differs from its pins; like `git diff --exit-code`: "
-        "exit 0 when nothing differs, 1 when something does, 2 on an error (a server not ready cannot be "
-        "compared)",
+    help = (
+        "show, field by field, how every server (or CHILD) differs from its pins; like `git diff --exit-code`: exit 0 "
+        "when nothing differs, 1 when something does, 2 on an error (a server not ready cannot be compared)"
     )
-    pin_action.add_argument(
-        "--approve",
-        nargs="+",
-        action=_AtMostTwo,
-        metavar=("CHILD", "TOOL"),
-        help="accept CHILD as it is now (tools, prompts, instructions; tools no longer listed lose their pins), or "
-        "only its TOOL (its own name or the exposed one); writes servers.lock",
+    pin_action.add_argument("--diff", nargs="?", const="", metavar="CHILD", help=help)
+    help = (
+        "accept CHILD as it is now (tools, prompts, instructions; tools no longer listed lose their pins), or only its "
+        "TOOL (its own name or the exposed one); writes servers.lock"
     )
+    pin_action.add_argument("--approve", nargs="+", action=_AtMostTwo, metavar=("CHILD", "TOOL"), help=help)
     _wait(pin)
 
 
@@ -213,25 +206,21 @@ def _logs(commands: Commands) -> None:
     _config(logs, "servers.yaml whose hub.log_file is read by default (found as for the other commands)")
     help = "the file `hub serve --log-file PATH` writes (same as FILE)"
     logs.add_argument("--log-file", metavar="PATH", default=argparse.SUPPRESS, help=help)
-    logs.add_argument(
-        "-f",
-        "--follow",
-        action="store_true",
-        help="print calls as they are logged, across rotation, until Ctrl-C (then the summary); starts at the end "
-        "of the file, or at --since",
+    help = (
+        "print calls as they are logged, across rotation, until Ctrl-C (then the summary); starts at the end of the "
+        "file, or at --since"
     )
+    logs.add_argument("-f", "--follow", action="store_true", help=help)
     logs.add_argument("--child", action="append", default=[], metavar="C", help="calls to this server; repeatable")
     logs.add_argument("--tool", metavar="GLOB", help="calls whose exposed name matches GLOB, e.g. 'git_*'")
     help = "calls with this outcome; repeatable"
     logs.add_argument("--outcome", action="append", default=[], choices=OUTCOMES, metavar="O", help=help)
     logs.add_argument("--slower-than", type=float, metavar="MS", help="calls that took longer than MS milliseconds")
-    logs.add_argument(
-        "--since",
-        type=since_argument,
-        metavar="T",
-        help="calls at T or later: an ISO time (UTC unless it has an offset, like the table) or a time ago: 30s, "
-        "10m, 2h, 1d, 1w",
+    help = (
+        "calls at T or later: an ISO time (UTC unless it has an offset, like the table) or a time ago: 30s, 10m, 2h, "
+        "1d, 1w"
     )
+    logs.add_argument("--since", type=since_argument, metavar="T", help=help)
     help = "print the matching lines as they are (JSON lines); the summary to stderr"
     logs.add_argument("--json", action="store_true", help=help)
 
@@ -256,13 +245,11 @@ def _auth(commands: Commands, common: argparse.ArgumentParser) -> None:
     login = actions.add_parser("login", parents=[common], help="sign in to a server in a browser; keeps the tokens")
     login.add_argument("server", help="a server of servers.yaml with oauth:")
     login.add_argument("--no-browser", action="store_true", help="print the address to open; do not open a browser")
-    login.add_argument(
-        "--port",
-        type=int,
-        default=0,
-        help="loopback port for the redirect (default: the one the hub registered at that server before, if "
-        "free, else any free one; a client_id registered by hand needs the one its redirect URI names)",
+    help = (
+        "loopback port for the redirect (default: the one the hub registered at that server before, if free, else "
+        "any free one; a client_id registered by hand needs the one its redirect URI names)"
     )
+    login.add_argument("--port", type=int, default=0, help=help)
     logout = actions.add_parser("logout", parents=[common], help="forget an identity's sign-in to a server")
     logout.add_argument("server")
     status = actions.add_parser("status", parents=[common], help="who is signed in to which server (never tokens)")
