@@ -19,20 +19,6 @@ if TYPE_CHECKING:
     from hub.app import Hub
     from hub.host.inprocess import InProcessHost
 
-# A server's fields in `hub check --json`, in their order (docs/cli.md).
-_SERVER_KEYS = (
-    "name",
-    "state",
-    "tools",
-    "resources",
-    "prompts",
-    "start_ms",
-    "restarts",
-    "sandbox",
-    "error",
-    "quarantined",
-)
-
 
 def check_report(hub: Hub, late: Collection[str], wait: float | None = None) -> dict[str, Any]:
     """`hub check --json`'s document (docs/cli.md): the servers named in `late` did not settle in time: within
@@ -52,8 +38,11 @@ def check_report(hub: Hub, late: Collection[str], wait: float | None = None) -> 
                 error = f"still starting when --wait {wait:g}s ran out (connect_timeout {timeout:g}s)"
             else:
                 state, error = "failed", f"did not connect and list within {timeout:g}s"
-        entry = {key: s.get(key) for key in _SERVER_KEYS}
-        servers.append(entry | {"state": state, "sandbox": s.get("sandbox", "-"), "error": error})
+        figures = {key: s[key] for key in ("tools", "resources", "prompts", "start_ms", "restarts")}
+        sandbox, held = s.get("sandbox", "-"), s["quarantined"]
+        servers.append(
+            {"name": s["name"], "state": state, **figures, "sandbox": sandbox, "error": error, "quarantined": held}
+        )
     ready = sum(1 for s in servers if s["state"] == "ready")
     config, collisions = str(hub.loaded.path), report["collisions"]
     return {"config": config, "servers": servers, "ready": ready, "total": len(servers), "collisions": collisions}
