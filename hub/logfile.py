@@ -11,6 +11,7 @@ its newline), so each thread's text is kept until its newline: two threads writi
 
 from __future__ import annotations
 
+import contextlib
 import glob
 import os
 import re
@@ -49,10 +50,13 @@ class LogFile:
 
     `max_bytes` 0 never rotates (logrotate does, then sends SIGHUP: `reopen`). Otherwise a line that would take the
     file past `max_bytes` goes to a fresh file (a longer line is written whole, alone); `backups` (at least 1) kept.
+    With `tee` (stderr), every text is passed on to it too: the desktop's default call log, while the host that
+    started the hub still reads its stderr.
     """
 
-    def __init__(self, path: str | Path, max_bytes: int = 0, backups: int = 1) -> None:
+    def __init__(self, path: str | Path, max_bytes: int = 0, backups: int = 1, tee: IO[str] | None = None) -> None:
         self.path = Path(path)
+        self._tee = tee
         self.max_bytes = max_bytes
         self.backups = max(1, backups)
         self._limit = max_bytes  # the size past which the next line rotates: max_bytes, later after a failure
@@ -75,6 +79,12 @@ class LogFile:
                 self._pending[me] = pending[end:]
             if end:
                 self._write_lines(pending[:end].encode("utf-8", "backslashreplace"))
+        if self._tee is not None:
+            try:
+                self._tee.write(text)
+                self._tee.flush()
+            except (OSError, ValueError):  # the host closed its end of stderr: the file still has every line
+                pass
         return len(text)
 
     def _write_lines(self, data: bytes) -> None:
@@ -121,30 +131,6 @@ class LogFile:
             if rest:
                 self._write_lines(rest.encode("utf-8", "backslashreplace"))
             self._file.close()
-
-
-class Tee:
-    """A log file that also passes every line on to another stream (stderr): the desktop's default call log, while
-    the host that started the hub still reads its stderr."""
-
-    def __init__(self, file: LogFile, other: IO[str]) -> None:
-        self.file = file
-        self._other = other
-
-    def write(self, text: str) -> int:
-        self.file.write(text)
-        try:
-            self._other.write(text)
-            self._other.flush()
-        except (OSError, ValueError):  # the host closed its end of stderr: the file still has every line
-            pass
-        return len(text)
-
-    def flush(self) -> None:
-        """Nothing to do: both are written at once."""
-
-    def isatty(self) -> bool:
-        return False
 
 
 def read_lines(handle: IO[bytes]) -> Iterator[str]:
@@ -246,10 +232,22 @@ def _rotated_after(
 ) -> list[str]:
     """The lines of the rotated files newer than `old` (the file followed until now), oldest first, but `current`.
 
-    Rotation moves the names while they are read: the files are opened, then listed again, until the names and
-    the open files agree. `old` is found among them by its inode; if it is gone (deleted past `backups`, or moved
-    under another name), the files written after it was last written are the newer ones.
+    `old` is found among them by its inode; if it is gone (deleted past `backups`, or moved under another name),
+    the files written after it was last written are the newer ones.
     """
+    with opened_siblings(path) as handles:
+        identities = [file_identity(h) for h in handles]
+        if old in identities:
+            newer = handles[identities.index(old) + 1 :]
+        else:
+            newer = [h for h in handles if os.fstat(h.fileno()).st_mtime_ns > old_written]
+        return [line for h in newer if file_identity(h) != current for line in read_lines(h)]
+
+
+@contextlib.contextmanager
+def opened_siblings(path: Path) -> Iterator[list[IO[bytes]]]:
+    """The rotated files of `path`, open, oldest first. Rotation moves the names while they are opened: they are
+    opened, then listed again, until the names and the open files agree."""
     handles: list[IO[bytes]] = []
     try:
         for _attempt in range(_SNAPSHOT_ATTEMPTS):
@@ -257,18 +255,11 @@ def _rotated_after(
                 handle.close()
             handles = []
             for sibling in rotated_siblings(path):
-                try:
+                with contextlib.suppress(OSError):
                     handles.append(open(sibling, "rb"))  # noqa: SIM115 - closed in the finally below
-                except OSError:
-                    continue
-            identities = [file_identity(h) for h in handles]
-            if [_path_identity(p) for p in rotated_siblings(path)] == identities:
+            if [_path_identity(p) for p in rotated_siblings(path)] == [file_identity(h) for h in handles]:
                 break
-        if old in identities:
-            newer = handles[identities.index(old) + 1 :]
-        else:
-            newer = [h for h in handles if os.fstat(h.fileno()).st_mtime_ns > old_written]
-        return [line for h in newer if file_identity(h) != current for line in read_lines(h)]
+        yield handles
     finally:
         for handle in handles:
             handle.close()

@@ -15,7 +15,7 @@ from typing import Any, Literal, TextIO, cast
 
 import structlog
 
-from hub.logfile import LogFile, Tee
+from hub.logfile import LogFile
 from hub.redaction import Redactor
 
 LogFormat = Literal["json", "console"]
@@ -110,14 +110,13 @@ def configure_logging(
     that cannot be made leaves stderr alone, with a line on stderr saying why.
     """
     log_file = LogFile(file, max_bytes, backups) if file else None
-    # A LogFile has all that structlog, stdlib logging and the call log use of a text stream: write, flush, isatty.
-    stream = cast(TextIO, log_file) if log_file else sys.stderr
     if log_file is None and default_file:
         try:
-            log_file = LogFile(default_file, max_bytes, backups)
-            stream = cast(TextIO, Tee(log_file, sys.stderr))
+            log_file = LogFile(default_file, max_bytes, backups, tee=sys.stderr)
         except OSError as exc:
             print(f"hub: no call log file ({exc}); logging to stderr only", file=sys.stderr)
+    # A LogFile has all that structlog, stdlib logging and the call log use of a text stream: write, flush, isatty.
+    stream = cast(TextIO, log_file) if log_file else sys.stderr
     numeric = logging.getLevelNamesMapping().get(level.upper(), logging.INFO)
     redactor = Redactor()
     shared: list[structlog.types.Processor] = [

@@ -1,10 +1,6 @@
 """`hub add` and `hub remove`: one server into or out of servers.yaml (hub.install.adder), from a command line, a
-URL, or the official MCP Registry's server.json (hub.install.registry).
-
-    hub add NAME [--env K=V]... -- COMMAND [ARGS...]
-    hub add NAME --url URL [--header K=V]... [--transport sse|streamable-http]
-    hub add [NAME] --registry NAME[@VERSION] [--registry-url URL] | --registry-file PATH
-    hub remove NAME
+URL, or the official MCP Registry's server.json (hub.install.registry); `hub init`: a first, commented servers.yaml
+(hub.install.starter), offering what `hub import` finds.
 
 Nothing heavy is imported at module level: hub.cli.parser takes `add_commands` from here.
 """
@@ -24,7 +20,7 @@ REGISTRY_ENV = "HUB_REGISTRY_URL"
 
 
 def add_commands(commands: Any, common: argparse.ArgumentParser) -> None:
-    """`hub add` and `hub remove` on the parser's sub-commands."""
+    """`hub add`, `hub remove` and `hub init` on the parser's sub-commands."""
     add = commands.add_parser(
         "add",
         parents=[common],
@@ -39,17 +35,13 @@ def add_commands(commands: Any, common: argparse.ArgumentParser) -> None:
     add.add_argument("argv", nargs="*", metavar="COMMAND", help="after --: the command and its arguments")
     add.add_argument("--url", help="a remote server's URL (Streamable HTTP unless --transport sse)")
     add.add_argument("--transport", choices=["sse", "streamable-http"], help="with --url: the transport")
-    add.add_argument(
-        "--header", action="append", default=[], metavar="K=V", help="with --url: an HTTP header; repeatable"
-    )
+    help = "with --url: an HTTP header; repeatable"
+    add.add_argument("--header", action="append", default=[], metavar="K=V", help=help)
     add.add_argument("--env", action="append", default=[], metavar="K=V", help="an environment variable; repeatable")
     add.add_argument("--registry", metavar="NAME[@VERSION]", help="a server of the MCP Registry, by its name")
-    add.add_argument(
-        "--registry-url",
-        default=os.environ.get(REGISTRY_ENV, DEFAULT_REGISTRY),
-        metavar="URL",
-        help=f"the registry (default: ${REGISTRY_ENV}, else {DEFAULT_REGISTRY})",
-    )
+    help = f"the registry (default: ${REGISTRY_ENV}, else {DEFAULT_REGISTRY})"
+    registry = os.environ.get(REGISTRY_ENV, DEFAULT_REGISTRY)
+    add.add_argument("--registry-url", default=registry, metavar="URL", help=help)
     add.add_argument("--registry-file", metavar="PATH", help="a server.json on disk instead of the registry")
     add.add_argument(
         "--use",
@@ -58,13 +50,11 @@ def add_commands(commands: Any, common: argparse.ArgumentParser) -> None:
         "whose runner, npx, uvx or docker, is installed; else the first remote)",
     )
     add.add_argument("--dry-run", action="store_true", help="print what would be written; write nothing")
-    remove = commands.add_parser(
-        "remove",
-        parents=[common],
-        help="remove a server from servers.yaml (comments stay; its secrets stay in servers.env)",
-    )
+    help = "remove a server from servers.yaml (comments stay; its secrets stay in servers.env)"
+    remove = commands.add_parser("remove", parents=[common], help=help)
     remove.add_argument("name", metavar="NAME")
     remove.add_argument("--dry-run", action="store_true", help="print what would be written; write nothing")
+    _init_command(commands, common)
 
 
 def split_command(argv: list[str]) -> tuple[list[str], list[str] | None]:
@@ -79,10 +69,12 @@ def split_command(argv: list[str]) -> tuple[list[str], list[str] | None]:
 
 def run_add_command(args: argparse.Namespace, out: TextIO | None = None) -> int:
     """`hub add` or `hub remove`; the exit status."""
+    from hub.cli.install import servers_yaml
+    from hub.install.clients import Paths
     from hub.install.edit import EditError
 
     out = out or sys.stdout
-    into = _servers_yaml(args.config)
+    into = servers_yaml(args.config, Paths.current())[0]
     try:
         if args.command == "remove":
             from hub.install.adder import plan_remove
@@ -91,13 +83,6 @@ def run_add_command(args: argparse.Namespace, out: TextIO | None = None) -> int:
         return _add(args, into, out)
     except EditError as exc:
         return fail(str(exc))
-
-
-def _servers_yaml(given: str | None) -> Path:
-    from hub.config.paths import config_path
-
-    path, _missing = config_path(given)
-    return Path(os.path.abspath(Path(path).expanduser()))
 
 
 def _add(args: argparse.Namespace, into: Path, out: TextIO) -> int:
@@ -192,4 +177,55 @@ def _finish(edit: Any, dry_run: bool, done: str, out: TextIO) -> int:
         if not note.startswith("fill in "):
             out.write(f"note: {note}\n")
     out.write("a running hub picks the change up (it watches servers.yaml)\n")
+    return 0
+
+
+def _init_command(commands: Any, common: argparse.ArgumentParser) -> None:
+    init = commands.add_parser(
+        "init",
+        parents=[common],
+        help="write a first, commented servers.yaml, naming the servers your hosts have (hub import)",
+        description="Writes servers.yaml (as --config names it, else ./servers.yaml) with one server and comments on "
+        "how to add more, and lists the hosts' servers that `hub import CLIENT` would bring in. Refuses to "
+        "replace an existing file.",
+    )
+    help = "then import CLIENT's servers (its user file) as `hub import CLIENT` does; repeatable"
+    init.add_argument("--import", dest="imports", action="append", default=[], metavar="CLIENT", help=help)
+    init.add_argument("--dry-run", action="store_true", help="print the file; write nothing")
+
+
+def run_init(args: argparse.Namespace, out: TextIO | None = None) -> int:
+    from hub.install.clients import Paths
+    from hub.install.edit import EditError, write_atomic
+    from hub.install.importer import open_source, plan_import, write_import
+    from hub.install.starter import find_imports, init_text
+
+    out = out or sys.stdout
+    paths = Paths.current()
+    into = Path(os.path.abspath(args.config or "servers.yaml"))
+    if into.exists():
+        return fail(f"{into} exists: add servers with `hub add` or `hub import`, or remove the file first")
+    try:
+        found = [f for f in find_imports(paths) if f.client not in args.imports or f.scope != "user"]
+        text = init_text(found, into)
+        if args.dry_run:
+            out.write(text)
+            return 0
+        write_atomic(into, text)
+        out.write(f"wrote {into}\n")
+        for client in args.imports:
+            imported = plan_import(open_source(client, paths, "user"), into, paths)
+            written = write_import(imported)
+            added = [i.prefix for i in imported.items if i.state == "added"]
+            out.write(f"imported from {client}: {', '.join(added) or 'nothing new'}\n")
+            if imported.new_secrets:
+                out.write(f"secrets to {imported.env.path.name}: {', '.join(imported.new_secrets)}\n")
+            notes = {n for i in imported.items for n in i.converted.notes if n.startswith("fill in ")}
+            out.writelines(f"{note}\n" for note in sorted(notes))
+            for path in written[:-1]:
+                out.write(f"wrote {path}\n")
+    except (EditError, ValueError) as exc:
+        return fail(str(exc), EXIT_FAILED)
+    for item in found:
+        out.write(f"{item.client} ({item.file}) has {', '.join(item.names)}: {item.command}\n")
     return 0

@@ -1,11 +1,11 @@
-"""`hub auth login | logout | status`: identities' sign-ins to OAuth children (servers with `oauth:`).
+"""`hub auth login | logout | status`: identities' sign-ins to OAuth children (servers with `oauth:`); and
+`hub token create | list | revoke`: the static bearer tokens of the file `auth.tokens` names.
 
-`login SERVER` signs an identity (`--as NAME`, default the local user) in where the hub runs: it listens on a
-loopback port for the authorization server's redirect, prints the address to open (and opens a browser unless
-`--no-browser`), and stores the tokens where the hub reads them (`state:`; hub.upstream.oauth). A running hub uses
-them from its next connection to that server: no restart. The hub's own identity (the one `hub serve` runs as)
-signs in this way before the hub can list an OAuth child's tools; on a team hub, other identities usually follow
-the link their first call answers with instead.
+`login` listens on a loopback port for the authorization server's redirect and stores the tokens where the hub
+reads them (hub.upstream.oauth): a running hub uses them from its next connection to that server, no restart.
+
+`token create` prints the new token once, alone on the last line of its output, so that a script can take it with
+`tail -n 1`; only its hash is stored.
 """
 
 from __future__ import annotations
@@ -13,7 +13,9 @@ from __future__ import annotations
 import argparse
 import datetime
 import sys
+import time
 import webbrowser
+from pathlib import Path
 from typing import TYPE_CHECKING
 from urllib.parse import parse_qs, urlsplit
 
@@ -22,7 +24,9 @@ from anyio.abc import SocketAttribute, SocketStream
 from anyio.streams.stapled import MultiListener
 
 from hub.access.identity import local_user
+from hub.access.tokens import TokenFile, TokenFileError
 from hub.cli.output import EXIT_USAGE, fail, print_json, print_table
+from hub.cli.start import load
 from hub.config.schema import LoadedConfig, ServerConfig
 from hub.state import open_state
 from hub.upstream.credentials import MissingCredential, personal
@@ -36,8 +40,9 @@ if TYPE_CHECKING:
 HEAD_SECONDS = 10.0  # a browser's request to the loopback listener must arrive within this
 
 
-def run_auth_command(args: argparse.Namespace, loaded: LoadedConfig) -> int:
-    return anyio.run(_act, args, loaded)
+def run_auth_command(args: argparse.Namespace) -> int:
+    loaded = load(args.config)
+    return loaded if isinstance(loaded, int) else anyio.run(_act, args, loaded)
 
 
 async def _act(args: argparse.Namespace, loaded: LoadedConfig) -> int:
@@ -211,3 +216,49 @@ async def _status(credentials: Credentials, as_json: bool) -> int:
     ]
     print_table(table, sys.stdout)
     return 0
+
+
+def run_token_command(args: argparse.Namespace) -> int:
+    loaded = load(args.config)
+    if isinstance(loaded, int):
+        return loaded
+    if loaded.token_path is None:
+        return fail(f"{loaded.path} has no token file; add it first:\n\nauth:\n  tokens: tokens.json\n", EXIT_USAGE)
+    try:
+        return _token_action(args, TokenFile(loaded.token_path))
+    except TokenFileError as exc:
+        return fail(str(exc))
+
+
+def _token_action(args: argparse.Namespace, tokens: TokenFile) -> int:
+    out = sys.stdout
+    if args.action == "create":
+        secret = tokens.create(args.name, tuple(args.group), args.expires)
+        groups = ", ".join(args.group) or "no groups"
+        out.write(f"created token {args.name!r} ({groups}) in {tokens.path}; it is shown once, keep it now:\n")
+        out.write(secret + "\n")
+        return 0
+    if args.action == "revoke":
+        tokens.revoke(args.name)
+        out.write(f"revoked token {args.name!r}; a running hub refuses it from its next request\n")
+        return 0
+    entries = tokens.entries()
+    now = time.time()
+    rows = [["NAME", "GROUPS", "CREATED", "EXPIRES", "STATE"]]
+    rows += [
+        [
+            e.name,
+            ",".join(e.groups) or "-",
+            _day(e.created),
+            "never" if e.expires is None else _day(e.expires),
+            "expired" if e.expired(now) else "valid",
+        ]
+        for e in entries
+    ]
+    print_table(rows, out)
+    out.write(f"{len(entries)} token(s) in {Path(tokens.path)}\n")
+    return 0
+
+
+def _day(seconds: float) -> str:
+    return time.strftime("%Y-%m-%d %H:%M", time.gmtime(seconds))

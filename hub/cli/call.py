@@ -1,31 +1,28 @@
 """`hub call NAME ['{json}']`: one tool called through the same MCP path a host uses, its result printed.
 
-A call held for confirmation (`confirm:`) is asked about on the terminal when there is one (`ask_on_terminal`);
-a script gets the refusal instead.
+A call held for confirmation (`confirm:`) is asked about on the terminal when there is one; a script gets the
+refusal instead.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import re
 import sys
-from typing import TYPE_CHECKING, Any, TextIO
+import threading
+from typing import Any, TextIO
+
+import anyio
+import anyio.from_thread
+import anyio.lowlevel
 
 from hub.cli.output import EXIT_FAILED, EXIT_USAGE, fail, print_json
-
-if TYPE_CHECKING:
-    from hub.host.inprocess import InProcessHost
+from hub.host.inprocess import HostError, InProcessHost
 
 
 async def ask_on_terminal(question: str) -> bool:
     """The hub's confirmation question on the terminal (stderr; stdout is the result's): yes only on 'y' or 'yes'."""
-    import contextlib
-    import threading
-
-    import anyio
-    import anyio.from_thread
-    import anyio.lowlevel
-
     answered = anyio.Event()
     answer: list[str] = []
     token = anyio.lowlevel.current_token()
@@ -48,8 +45,6 @@ async def print_call(host: InProcessHost, name: str, arguments: str, as_json: bo
     `as_json`, the result as the hub answered it); 0, or 1 for an error (one line on stderr, or `{"error": ...}`
     with `as_json`) or an isError result (printed as the tool said it, except a validation error of the arguments:
     one line on stderr), 2 for arguments that are not an object."""
-    from hub.host.inprocess import HostError
-
     try:
         parsed = json.loads(arguments)
     except json.JSONDecodeError as exc:

@@ -1,13 +1,7 @@
 """`hub check`, `hub list` and `hub cost`: a hub started in this process, reported on as a person reads it.
 
-`check` prints each server's state (and where includes put each server); `list` the merged catalog exactly as a host
-sees it (through hub.host.inprocess), with each server's share of the tool listing in bytes and approximate tokens;
-`cost` what the tool listing costs the model's context, per tool, per server and in all.
-
-Tokens are counted by `hub.observe.tokens` (tiktoken's `cl100k_base` if installed and cached, else bytes / 4 of the
-compact JSON), as the status page counts them: good for comparing servers and exposure modes. "Listed" is what a
-host's tools/list shows; with `exposure: search` a server's tools are found through hub_search_tools instead, and
-cost nothing until found.
+Tokens are counted by hub.observe.tokens, as the status page counts them. "Listed" is what a host's tools/list
+shows; with `exposure: search` a server's tools are found through hub_search_tools instead (docs/cli.md).
 """
 
 from __future__ import annotations
@@ -40,34 +34,18 @@ def check_report(hub: Hub, late: Collection[str], wait: float | None = None) -> 
         if s["name"] in late:
             timeout = hub.children[s["name"]].config.connect_timeout
             if wait is not None and wait < timeout:
-                state, error = (
-                    "starting",
-                    f"still starting when --wait {wait:g}s ran out (connect_timeout {timeout:g}s)",
-                )
+                state = "starting"
+                error = f"still starting when --wait {wait:g}s ran out (connect_timeout {timeout:g}s)"
             else:
                 state, error = "failed", f"did not connect and list within {timeout:g}s"
+        figures = {key: s[key] for key in ("tools", "resources", "prompts", "start_ms", "restarts")}
+        sandbox, held = s.get("sandbox", "-"), s["quarantined"]
         servers.append(
-            {
-                "name": s["name"],
-                "state": state,
-                "tools": s["tools"],
-                "resources": s["resources"],
-                "prompts": s["prompts"],
-                "start_ms": s["start_ms"],
-                "restarts": s["restarts"],
-                "sandbox": s.get("sandbox", "-"),
-                "error": error,
-                "quarantined": s["quarantined"],
-            }
+            {"name": s["name"], "state": state, **figures, "sandbox": sandbox, "error": error, "quarantined": held}
         )
     ready = sum(1 for s in servers if s["state"] == "ready")
-    return {
-        "config": str(hub.loaded.path),
-        "servers": servers,
-        "ready": ready,
-        "total": len(servers),
-        "collisions": report["collisions"],
-    }
+    config, collisions = str(hub.loaded.path), report["collisions"]
+    return {"config": config, "servers": servers, "ready": ready, "total": len(servers), "collisions": collisions}
 
 
 def print_check(hub: Hub, as_json: bool, late: Collection[str], out: TextIO, wait: float | None = None) -> int:
@@ -79,19 +57,9 @@ def print_check(hub: Hub, as_json: bool, late: Collection[str], out: TextIO, wai
         return status
     rows = [["SERVER", "STATE", "TOOLS", "RESOURCES", "PROMPTS", "START_MS", "RESTARTS", "SANDBOX", "ERROR"]]
     for s in report["servers"]:
-        rows.append(
-            [
-                s["name"],
-                s["state"],
-                str(s["tools"]),
-                str(s["resources"]),
-                str(s["prompts"]),
-                "" if s["start_ms"] is None else f"{s['start_ms']:.0f}",
-                str(s["restarts"]),
-                s["sandbox"],
-                s["error"] or "",
-            ]
-        )
+        start_ms = "" if s["start_ms"] is None else f"{s['start_ms']:.0f}"
+        counts = [str(s[key]) for key in ("tools", "resources", "prompts")]
+        rows.append([s["name"], s["state"], *counts, start_ms, str(s["restarts"]), s["sandbox"], s["error"] or ""])
     print_table(rows, out)
     for c in report["collisions"]:
         out.write(f"collision: {c['kind']} {c['exposed']!r} kept from '{c['kept']}', dropped from '{c['dropped']}'\n")
@@ -168,17 +136,11 @@ async def print_list(hub: Hub, host: InProcessHost, as_json: bool, out: TextIO, 
         per_child.setdefault(owner.get(tool["name"], "hub"), []).append(tool)
     servers: list[dict[str, Any]] = []
     for name, child in [("hub", None), *hub.children.items()]:
-        size, tokens = _size(per_child.get(name, []), count)
-        servers.append(
-            {
-                "name": name,
-                "state": str(child.state) if child else "ready",
-                "tools": len(per_child.get(name, [])),
-                "bytes": size,
-                "approx_tokens": tokens,
-                **_origin(hub, name),
-            }
-        )
+        shown = per_child.get(name, [])
+        size, tokens = _size(shown, count)
+        state = str(child.state) if child else "ready"
+        entry = {"name": name, "state": state, "tools": len(shown), "bytes": size, "approx_tokens": tokens}
+        servers.append(entry | _origin(hub, name))
     total_bytes, total_tokens = _size(tools, count)
     explanation = explain_listing(hub)
     if as_json:
@@ -201,13 +163,9 @@ async def print_list(hub: Hub, host: InProcessHost, as_json: bool, out: TextIO, 
         first = description[0] if description else ""
         rows.append([tool["name"], owner.get(tool["name"], "hub"), first[:70] + ("..." if len(first) > 70 else "")])
     print_table(rows, out)
-    for kind, items, key in (
-        ("resource", resources, "uri"),
-        ("template", templates, "uriTemplate"),
-        ("prompt", prompts, "name"),
-    ):
-        for item in items:
-            out.write(f"{kind}: {item[key]}\n")
+    out.writelines(f"resource: {item['uri']}\n" for item in resources)
+    out.writelines(f"template: {item['uriTemplate']}\n" for item in templates)
+    out.writelines(f"prompt: {item['name']}\n" for item in prompts)
     out.write("\n")
     rows = [["SERVER", "STATE", "TOOLS", "LISTING_BYTES", "~TOKENS"]]
     rows += [[s["name"], s["state"], str(s["tools"]), str(s["bytes"]), str(s["approx_tokens"])] for s in servers]

@@ -1,8 +1,6 @@
-"""`hub connect URL`: the host on stdio, the hub at the URL (`hub.connect`), until the host leaves.
+"""`hub connect URL`: the host on stdio, the hub at the URL (hub.connect), until the host leaves.
 
-It starts no hub and reads no servers.yaml. The token comes from an environment variable (`--token-env`, default
-HUB_TOKEN) or the OS keyring (`--keyring`), never from the command line. Logs go to stderr (or --log-file); stdout
-carries the protocol alone.
+It starts no hub and reads no servers.yaml; the token is never on the command line; stdout carries the protocol.
 """
 
 from __future__ import annotations

@@ -1,11 +1,5 @@
 """`hub install CLIENT` and `hub import CLIENT|PATH`: the hub into a host's config, and the host's servers into
-servers.yaml (hub.install).
-
-`install` writes the hub's entry (`<absolute hub> serve --config <absolute servers.yaml>`); `--uninstall` takes it
-out, `--restore` puts the latest backup back, `--status` reports every client's entry and its drift from what
-`install` would write now (exit status 1 when one drifted). `import` adds the host's servers to servers.yaml and
-their secrets to the env file beside it; `--consolidate` then replaces them in the host with the hub's entry.
-`--dry-run` prints what would change (unified diffs; never a secret's value) and writes nothing.
+servers.yaml (hub.install; the options: docs/cli.md). `--dry-run` prints unified diffs (never a secret's value).
 
 Nothing heavy is imported here at module level: hub.cli.parser takes CLIENT_NAMES from here.
 """
@@ -44,7 +38,7 @@ def run_install_command(args: argparse.Namespace, paths: Paths | None = None, ou
         return fail(str(exc))
 
 
-def _config(given: str | None, paths: Paths) -> tuple[Path, str | None]:
+def servers_yaml(given: str | None, paths: Paths) -> tuple[Path, str | None]:
     """servers.yaml as `hub serve` would find it (the user config directory's when there is none yet), absolute;
     and why it is missing (None: it exists)."""
     from hub.config.paths import config_path
@@ -89,7 +83,7 @@ def _install_local(args: argparse.Namespace, client: Any, target: Any, paths: Pa
 
     if args.token_env is not None or args.keyring is not None:
         return fail("--token-env and --keyring say where a team hub's token is: they go with --url", EXIT_USAGE)
-    config, missing = _config(args.config, paths)
+    config, missing = servers_yaml(args.config, paths)
     if missing is not None:
         return fail(missing, EXIT_USAGE)
     command = serve_command(hub_executable(), config)
@@ -211,7 +205,7 @@ def _status(args: argparse.Namespace, paths: Paths, out: TextIO) -> int:
     from hub.install.clients import hub_executable, serve_command
     from hub.install.installer import status
 
-    config = _config(args.config, paths)[0]
+    config = servers_yaml(args.config, paths)[0]
     expected = serve_command(hub_executable(), config)
     rows = status(paths, args.name, expected)
     table = [["CLIENT", "SCOPE", "STATE", "ENTRY", "FILE"]]
@@ -233,7 +227,7 @@ def _import(args: argparse.Namespace, paths: Paths, out: TextIO) -> int:
     from hub.install.installer import plan
     from hub.redaction import MIN_SECRET_CHARS
 
-    into, missing = _config(args.into or args.config, paths)
+    into, missing = servers_yaml(args.into or args.config, paths)
     if missing is not None and (args.into or args.config):
         return fail(missing, EXIT_USAGE)
     try:

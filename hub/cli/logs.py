@@ -1,12 +1,8 @@
-"""`hub logs`: the call log (docs/call-log.md) as a person reads it: the calls as a table, filtered, then a summary
-per server and tool (calls, errors, p50 and p95 duration).
+"""`hub logs`: the call log (docs/call-log.md) as a table of calls, filtered, then a summary per server and tool.
 
-It reads the JSON lines `hub serve` writes (`--log-file`, or `hub.log_file` in servers.yaml) and starts nothing: no
-hub, no server. Lines with `"event": "call"` are the calls; every other line (lifecycle events, console-format text,
-a line a crash cut short) is skipped and never fatal. The rotated files (`hub.log.N` ... `hub.log.1`, see
-`hub.logfile`) are read first, oldest first, so a rotation hides no call. `--follow` reads the lines as they are
-appended, polling every POLL_INTERVAL, and follows the file across rotation (a new file at the path: another inode)
-and truncation.
+It starts nothing. Lines with `"event": "call"` are the calls; any other line (lifecycle events, console-format text,
+a line a crash cut short) is skipped, never fatal. The rotated files (hub.logfile) are read first, oldest first, so
+a rotation hides no call; `--follow` polls every POLL_INTERVAL and follows the file across rotation and truncation.
 """
 
 from __future__ import annotations
@@ -21,14 +17,14 @@ import re
 import signal
 import sys
 import time
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import FrameType
 from typing import IO, Any, TextIO
 
 from hub.cli.output import print_table, table_row
-from hub.logfile import Follower, file_identity, read_lines, rotated_siblings
+from hub.logfile import Follower, file_identity, opened_siblings, read_lines, rotated_siblings
 
 # Every outcome of docs/call-log.md (a test keeps the two equal): a misspelt --outcome is refused, not silently empty.
 OUTCOMES = (
@@ -132,23 +128,14 @@ class CallFilter:
     since: datetime.datetime | None = None
 
     def matches(self, call: dict[str, Any]) -> bool:
-        if self.children and _text(call, "child") not in self.children:
-            return False
-        if self.tool is not None:
-            name = _text(call, "name")
-            if name is None or not fnmatch.fnmatchcase(name, self.tool):
-                return False
-        if self.outcomes and _text(call, "outcome") not in self.outcomes:
-            return False
-        if self.slower_than is not None:
-            took = duration(call)
-            if took is None or took <= self.slower_than:
-                return False
-        if self.since is not None:
-            when = timestamp(call)
-            if when is None or when < self.since:
-                return False
-        return True
+        name, took, when = _text(call, "name"), duration(call), timestamp(call)
+        return (
+            (not self.children or _text(call, "child") in self.children)
+            and (self.tool is None or (name is not None and fnmatch.fnmatchcase(name, self.tool)))
+            and (not self.outcomes or _text(call, "outcome") in self.outcomes)
+            and (self.slower_than is None or (took is not None and took > self.slower_than))
+            and (self.since is None or (when is not None and when >= self.since))
+        )
 
 
 def percentile(values: Sequence[float], p: float) -> float:
@@ -159,71 +146,49 @@ def percentile(values: Sequence[float], p: float) -> float:
     return ordered[rank - 1]
 
 
-@dataclass
-class _Group:
-    calls: int = 0
-    errors: int = 0
-    durations: list[float] = field(default_factory=list)
+# One call as the summary counts it: whether it failed (an outcome other than `ok`), and its duration if logged.
+_Tally = tuple[bool, float | None]
 
 
 class Summary:
     """Calls, errors (outcomes other than `ok`) and p50/p95 duration per (server, exposed name), and in total."""
 
     def __init__(self) -> None:
-        self._groups: dict[tuple[str, str], _Group] = {}
+        self._groups: dict[tuple[str, str], list[_Tally]] = {}
 
     def add(self, call: dict[str, Any]) -> None:
         key = (_text(call, "child") or "-", _text(call, "name") or "-")
-        group = self._groups.setdefault(key, _Group())
-        group.calls += 1
-        group.errors += int(_text(call, "outcome") != "ok")
-        took = duration(call)
-        if took is not None:
-            group.durations.append(took)
+        self._groups.setdefault(key, []).append((_text(call, "outcome") != "ok", duration(call)))
 
     @property
     def calls(self) -> int:
-        return sum(g.calls for g in self._groups.values())
+        return sum(map(len, self._groups.values()))
 
     def rows(self) -> list[list[str]]:
         """The summary table: a header, one row per (server, name) in order, and the total."""
-        total = _Group()
         rows = [["CHILD", "NAME", "CALLS", "ERRORS", "P50_MS", "P95_MS"]]
-        for (child, name), group in sorted(self._groups.items()):
-            rows.append([child, name, *_figures(group)])
-            total.calls += group.calls
-            total.errors += group.errors
-            total.durations += group.durations
-        rows.append(["total", "", *_figures(total)])
-        return rows
+        rows += [[child, name, *_figures(calls)] for (child, name), calls in sorted(self._groups.items())]
+        everything = [call for calls in self._groups.values() for call in calls]
+        return [*rows, ["total", "", *_figures(everything)]]
 
 
-def _figures(group: _Group) -> list[str]:
-    quantiles = [f"{percentile(group.durations, p):.2f}" if group.durations else "" for p in (50, 95)]
-    return [str(group.calls), str(group.errors), *quantiles]
+def _figures(calls: list[_Tally]) -> list[str]:
+    durations = [took for _, took in calls if took is not None]
+    quantiles = [f"{percentile(durations, p):.2f}" if durations else "" for p in (50, 95)]
+    return [str(len(calls)), str(sum(failed for failed, _ in calls)), *quantiles]
 
 
 def call_cells(call: dict[str, Any]) -> list[str]:
     """A call's row: time (UTC, to the millisecond), identity, server, exposed name, outcome, ms, error (cut)."""
     when = timestamp(call)
-    shown = (
-        when.astimezone(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"
-        if when
-        else (_text(call, "timestamp") or "-")
-    )
+    utc = when.astimezone(datetime.UTC).replace(tzinfo=None).isoformat(timespec="milliseconds") + "Z" if when else None
+    shown = utc or _text(call, "timestamp") or "-"
     took = duration(call)
     error = " ".join((_text(call, "error_message") or "").split())
     if len(error) > ERROR_WIDTH:
         error = error[: ERROR_WIDTH - 3] + "..."
-    return [
-        shown,
-        _text(call, "identity") or "-",
-        _text(call, "child") or "-",
-        _text(call, "name") or "-",
-        _text(call, "outcome") or "-",
-        "" if took is None else f"{took:.2f}",
-        error,
-    ]
+    cells = [_text(call, key) or "-" for key in ("identity", "child", "name", "outcome")]
+    return [shown, *cells, "" if took is None else f"{took:.2f}", error]
 
 
 @dataclass
@@ -235,10 +200,12 @@ class _Printer:
     out: TextIO
     summary: Summary = field(default_factory=Summary)
     not_json: int = 0
-    rows: list[list[str]] = field(default_factory=list)
 
-    def take(self, raw: str) -> list[str] | None:
-        """The table row of a matching call line (the line itself already printed with --json); else None."""
+    def rows(self, lines: Iterable[str]) -> list[list[str]]:
+        """The table rows of the matching call lines (none with --json: those lines are printed as they are)."""
+        return [row for row in map(self._take, lines) if row is not None]
+
+    def _take(self, raw: str) -> list[str] | None:
         fields = decode_line(raw)
         if fields is None:
             self.not_json += bool(raw.strip())
@@ -264,16 +231,21 @@ class _Printer:
             err.write(f"hub: skipped {self.not_json} line(s) that are not JSON (written with --log-format console?)\n")
 
 
+def run_logs_command(args: argparse.Namespace) -> int:
+    """`hub logs`, with servers.yaml found as for the other commands."""
+    from hub.config.paths import config_path
+
+    path, missing = config_path(args.config)
+    return run_logs(args, None if missing else path)
+
+
 def run_logs(args: argparse.Namespace, config: str | None, out: TextIO = sys.stdout, err: TextIO = sys.stderr) -> int:
     """`hub logs`; `config` is the servers.yaml found as for the other commands, None if there is none."""
     path = _log_path(args.file or args.log_file, config, err)
     if path is None:
         return 1
-    printer = _Printer(
-        CallFilter(frozenset(args.child), args.tool, frozenset(args.outcome), args.slower_than, args.since),
-        args.json,
-        out,
-    )
+    matches = CallFilter(frozenset(args.child), args.tool, frozenset(args.outcome), args.slower_than, args.since)
+    printer = _Printer(matches, args.json, out)
     # `hub logs | head`: the BrokenPipeError ends it as it ends every command (hub.cli.main: quietly, status 141).
     if args.follow:
         _follow(path, printer, args.since is not None, err)
@@ -334,38 +306,29 @@ def _read(path: Path, printer: _Printer, err: TextIO) -> int:
         current: IO[bytes] | None = open(path, "rb")  # noqa: SIM115 - closed below
     except FileNotFoundError:
         current = None
+    rows: list[list[str]] = []
     try:
         if current is None and not rotated_siblings(path):
             err.write(f"hub: no such file: {path}\n")
             return 1
-        skip = file_identity(current) if current is not None else None
-        for lines in _siblings(path, skip):
-            printer.rows += _taken(printer, lines)
+        for lines in _siblings(path, file_identity(current) if current is not None else None):
+            rows += printer.rows(lines)
         if current is not None:
-            printer.rows += _taken(printer, read_lines(current))
+            rows += printer.rows(read_lines(current))
     finally:
         if current is not None:
             current.close()
-    if printer.rows:
-        print_table([HEADER, *printer.rows], printer.out, _RIGHT)
+    if rows:
+        print_table([HEADER, *rows], printer.out, _RIGHT)
     printer.end(err)
     return 0
 
 
-def _siblings(path: Path, skip: tuple[int, int] | None) -> Iterator[list[str]]:
+def _siblings(path: Path, skip: tuple[int, int] | None) -> list[list[str]]:
     """The lines of each rotated file, oldest first; but the file `skip` (the one already open as `path`: a rotation
-    since the listing made it a sibling), and a file rotated away since the listing."""
-    for sibling in rotated_siblings(path):
-        try:
-            with open(sibling, "rb") as older:
-                if file_identity(older) != skip:
-                    yield list(read_lines(older))
-        except FileNotFoundError:
-            continue
-
-
-def _taken(printer: _Printer, lines: Iterable[str]) -> list[list[str]]:
-    return [row for row in map(printer.take, lines) if row is not None]
+    since the listing made it a sibling)."""
+    with opened_siblings(path) as handles:
+        return [list(read_lines(h)) for h in handles if file_identity(h) != skip]
 
 
 def _follow(path: Path, printer: _Printer, since: bool, err: TextIO) -> None:
@@ -374,18 +337,22 @@ def _follow(path: Path, printer: _Printer, since: bool, err: TextIO) -> None:
     follower = Follower(path, from_end=not since)
     previous = signal.signal(signal.SIGTERM, _stop)
     out = printer.out
+
+    def show(lines: Iterable[str]) -> None:
+        out.writelines(table_row(row, FOLLOW_WIDTHS, _RIGHT) for row in printer.rows(lines))
+
     try:
         if not printer.as_json:
             out.write(table_row(HEADER, FOLLOW_WIDTHS, _RIGHT))
         if since:
             for lines in _siblings(path, follower.identity):
-                _print_follow(printer, lines)
+                show(lines)
         waiting = "" if follower.identity else " (not there yet)"
         err.write(f"hub: following {path}{waiting}; Ctrl-C to stop\n")
         err.flush()
         while True:
             lines = follower.poll()
-            _print_follow(printer, lines)
+            show(lines)
             out.flush()
             if not lines:
                 time.sleep(POLL_INTERVAL)
@@ -396,11 +363,6 @@ def _follow(path: Path, printer: _Printer, since: bool, err: TextIO) -> None:
         follower.close()
     printer.end(err)
     out.flush()
-
-
-def _print_follow(printer: _Printer, lines: Iterable[str]) -> None:
-    for row in _taken(printer, lines):
-        printer.out.write(table_row(row, FOLLOW_WIDTHS, _RIGHT))
 
 
 def _stop(signum: int, frame: FrameType | None) -> None:

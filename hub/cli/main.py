@@ -1,16 +1,16 @@
 """`hub`'s entry point (the `hub` console script and `python -m hub`).
 
-Commands that start no hub (`connect`, `reload`, `install`, `import`, `logs`) run without loading the hub, the
-relay or the configuration's schema; `auth` and `token` load servers.yaml and start no hub; the others run a hub in
-this process (hub.cli.start).
+A command's module is imported only when it runs: those that start no hub load neither the hub, the relay nor the
+configuration's schema; the others run a hub in this process (hub.cli.start).
 """
 
 from __future__ import annotations
 
+import importlib
 import os
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from hub.cli.add import split_command
 from hub.cli.parser import build_parser
@@ -18,6 +18,19 @@ from hub.cli.parser import build_parser
 # stdout was closed by its reader (`hub list --json | head`): the status a process killed by SIGPIPE has, so that a
 # pipeline under `set -o pipefail` sees what it sees of any other command cut short; nothing is printed.
 EXIT_BROKEN_PIPE = 141
+# The commands that start no hub in this process: the hub.cli module and the function that runs each.
+_NO_HUB = {
+    "connect": ("connect", "run_connect"),
+    "reload": ("reload", "run_reload"),
+    "install": ("install", "run_install_command"),
+    "import": ("install", "run_install_command"),
+    "init": ("add", "run_init"),
+    "add": ("add", "run_add_command"),
+    "remove": ("add", "run_add_command"),
+    "logs": ("logs", "run_logs_command"),
+    "auth": ("auth", "run_auth_command"),
+    "token": ("auth", "run_token_command"),
+}
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -48,42 +61,10 @@ def _main(argv: Sequence[str] | None) -> int:
     args = build_parser().parse_args(words)
     if command_line is not None:
         args.argv = command_line  # `hub add NAME ... -- COMMAND ARGS...`
-    if args.command == "connect":
-        from hub.cli.connect import run_connect
+    if args.command in _NO_HUB:
+        module, function = _NO_HUB[args.command]
+        run: Callable[..., int] = getattr(importlib.import_module(f"hub.cli.{module}"), function)
+        return run(args)
+    from hub.cli.start import run_hub_command
 
-        return run_connect(args)
-    if args.command == "reload":
-        from hub.cli.reload import run_reload
-
-        return run_reload(args)
-    if args.command in ("install", "import"):
-        from hub.cli.install import run_install_command
-
-        return run_install_command(args)
-    if args.command == "init":
-        from hub.cli.init import run_init
-
-        return run_init(args)
-    if args.command in ("add", "remove"):
-        from hub.cli.add import run_add_command
-
-        return run_add_command(args)
-    if args.command == "logs":
-        from hub.cli.logs import run_logs
-        from hub.config.paths import config_path
-
-        path, missing = config_path(args.config)
-        return run_logs(args, None if missing else path)
-    from hub.cli.start import load, run_hub_command
-
-    if args.command == "auth":
-        from hub.cli.auth import run_auth_command
-
-        loaded = load(args.config)
-        return loaded if isinstance(loaded, int) else run_auth_command(args, loaded)
-    if args.command == "token":
-        from hub.cli.token import run_token_command
-
-        loaded = load(args.config)
-        return loaded if isinstance(loaded, int) else run_token_command(args, loaded)
     return run_hub_command(args, started)

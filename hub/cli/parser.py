@@ -1,8 +1,7 @@
 """The whole command line of `hub`: every command, its options and their help (argparse), and nothing else.
 
-What each command does lives in its own module of hub.cli; this one imports none of the heavy ones (the hub, the
-relay, OAuth, pydantic), so that `hub --help`, a usage error and the commands that start no hub (`connect`, `logs`,
-`install`, `reload`) answer without loading them. docs/cli.md shows the same synopsis.
+It imports none of the heavy modules (the hub, the relay, OAuth, pydantic), so that `hub --help`, a usage error and
+the commands that start no hub answer without loading them. docs/cli.md shows the same synopsis.
 """
 
 from __future__ import annotations
@@ -13,7 +12,6 @@ from typing import Any, TypeAlias
 
 from hub import __version__
 from hub.cli.add import add_commands
-from hub.cli.init import add_init_command
 from hub.cli.install import CLIENT_NAMES
 from hub.cli.logs import OUTCOMES, since_argument
 from hub.connect.token import DEFAULT_ENV, DEFAULT_KEYRING_USER
@@ -26,8 +24,9 @@ def build_parser() -> argparse.ArgumentParser:
     """`hub`'s parser; `args.command` names the command, `args.action` the sub-command of `token` and `auth`."""
     parser = argparse.ArgumentParser(prog="hub", description="One MCP entry for your host, many MCP servers behind it.")
     parser.add_argument("--version", action="version", version=f"hub {__version__}")
-    _global(parser)
-    common = _common()
+    _shared(parser, suppress=False)
+    common = argparse.ArgumentParser(add_help=False)
+    _shared(common)
     commands = parser.add_subparsers(dest="command", required=True)
     _serve(commands, common)
     _catalog(commands, common)
@@ -39,7 +38,6 @@ def build_parser() -> argparse.ArgumentParser:
     _auth(commands, common)
     _install(commands, common)
     add_commands(commands, common)
-    add_init_command(commands, common)
     return parser
 
 
@@ -50,19 +48,12 @@ _CONFIG_HELP = (
 _FORMAT_HELP = "json (default for serve and connect) or console (default for the other commands)"
 
 
-def _global(parser: argparse.ArgumentParser) -> None:
-    """--config and the logs' options before the command too (`hub -c servers.yaml list`): the same options after
-    it have no default of their own, so that they replace these only when given."""
-    _config(parser, _CONFIG_HELP, suppress=False)
-    _log_options(parser, _FORMAT_HELP, suppress=False)
-
-
-def _common() -> argparse.ArgumentParser:
-    """The options every command that reads servers.yaml takes: --config and the logs'."""
-    common = argparse.ArgumentParser(add_help=False)
-    _config(common, _CONFIG_HELP)
-    _log_options(common, _FORMAT_HELP)
-    return common
+def _shared(parser: argparse.ArgumentParser, suppress: bool = True) -> None:
+    """--config and the logs' options, which every command that reads servers.yaml takes, after the command or
+    before it (`hub -c servers.yaml list`): after it they have no default of their own (`suppress`), so that they
+    replace those before it only when given."""
+    _config(parser, _CONFIG_HELP, suppress)
+    _log_options(parser, _FORMAT_HELP, suppress)
 
 
 def _config(sub: argparse.ArgumentParser, help: str, suppress: bool = True) -> None:
@@ -82,34 +73,20 @@ def _identity(sub: argparse.ArgumentParser, help: str, group: bool = True) -> No
     """--as NAME (`help` says what it is for), and --group G if `group`."""
     sub.add_argument("--as", dest="identity", metavar="NAME", help=f"{help} (default: the local user)")
     if group:
-        _group(sub, "a group of that identity; repeatable")
-
-
-def _group(sub: argparse.ArgumentParser, help: str) -> None:
-    sub.add_argument("--group", action="append", default=[], help=help)
+        sub.add_argument("--group", action="append", default=[], help="a group of that identity; repeatable")
 
 
 def _wait(sub: argparse.ArgumentParser) -> None:
     """--wait SECONDS: how long a one-shot command waits for the servers to start."""
-    sub.add_argument(
-        "--wait",
-        type=float,
-        default=None,
-        metavar="SECONDS",
-        help="how long to wait for servers to start (default: the longest connect_timeout)",
-    )
+    help = "how long to wait for servers to start (default: the longest connect_timeout)"
+    sub.add_argument("--wait", type=float, metavar="SECONDS", help=help)
 
 
 def _serve(commands: Commands, common: argparse.ArgumentParser) -> None:
     serve = commands.add_parser("serve", parents=[common], help="serve MCP to a host (stdio by default)")
     serve.add_argument("--http", metavar="[HOST:]PORT", help="serve Streamable HTTP at /mcp instead of stdio")
-    serve.add_argument(
-        "--allow-host",
-        action="append",
-        default=[],
-        metavar="HOST[:PORT]",
-        help="extra Host/Origin allowed over HTTP (DNS-rebinding protection); repeatable",
-    )
+    help = "extra Host/Origin allowed over HTTP (DNS-rebinding protection); repeatable"
+    serve.add_argument("--allow-host", action="append", default=[], metavar="HOST[:PORT]", help=help)
     serve.add_argument(
         "--stateless",
         action="store_true",
@@ -122,11 +99,8 @@ def _serve(commands: Commands, common: argparse.ArgumentParser) -> None:
         help="this replica's name among several behind one load balancer: it leads every session id, so a balancer "
         "can route by it (default: $HUB_REPLICA_ID, else the host name)",
     )
-    serve.add_argument(
-        "--insecure-no-auth",
-        action="store_true",
-        help="serve HTTP on a non-loopback address without auth: (anyone who can reach it uses every tool)",
-    )
+    help = "serve HTTP on a non-loopback address without auth: (anyone who can reach it uses every tool)"
+    serve.add_argument("--insecure-no-auth", action="store_true", help=help)
     _identity(serve, _POLICY_IDENTITY)
 
 
@@ -160,23 +134,16 @@ def _pin(commands: Commands, common: argparse.ArgumentParser) -> None:
         "accept with --approve); 2 on a usage error or an unreadable lock.",
     )
     pin_action = pin.add_mutually_exclusive_group()
-    pin_action.add_argument(
-        "--diff",
-        nargs="?",
-        const="",
-        metavar="CHILD",
-        help="show, field by field, how every server (or CHILD) differs from its pins; like `git diff --exit-code`: "
-        "exit 0 when nothing differs, 1 when something does, 2 on an error (a server not ready cannot be "
-        "compared)",
+    help = (
+        "show, field by field, how every server (or CHILD) differs from its pins; like `git diff --exit-code`: exit 0 "
+        "when nothing differs, 1 when something does, 2 on an error (a server not ready cannot be compared)"
     )
-    pin_action.add_argument(
-        "--approve",
-        nargs="+",
-        action=_AtMostTwo,
-        metavar=("CHILD", "TOOL"),
-        help="accept CHILD as it is now (tools, prompts, instructions; tools no longer listed lose their pins), or "
-        "only its TOOL (its own name or the exposed one); writes servers.lock",
+    pin_action.add_argument("--diff", nargs="?", const="", metavar="CHILD", help=help)
+    help = (
+        "accept CHILD as it is now (tools, prompts, instructions; tools no longer listed lose their pins), or only its "
+        "TOOL (its own name or the exposed one); writes servers.lock"
     )
+    pin_action.add_argument("--approve", nargs="+", action=_AtMostTwo, metavar=("CHILD", "TOOL"), help=help)
     _wait(pin)
 
 
@@ -200,7 +167,7 @@ def _token(commands: Commands, common: argparse.ArgumentParser) -> None:
     actions = token.add_subparsers(dest="action", required=True)
     create = actions.add_parser("create", parents=[common], help="add a token; prints it once (its last line)")
     create.add_argument("name", help="the identity the token stands for (the call log and policies name it)")
-    _group(create, "a group of the identity; repeatable")
+    create.add_argument("--group", action="append", default=[], help="a group of the identity; repeatable")
     create.add_argument("--expires", type=float, metavar="DAYS", help="days until the token expires (default: never)")
     actions.add_parser("list", parents=[common], help="the tokens: name, groups, created, expires (never secrets)")
     revoke = actions.add_parser("revoke", parents=[common], help="remove a token; a running hub refuses it at once")
@@ -218,22 +185,12 @@ def _reload(commands: Commands) -> None:
 def _token_source(sub: argparse.ArgumentParser, what: str) -> None:
     """--token-env VAR | --keyring SERVICE [--keyring-user USER]: where `what` is (never on the command line)."""
     source = sub.add_mutually_exclusive_group()
-    source.add_argument(
-        "--token-env",
-        metavar="VAR",
-        help=f"the environment variable holding {what} (default: {DEFAULT_ENV}; unset there: no token)",
-    )
-    source.add_argument(
-        "--keyring",
-        metavar="SERVICE",
-        help="read the token from the OS keyring's entry for SERVICE (needs the 'keyring' package)",
-    )
-    sub.add_argument(
-        "--keyring-user",
-        metavar="USER",
-        default=DEFAULT_KEYRING_USER,
-        help=f"the user name of the keyring entry (default: {DEFAULT_KEYRING_USER})",
-    )
+    help = f"the environment variable holding {what} (default: {DEFAULT_ENV}; unset there: no token)"
+    source.add_argument("--token-env", metavar="VAR", help=help)
+    help = "read the token from the OS keyring's entry for SERVICE (needs the 'keyring' package)"
+    source.add_argument("--keyring", metavar="SERVICE", help=help)
+    help = f"the user name of the keyring entry (default: {DEFAULT_KEYRING_USER})"
+    sub.add_argument("--keyring-user", metavar="USER", default=DEFAULT_KEYRING_USER, help=help)
 
 
 def _logs(commands: Commands) -> None:
@@ -244,47 +201,28 @@ def _logs(commands: Commands) -> None:
         "prints the matching calls and a summary per server and tool: calls, errors (outcomes other than ok), "
         "p50 and p95 duration. Starts no hub.",
     )
-    logs.add_argument(
-        "file",
-        nargs="?",
-        metavar="FILE",
-        help="the log file (default: --log-file, else hub.log_file of servers.yaml); FILE.1, FILE.2, ... are read too",
-    )
+    help = "the log file (default: --log-file, else hub.log_file of servers.yaml); FILE.1, FILE.2, ... are read too"
+    logs.add_argument("file", nargs="?", metavar="FILE", help=help)
     _config(logs, "servers.yaml whose hub.log_file is read by default (found as for the other commands)")
-    logs.add_argument(
-        "--log-file",
-        metavar="PATH",
-        default=argparse.SUPPRESS,
-        help="the file `hub serve --log-file PATH` writes (same as FILE)",
+    help = "the file `hub serve --log-file PATH` writes (same as FILE)"
+    logs.add_argument("--log-file", metavar="PATH", default=argparse.SUPPRESS, help=help)
+    help = (
+        "print calls as they are logged, across rotation, until Ctrl-C (then the summary); starts at the end of the "
+        "file, or at --since"
     )
-    logs.add_argument(
-        "-f",
-        "--follow",
-        action="store_true",
-        help="print calls as they are logged, across rotation, until Ctrl-C (then the summary); starts at the end "
-        "of the file, or at --since",
-    )
+    logs.add_argument("-f", "--follow", action="store_true", help=help)
     logs.add_argument("--child", action="append", default=[], metavar="C", help="calls to this server; repeatable")
     logs.add_argument("--tool", metavar="GLOB", help="calls whose exposed name matches GLOB, e.g. 'git_*'")
-    logs.add_argument(
-        "--outcome",
-        action="append",
-        default=[],
-        choices=OUTCOMES,
-        metavar="O",
-        help="calls with this outcome; repeatable",
-    )
+    help = "calls with this outcome; repeatable"
+    logs.add_argument("--outcome", action="append", default=[], choices=OUTCOMES, metavar="O", help=help)
     logs.add_argument("--slower-than", type=float, metavar="MS", help="calls that took longer than MS milliseconds")
-    logs.add_argument(
-        "--since",
-        type=since_argument,
-        metavar="T",
-        help="calls at T or later: an ISO time (UTC unless it has an offset, like the table) or a time ago: 30s, "
-        "10m, 2h, 1d, 1w",
+    help = (
+        "calls at T or later: an ISO time (UTC unless it has an offset, like the table) or a time ago: 30s, 10m, 2h, "
+        "1d, 1w"
     )
-    logs.add_argument(
-        "--json", action="store_true", help="print the matching lines as they are (JSON lines); the summary to stderr"
-    )
+    logs.add_argument("--since", type=since_argument, metavar="T", help=help)
+    help = "print the matching lines as they are (JSON lines); the summary to stderr"
+    logs.add_argument("--json", action="store_true", help=help)
 
 
 def _connect(commands: Commands) -> None:
@@ -307,13 +245,11 @@ def _auth(commands: Commands, common: argparse.ArgumentParser) -> None:
     login = actions.add_parser("login", parents=[common], help="sign in to a server in a browser; keeps the tokens")
     login.add_argument("server", help="a server of servers.yaml with oauth:")
     login.add_argument("--no-browser", action="store_true", help="print the address to open; do not open a browser")
-    login.add_argument(
-        "--port",
-        type=int,
-        default=0,
-        help="loopback port for the redirect (default: the one the hub registered at that server before, if "
-        "free, else any free one; a client_id registered by hand needs the one its redirect URI names)",
+    help = (
+        "loopback port for the redirect (default: the one the hub registered at that server before, if free, else "
+        "any free one; a client_id registered by hand needs the one its redirect URI names)"
     )
+    login.add_argument("--port", type=int, default=0, help=help)
     logout = actions.add_parser("logout", parents=[common], help="forget an identity's sign-in to a server")
     logout.add_argument("server")
     status = actions.add_parser("status", parents=[common], help="who is signed in to which server (never tokens)")
@@ -340,9 +276,8 @@ def _install(commands: Commands, common: argparse.ArgumentParser) -> None:
     action = install.add_mutually_exclusive_group()
     action.add_argument("--uninstall", action="store_true", help="remove the entry NAME, and nothing else")
     action.add_argument("--restore", action="store_true", help="put back the latest backup of CLIENT's file")
-    action.add_argument(
-        "--status", action="store_true", help="where the hub is installed, and whether the entry drifted"
-    )
+    help = "where the hub is installed, and whether the entry drifted"
+    action.add_argument("--status", action="store_true", help=help)
     install.add_argument(
         "--url",
         help="a team hub's URL (hub serve --http) instead of a local hub: a native HTTP entry where the host takes "
@@ -360,11 +295,8 @@ def _install(commands: Commands, common: argparse.ArgumentParser) -> None:
     imports.add_argument("source", metavar="CLIENT|PATH")
     imports.add_argument("--into", metavar="PATH", help="the servers.yaml to add to (default: as --config)")
     _entry(imports)
-    imports.add_argument(
-        "--consolidate",
-        action="store_true",
-        help="then replace the imported entries in the host's file with the hub's entry NAME (backup first)",
-    )
+    help = "then replace the imported entries in the host's file with the hub's entry NAME (backup first)"
+    imports.add_argument("--consolidate", action="store_true", help=help)
 
 
 def _entry(parser: argparse.ArgumentParser) -> None:

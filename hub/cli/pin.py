@@ -1,18 +1,9 @@
-"""`hub pin`, `hub pin --diff [CHILD]`, `hub pin --approve CHILD [TOOL]`: the lock file next to servers.yaml.
+"""`hub pin`, `hub pin --diff [CHILD]`, `hub pin --approve CHILD [TOOL]`: the lock file next to servers.yaml
+(hub.config.lock; what each does and its exit status: `hub pin --help`, docs/cli.md).
 
-The hub is started in this process and the children's own definitions are read from their listings as they sent
-them (before the hub renames, overrides or quarantines anything); of tools, only those their `tools:` filter exposes.
-
-- `hub pin` pins every ready child that the lock does not have yet (all of them when there is no lock). A child
-  the lock has is never re-pinned here: if what it lists differs from its pins, the differences are summarised and
-  the exit status is 1, until they are reviewed (`--diff`) and accepted (`--approve`).
-- `--diff` exits 0 when nothing differs, 1 when something does (like `git diff --exit-code`), 2 on an error (a
-  server that is not ready cannot be compared).
-- `--approve CHILD` re-pins the child as it is now (tools no longer listed lose their pins); `--approve CHILD
-  TOOL` re-pins one tool, named as the child names it or as the host sees it (hub.relay.naming).
-
-Definitions come from the children, so they are shown with control and format characters escaped: a description
-cannot hide text from the reviewer with terminal escapes or bidirectional overrides.
+The definitions are the children's own, as they listed them (before the hub renames, overrides or quarantines
+anything), tools only those their `tools:` filter exposes; they are shown with control and format characters
+escaped, so that a description cannot hide text from the reviewer (terminal escapes, bidirectional overrides).
 """
 
 from __future__ import annotations
@@ -86,15 +77,11 @@ class ChildDiff:
     def summary(self) -> list[str]:
         lines = []
         for kind in KINDS:
-            lines += [f"{kind} {_visible(item)} {_verdict_text(v, changes)}" for item, v, changes in self.changed[kind]]
+            for item, verdict, changes in self.changed[kind]:
+                what = "is new" if verdict == "new" else f"changed ({', '.join(c.field for c in changes)})"
+                lines.append(f"{kind} {_visible(item)} {what}")
             lines += [f"{kind} {_visible(item)} is no longer listed" for item in self.removed[kind]]
         return lines + (["instructions changed"] if self.instructions else [])
-
-
-def _verdict_text(verdict: Verdict, changes: list[FieldChange]) -> str:
-    if verdict == "new":
-        return "is new"
-    return f"changed ({', '.join(c.field for c in changes)})"
 
 
 def current(child: Child) -> Current:
@@ -105,14 +92,10 @@ def current(child: Child) -> Current:
 
 
 def _first_of_each(items: Iterable[dict[str, Any]]) -> tuple[dict[str, Any], ...]:
-    seen: set[str] = set()
-    kept = []
+    kept: dict[str, dict[str, Any]] = {}
     for item in items:
-        name = str(item.get("name", ""))
-        if name not in seen:
-            seen.add(name)
-            kept.append(item)
-    return tuple(kept)
+        kept.setdefault(str(item.get("name", "")), item)
+    return tuple(kept.values())
 
 
 def differences(lock: Lock, name: str, now: Current) -> ChildDiff:
@@ -130,9 +113,6 @@ def differences(lock: Lock, name: str, now: Current) -> ChildDiff:
     return ChildDiff(changed, removed, lock.instructions_verdict(name, now.instructions) != "pinned")
 
 
-# ---- the command --------------------------------------------------------------------------------------------------
-
-
 async def run_pin(hub: Hub, args: argparse.Namespace, out: TextIO) -> int:
     """`hub pin` with `args` (`diff`, `approve`, `wait`): the lock is read and the arguments checked before any
     child starts; the hub then runs until every child is ready or has failed once (bounded by `--wait`)."""
@@ -141,16 +121,17 @@ async def run_pin(hub: Hub, args: argparse.Namespace, out: TextIO) -> int:
         lock = load_lock(path)
     except LockError as exc:
         return fail(str(exc), EXIT_USAGE)
+    servers = hub.loaded.config.servers
     approve: list[str] | None = args.approve
-    if approve is not None:
-        refusal = _check_approve(hub, approve)
-        if refusal:
-            return fail(refusal)
+    if approve is not None and approve[0] not in servers:
+        known = ", ".join(sorted(servers)) or "none"
+        return fail(f"no server named {approve[0]!r} in {hub.loaded.path} (servers: {known}); the lock is unchanged")
+    if approve is not None and not servers[approve[0]].enabled:
+        return fail(f"server {approve[0]!r} is disabled (enabled: false) in {hub.loaded.path}; the lock is unchanged")
     diff_child: str | None = args.diff
     if diff_child is not None:
         if lock is None:
             return fail(f"there is no lock file {path} yet: run `hub pin` first", EXIT_USAGE)
-        servers = hub.loaded.config.servers
         if diff_child and diff_child not in servers:
             return fail(f"no server named {diff_child!r} in {hub.loaded.path}", EXIT_USAGE)
         if diff_child and not servers[diff_child].enabled:
@@ -163,17 +144,6 @@ async def run_pin(hub: Hub, args: argparse.Namespace, out: TextIO) -> int:
             assert lock is not None
             return _diff(hub, lock, diff_child or None, out)
         return _pin(hub, lock, path, out)
-
-
-def _check_approve(hub: Hub, approve: list[str]) -> str | None:
-    servers = hub.loaded.config.servers
-    name = approve[0]
-    if name not in servers:
-        known = ", ".join(sorted(servers)) or "none"
-        return f"no server named {name!r} in {hub.loaded.path} (servers: {known}); the lock is unchanged"
-    if not servers[name].enabled:
-        return f"server {name!r} is disabled (enabled: false) in {hub.loaded.path}; the lock is unchanged"
-    return None
 
 
 def _pin(hub: Hub, lock: Lock | None, path: Path, out: TextIO) -> int:
@@ -279,9 +249,6 @@ def _exposed(child: Child, tool: dict[str, Any], siblings: frozenset[str], setti
     return expose_tool_name(child.prefix, suffix, settings.name_budget, siblings, always_prefix=settings.always_prefix)
 
 
-# ---- --diff -------------------------------------------------------------------------------------------------------
-
-
 def _diff(hub: Hub, lock: Lock, only: str | None, out: TextIO) -> int:
     differs = unknown = False
     for name, child in hub.children.items():
@@ -328,9 +295,8 @@ def field_diff(before: Any, after: Any) -> list[str]:
     anything else (schemas, annotations); None is an absent field. Characters that could mislead a terminal are
     escaped."""
     old, new = _lines(before, after), _lines(after, before)
-    lines = []
-    for line in list(difflib.unified_diff(old, new, lineterm="", n=2))[2:]:  # [2:]: the ---/+++ header
-        lines.append(line if line.startswith("@@") else f"{line[:1]} {_visible(line[1:])}")
+    body = list(difflib.unified_diff(old, new, lineterm="", n=2))[2:]  # [2:]: the ---/+++ header
+    lines = [line if line.startswith("@@") else f"{line[:1]} {_visible(line[1:])}" for line in body]
     if not lines:  # differs only where lines cannot show it (a trailing newline, "" against absent)
         lines = [f"- {_visible(json.dumps(before))}", f"+ {_visible(json.dumps(after))}"]
     return lines

@@ -1,10 +1,7 @@
 """`hub reload (--pid PID | --url URL)`: make a running hub re-read its servers.yaml (SIGHUP, or POST /reload).
 
-With --url, a hub with `auth:` takes the reload from its admin group only: the bearer token is found as `hub
-connect` finds it (--token-env VAR, --keyring SERVICE, else $HUB_TOKEN if set), never on the command line.
-
-It starts no hub and reads no servers.yaml: the hub that reloads says in its own log whether the new file was taken
-(`config_reloaded`) or refused (`config_rejected`).
+The token for --url is found as `hub connect` finds it, never on the command line. The hub that reloads says in its
+own log whether the new file was taken (`config_reloaded`) or refused (`config_rejected`).
 """
 
 from __future__ import annotations

@@ -1,23 +1,23 @@
 """The commands that run a hub in this process: serve, check, list, cost, call and pin.
 
 The configuration is loaded first (the log file's place and rotation are settings), then the logs are set up and
-the Hub is built; `serve` hands it to a front (hub.cli.serve), `pin` reads the children's own definitions
-(hub.cli.pin), and the others wait (bounded) for the children and talk to the hub as a host would
-(hub.host.inprocess). Nothing heavy is imported before the configuration is loaded: a desktop host times the hub's
-start.
+the Hub is built. Nothing heavy is imported before: a desktop host times the hub's start.
 """
 
 from __future__ import annotations
 
 import argparse
+import ipaddress
 import sys
 from typing import TYPE_CHECKING
 
 from hub.cli.output import EXIT_INTERRUPTED, EXIT_USAGE, StartProgress, fail
 
 if TYPE_CHECKING:
+    from hub.access.identity import Identity
     from hub.app import Hub
     from hub.config.schema import LoadedConfig
+    from hub.logs import CallLog
 
 
 def load(given: str | None) -> LoadedConfig | int:
@@ -69,9 +69,7 @@ async def _run(args: argparse.Namespace, started: float) -> int:
 
     identity = local_user(getattr(args, "identity", None), tuple(getattr(args, "group", ())))
     if serving:
-        from hub.cli.serve import run_serve
-
-        return await run_serve(args, loaded, call_log, started, identity)
+        return await _serve(args, loaded, call_log, started, identity)
     from hub.app import Hub
 
     if args.command == "pin":  # pinning reads the servers' own definitions: nothing is held back by the old lock
@@ -81,6 +79,58 @@ async def _run(args: argparse.Namespace, started: float) -> int:
     return await _one_shot(Hub(loaded, call_log, started, identity), args)
 
 
+async def _serve(
+    args: argparse.Namespace, loaded: LoadedConfig, call_log: CallLog, started: float, identity: Identity
+) -> int:
+    """`hub serve`: until the host leaves (stdio) or the process is stopped (HTTP); `identity` is the stdio host's.
+
+    An address other machines can reach is refused without `auth:` in servers.yaml (unless --insecure-no-auth), with
+    status 2 before anything starts: a team hub open to anyone who can reach it would call every tool with the hub's
+    credentials.
+    """
+    http, reachable = args.http is not None, False
+    has_auth = loaded.config.auth is not None
+    if http:
+        from hub.host.http_server import parse_bind
+
+        host, port = parse_bind(args.http)
+        reachable = not _loopback(host)
+        if reachable and not (has_auth or args.insecure_no_auth):
+            return fail(
+                f"--http {args.http} is reachable from other machines, and servers.yaml has no 'auth:': anyone who "
+                "can reach it would call every tool with the hub's credentials. Add 'auth:' (docs/team.md), bind to "
+                "127.0.0.1, or pass --insecure-no-auth if another layer authenticates every request",
+                EXIT_USAGE,
+            )
+    from hub.app import Hub, Observing, replica_id
+    from hub.observe.tracing import Tracing  # the OpenTelemetry SDK is imported only if OTEL_* ask for traces
+    from hub.serve import serve
+
+    hub = Hub(
+        loaded,
+        call_log,
+        started,
+        identity,
+        replica=replica_id(args.replica_id),
+        observing=Observing(metrics=http, recent=http, tracing=Tracing.from_environment()),
+        stateless=args.stateless,
+        auth_required=reachable and has_auth,
+    )
+    if http and sys.stderr.isatty():  # a person started it: one line to read among the JSON log lines
+        url = f"http://{f'[{host}]' if ':' in host else host}:{port}/mcp"
+        print(f"hub: serving MCP at {url} (Ctrl-C stops)", file=sys.stderr, flush=True)
+    await serve(hub, args.http, args.allow_host)
+    return 0
+
+
+def _loopback(host: str) -> bool:
+    """Whether `--http` on `host` listens on this machine only."""
+    try:
+        return host == "localhost" or ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
 async def _one_shot(hub: Hub, args: argparse.Namespace) -> int:
     from hub.host.inprocess import InProcessHost
 
@@ -88,6 +138,8 @@ async def _one_shot(hub: Hub, args: argparse.Namespace) -> int:
         from hub.cli.pin import run_pin
 
         return await run_pin(hub, args, sys.stdout)
+    from hub.cli.call import ask_on_terminal, print_call
+    from hub.cli.check import print_check, print_cost, print_list
     from hub.relay.builtins import HEALTH_TOOL
     from hub.relay.catalog import SEARCH_TOOL
 
@@ -102,21 +154,13 @@ async def _one_shot(hub: Hub, args: argparse.Namespace) -> int:
             late = [name for name, child in hub.children.items() if not child.settled.is_set()]
         hub.startup.end()  # the wait is over: the listing below does not wait again
         if args.command == "check":
-            from hub.cli.check import print_check
-
             return print_check(hub, args.json, late, sys.stdout, args.wait)
-        from hub.cli.call import ask_on_terminal, print_call
-
         # A person at a terminal is asked to confirm a call held by `confirm:`; a script is not (it gets the error).
         asks = args.command == "call" and sys.stdin.isatty() and sys.stderr.isatty()
         host = InProcessHost(hub, ask_on_terminal if asks else None)
         await host.start()
         if args.command == "cost":
-            from hub.cli.check import print_cost
-
             return await print_cost(hub, host, args.json, sys.stdout)
         if args.command == "list":
-            from hub.cli.check import print_list
-
             return await print_list(hub, host, args.json, sys.stdout, sys.stderr)
         return await print_call(host, args.name, args.arguments, args.json, sys.stdout)
