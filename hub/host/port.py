@@ -1,8 +1,8 @@
 """What the host fronts (stdio, Streamable HTTP, the in-process host) use of the hub: `HubPort`, one narrow interface.
 
 The fronts do not import the application (`hub.app`): they are handed something that satisfies `HubPort` (the
-`Hub`). A member that a front does not use has no place here; one it needs is added here and at the end of
-`hub.app.Hub`, in one block.
+`Hub`). A member that a front does not use has no place here; one it needs is added here and to `hub.app.Hub`:
+as the owning part's own method, assigned in `Hub.__init__`, or in the block at the end of the class.
 """
 
 from __future__ import annotations
