@@ -1,9 +1,8 @@
 """Reading `servers.yaml`: YAML with line numbers, `${VAR}` expansion, validation, and error messages.
 
 A bad file must never start a hub, nor replace a running configuration: every problem is reported with the file,
-the line, the key path, what is wrong and how to fix it (`ConfigError`). Values may reference the hub's environment
-as `${VAR}` or `${VAR:-default}`; expansion happens before validation so that errors still point at the right line.
-An error never quotes a value that may be a secret (anything under `env` or `headers`, or shaped like a credential).
+the line, the key path, what is wrong and how to fix it (`ConfigError`). `${VAR}` is expanded before validation so
+that errors still point at the right line. An error never quotes a value that may be a secret (`shown`).
 """
 
 from __future__ import annotations
@@ -23,11 +22,7 @@ from hub.config.envfile import EnvFileError, environment_with_env_file
 from hub.config.expansion import expand_env
 from hub.config.include import IncludeError, Merged, resolve
 from hub.config.lock import LockError, load_lock, lock_path
-from hub.config.schema import (
-    PREFIX_PATTERN,
-    HubConfig,
-    LoadedConfig,
-)
+from hub.config.schema import PREFIX_PATTERN, HubConfig, LoadedConfig
 
 
 class ConfigError(Exception):
@@ -91,21 +86,23 @@ class _Mapping(dict[Any, Any]):
 _LineLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _construct_mapping)
 
 
-def _position(tree: Any, loc: tuple[int | str, ...]) -> tuple[Path | None, int | None]:
-    """The file (when files were merged) and line of the value at `loc`: the deepest key that exists."""
+def _where(tree: Any, file: Path, loc: tuple[int | str, ...]) -> str:
+    """`file:line: key.path` of the value at `loc`, at the deepest key that exists; the file it came from when
+    files were merged."""
     line: int | None = getattr(tree, "line", None)
-    file: Path | None = getattr(tree, "file", None)
+    source: Path = getattr(tree, "file", None) or file
     node = tree
     for part in loc:
         if isinstance(node, _Mapping) and part in node:
             line = node.lines.get(part, line)
-            file = node.file_of(part) or file
+            source = node.file_of(part) or source
             node = node[part]
         elif isinstance(node, list) and isinstance(part, int) and part < len(node):
             node = node[part]
         else:
             break
-    return file, line
+    dotted = ".".join(str(p) for p in loc) or "(top level)"
+    return f"{source}:{line}: {dotted}" if line else f"{source}: {dotted}"
 
 
 def _stamp(tree: Any, file: Path) -> None:
@@ -138,40 +135,22 @@ def _expand_tree(tree: Any, environ: Mapping[str, str], path: tuple[str | int, .
     return tree
 
 
-def _where(tree: Any, file: Path, loc: tuple[int | str, ...]) -> str:
-    """`file:line: key.path` of the value at `loc`; the file it came from, if not `file`, when files were merged."""
-    source, line = _position(tree, loc)
-    dotted = ".".join(str(p) for p in loc) or "(top level)"
-    return f"{source or file}:{line}: {dotted}" if line else f"{source or file}: {dotted}"
-
-
 def _allowed_keys(loc: tuple[int | str, ...]) -> list[str]:
     """The keys allowed where `loc` points: the model at that place, found by walking the schema's annotations."""
     model: type[BaseModel] = HubConfig
     parts = list(loc[:-1])
     while parts:
         field = model.model_fields.get(str(parts.pop(0)))
-        if field is None:
+        annotation = None if field is None else field.annotation
+        inner = [
+            a for a in (annotation, *typing.get_args(annotation)) if isinstance(a, type) and issubclass(a, BaseModel)
+        ]
+        if not inner:
             return []
-        inner = _model_in(field.annotation)
-        if inner is None:
-            return []
-        model, keyed = inner
-        if keyed and parts:
-            parts.pop(0)  # a server's name, a rule's index
+        model = inner[0]
+        if model is not annotation and typing.get_origin(annotation) in (dict, tuple, list) and parts:
+            parts.pop(0)  # behind a key or index (dict[str, M], tuple[M, ...]): a server's name, a rule's index
     return list(model.model_fields)
-
-
-def _model_in(annotation: Any) -> tuple[type[BaseModel], bool] | None:
-    """The model an annotation holds, and whether it is behind a key or index (dict[str, M], tuple[M, ...])."""
-    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
-        return annotation, False
-    args = [a for a in typing.get_args(annotation) if a is not type(None) and a is not Ellipsis]
-    keyed = typing.get_origin(annotation) in (dict, tuple, list)
-    for arg in args:
-        if isinstance(arg, type) and issubclass(arg, BaseModel):
-            return arg, keyed
-    return None
 
 
 def _describe(error: Any, file: Path, tree: Any) -> str:
@@ -214,20 +193,12 @@ def shown(loc: tuple[int | str, ...], value: Any) -> str:
 
 
 def parse_config(text: str, file: Path, environ: Mapping[str, str] | None = None) -> HubConfig:
-    """Parse and validate the text of a servers.yaml (its `include:` not followed: `load_config` does that).
-
-    Raises:
-        ConfigError: the text is not valid YAML or not a valid configuration.
-    """
+    """Parse and validate the text of a servers.yaml (its `include:` not followed: `load_config` does that)."""
     return validate_tree(read_tree(text, file), file, environ)
 
 
 def read_tree(text: str, file: Path) -> _Mapping:
-    """The YAML tree of one file, every mapping knowing its lines and the file.
-
-    Raises:
-        ConfigError: the text is not valid YAML, or not a mapping.
-    """
+    """The YAML tree of one file, every mapping knowing its lines and the file."""
     try:
         tree = yaml.load(text, Loader=_LineLoader)
     except ConfigError as exc:
@@ -247,11 +218,7 @@ def read_tree(text: str, file: Path) -> _Mapping:
 
 
 def validate_tree(tree: _Mapping, file: Path, environ: Mapping[str, str] | None = None) -> HubConfig:
-    """Expand `${VAR}` in a (merged) tree and validate it.
-
-    Raises:
-        ConfigError: naming each problem's file, line and key path.
-    """
+    """Expand `${VAR}` in a (merged) tree and validate it; a `ConfigError` names each problem's file, line and key."""
     if "servers" not in tree:
         raise ConfigError(
             f"{file} has no 'servers:' key; list the servers under 'servers:', or write 'servers: {{}}' for none"
@@ -278,12 +245,13 @@ def _name_problems(tree: _Mapping, file: Path) -> list[str]:
     owners: dict[str, str] = {}
     for name, server in servers.items():
         where = _where(tree, file, ("servers", name))
-        if isinstance(server, dict) and server.get("prefix") is None and not re.fullmatch(PREFIX_PATTERN, str(name)):
+        own = server.get("prefix") if isinstance(server, dict) else None
+        if isinstance(server, dict) and own is None and not re.fullmatch(PREFIX_PATTERN, str(name)):
             problems.append(
                 f"{where}: server name {name!r} cannot be used as a prefix (1-32 lowercase letters, digits or '-', "
                 "starting with a letter); rename it or set 'prefix:' for it"
             )
-        prefix = server.get("prefix") if isinstance(server, dict) and server.get("prefix") is not None else name
+        prefix = name if own is None else own
         if isinstance(prefix, str) and prefix:
             if prefix in owners:
                 problems.append(
@@ -296,12 +264,8 @@ def _name_problems(tree: _Mapping, file: Path) -> list[str]:
 
 
 def load_config(path: str | Path, environ: Mapping[str, str] | None = None) -> LoadedConfig:
-    """Read, expand and validate a servers.yaml. `${VAR}` sees the environment over the values of the env file
-    beside it (`servers.env`, hub.config.envfile).
-
-    Raises:
-        ConfigError: the file is missing, unreadable or invalid, or its env file cannot be read.
-    """
+    """Read, expand and validate a servers.yaml and what it includes. `${VAR}` sees the environment over the values
+    of the env file beside it (`servers.env`, hub.config.envfile)."""
     file = Path(path)
     if not file.exists():
         raise ConfigError(f"{file}: no such file; pass --config PATH or create it (see docs/configuration.md)")
@@ -314,27 +278,14 @@ def load_config(path: str | Path, environ: Mapping[str, str] | None = None) -> L
         lock = load_lock(lock_path(where))
     except LockError as exc:
         raise ConfigError(str(exc)) from None
-    origins = {
-        n: (_absolute(o.file), {k: _absolute(f) for k, f in o.overridden.items()}) for n, o in merged.origins.items()
-    }
-    return LoadedConfig(
-        path=where,
-        config=config,
-        lock=lock,
-        files=tuple(merged.files),
-        globs=tuple(merged.globs),
-        origins=origins,
-    )
+    origins = {n: (_absolute(f), {k: _absolute(v) for k, v in keys.items()}) for n, (f, keys) in merged.origins.items()}
+    return LoadedConfig(where, config, lock, tuple(merged.files), tuple(merged.globs), origins)
 
 
 def read_unchecked(path: Path, environ: Mapping[str, str] | None = None) -> tuple[Any, dict[str, str]]:
     """The file with its includes merged, not validated, and the environment its `${VAR}` see (`environ`, else the
-    process's, over servers.env): for a command that needs part of a file whose rest need not be valid (`hub logs`),
-    or that asks what another environment would see (`hub install`: a host's).
-
-    Raises:
-        ConfigError: a file cannot be read or parsed, an include is missing or loops, or servers.env is invalid.
-    """
+    process's, over servers.env): for `hub logs`, which needs part of a file whose rest need not be valid, and
+    `hub install`, which asks what a host's environment would see."""
     merged, environ = _merged(path, os.environ if environ is None else environ)
     return merged.tree, environ
 
