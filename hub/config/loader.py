@@ -18,7 +18,7 @@ from typing import Any
 import yaml
 from pydantic import BaseModel, ValidationError
 
-from hub.config.envfile import EnvFileError, environment_with_env_file
+from hub.config.envfile import EnvFileError, env_file_path, read_env_file
 from hub.config.expansion import expand_env
 from hub.config.include import IncludeError, Merged, resolve
 from hub.config.lock import LockError, load_lock, lock_path
@@ -293,7 +293,7 @@ def read_unchecked(path: Path, environ: Mapping[str, str] | None = None) -> tupl
 def _merged(file: Path, environ: Mapping[str, str]) -> tuple[Merged, dict[str, str]]:
     """The file with its includes merged, and `environ` over its servers.env (where `hub import` puts secrets)."""
     try:
-        seen = environment_with_env_file(file, environ)
+        seen = {**read_env_file(env_file_path(file)), **environ}
         return resolve(file, _read_file), seen
     except (EnvFileError, IncludeError) as exc:
         raise ConfigError(str(exc)) from None
