@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import fnmatch
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cached_property
 from typing import Literal
@@ -20,6 +21,7 @@ from typing import Literal
 from hub.access.identity import Identity
 
 Default = Literal["allow", "deny"]
+Matcher = Callable[[str], re.Match[str] | None]  # a rule's globs compiled into one expression (`_globs`)
 
 
 @dataclass(frozen=True)
@@ -49,19 +51,13 @@ class Rule:
     def applies_to(self, identity: Identity) -> bool:
         return "*" in self.subjects or identity.name in self.subjects or identity.in_any(self.groups)
 
-    def allows(self, exposed: str) -> bool:
-        return self._allow.match(exposed) is not None
-
-    def denies(self, exposed: str) -> bool:
-        return self._deny.match(exposed) is not None
+    @cached_property
+    def allows(self) -> Matcher:
+        return _globs(self.allow).match
 
     @cached_property
-    def _allow(self) -> re.Pattern[str]:
-        return _globs(self.allow)
-
-    @cached_property
-    def _deny(self) -> re.Pattern[str]:
-        return _globs(self.deny)
+    def denies(self) -> Matcher:
+        return _globs(self.deny).match
 
     @cached_property
     def allowed(self) -> Decision:
