@@ -30,7 +30,11 @@ class ConfigError(Exception):
 
 
 class _LineLoader(yaml.SafeLoader):
-    """Remembers the line of every mapping key and value so that errors can name it."""
+    """Remembers the file, and the line of every mapping key, so that errors can name them."""
+
+    def __init__(self, text: str, file: Path) -> None:
+        super().__init__(text)
+        self.file = file
 
 
 def _construct_mapping(loader: _LineLoader, node: yaml.MappingNode) -> dict[Any, Any]:
@@ -51,27 +55,26 @@ def _construct_mapping(loader: _LineLoader, node: yaml.MappingNode) -> dict[Any,
             own_keys.add(key)
         mapping[key] = loader.construct_object(value_node, deep=True)
         lines[key] = key_node.start_mark.line + 1
-    return _Mapping(mapping, lines, node.start_mark.line + 1)
+    return _Mapping(mapping, lines, node.start_mark.line + 1, loader.file)
 
 
 class _Mapping(dict[Any, Any]):
     """A YAML mapping that knows the line of each key, and the file of each key once several files are merged
     (`include:`, hub.config.include), so that an error names the file and line a value came from."""
 
-    def __init__(self, data: dict[Any, Any], lines: dict[Any, int], line: int) -> None:
+    def __init__(self, data: dict[Any, Any], lines: dict[Any, int], line: int, file: Path) -> None:
         super().__init__(data)
         self.lines = lines
         self.line = line
-        self.file: Path | None = None
+        self.file = file
         self.files: dict[Any, Path] = {}
 
     def copy_mapping(self) -> _Mapping:
-        copy = _Mapping(dict(self), dict(self.lines), self.line)
-        copy.file = self.file
+        copy = _Mapping(dict(self), dict(self.lines), self.line, self.file)
         copy.files = dict(self.files)
         return copy
 
-    def file_of(self, key: Any) -> Path | None:
+    def file_of(self, key: Any) -> Path:
         return self.files.get(key, self.file)
 
     def take_position(self, key: Any, source: Any) -> None:
@@ -95,7 +98,7 @@ def _where(tree: Any, file: Path, loc: tuple[int | str, ...]) -> str:
     for part in loc:
         if isinstance(node, _Mapping) and part in node:
             line = node.lines.get(part, line)
-            source = node.file_of(part) or source
+            source = node.file_of(part)
             node = node[part]
         elif isinstance(node, list) and isinstance(part, int) and part < len(node):
             node = node[part]
@@ -103,17 +106,6 @@ def _where(tree: Any, file: Path, loc: tuple[int | str, ...]) -> str:
             break
     dotted = ".".join(str(p) for p in loc) or "(top level)"
     return f"{source}:{line}: {dotted}" if line else f"{source}: {dotted}"
-
-
-def _stamp(tree: Any, file: Path) -> None:
-    """Every mapping of a file's tree knows the file (for errors in a merged configuration)."""
-    if isinstance(tree, _Mapping):
-        tree.file = file
-        for value in tree.values():
-            _stamp(value, file)
-    elif isinstance(tree, list):
-        for value in tree:
-            _stamp(value, file)
 
 
 def _expand_tree(tree: Any, environ: Mapping[str, str], path: tuple[str | int, ...], root: Any, file: Path) -> Any:
@@ -199,21 +191,23 @@ def parse_config(text: str, file: Path, environ: Mapping[str, str] | None = None
 
 def read_tree(text: str, file: Path) -> _Mapping:
     """The YAML tree of one file, every mapping knowing its lines and the file."""
+    loader = _LineLoader(text, file)
     try:
-        tree = yaml.load(text, Loader=_LineLoader)
+        tree = loader.get_single_data()
     except ConfigError as exc:
         raise ConfigError(f"{file}: {exc}") from None
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         line = f":{mark.line + 1}" if mark is not None else ""
         raise ConfigError(f"{file}{line}: not valid YAML: {getattr(exc, 'problem', exc)}") from None
+    finally:
+        loader.dispose()
     if tree is None:
         # An editor that truncates the file before writing it leaves exactly this for a moment: a reload of it
         # would stop every child. A hub without servers says so.
         raise ConfigError(f"{file} is empty; list the servers under 'servers:', or write 'servers: {{}}' for none")
     if not isinstance(tree, _Mapping):
         raise ConfigError(f"{file}: the top level must be a mapping with a 'servers:' key")
-    _stamp(tree, file)
     return tree
 
 
