@@ -29,10 +29,6 @@ class Tally:
     def hide(self, rule: str | None) -> None:
         self.hidden[rule] = self.hidden.get(rule, 0) + 1
 
-    @property
-    def hidden_total(self) -> int:
-        return sum(self.hidden.values())
-
 
 @dataclass(frozen=True)
 class Explanation:
@@ -52,7 +48,7 @@ class Explanation:
 
     @property
     def hidden_by_kind(self) -> dict[str, int]:
-        return {kind: tally.hidden_total for kind, tally in self.tallies.items()}
+        return {kind: sum(tally.hidden.values()) for kind, tally in self.tallies.items()}
 
     @property
     def empty(self) -> bool:

@@ -88,7 +88,7 @@ def merge(base: Any, top: Any, top_file: Path, origins: dict[str, Origin]) -> An
     """`top` (from `top_file`) over `base`, by the rules of the module's docstring."""
     if not isinstance(base, dict) or not isinstance(top, dict):
         return top
-    result = _copy(base)
+    result = base.copy()  # the loader's mappings keep their lines and files in a copy
     for key, value in top.items():
         earlier = result.get(key)
         if key == "servers" and isinstance(value, dict) and isinstance(earlier, dict):
@@ -115,15 +115,15 @@ def _merge_rules(base: list[Any], top: list[Any]) -> list[Any]:
 
 
 def _merge_servers(base: Any, top: dict[Any, Any], top_file: Path, origins: dict[str, Origin]) -> Any:
-    servers = _copy(base)
+    servers = base.copy()
     for name, entry in top.items():
         origin = origins.setdefault(str(name), (top_file, {}))
         earlier = servers.get(name)
         if isinstance(earlier, dict) and isinstance(entry, dict):
-            combined = _copy(earlier)
+            combined = earlier.copy()
             for key, value in entry.items():
                 if key == "overrides" and isinstance(value, dict) and isinstance(combined.get(key), dict):
-                    overrides = _copy(combined[key])  # by tool name, as servers merge by name
+                    overrides = combined[key].copy()  # by tool name, as servers merge by name
                     for pattern, override in value.items():
                         _set(overrides, value, pattern, override)
                     value = overrides
@@ -134,11 +134,6 @@ def _merge_servers(base: Any, top: dict[Any, Any], top_file: Path, origins: dict
         else:
             _set(servers, top, name, entry)
     return servers
-
-
-def _copy(mapping: Any) -> Any:
-    """A shallow copy that keeps what the loader attached to a mapping (its lines and file, for error messages)."""
-    return mapping.copy_mapping() if hasattr(mapping, "copy_mapping") else dict(mapping)
 
 
 def _set(target: Any, source: Any, key: Any, value: Any) -> None:

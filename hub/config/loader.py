@@ -69,7 +69,8 @@ class _Mapping(dict[Any, Any]):
         self.file = file
         self.files: dict[Any, Path] = {}
 
-    def copy_mapping(self) -> _Mapping:
+    def copy(self) -> _Mapping:
+        """A shallow copy that keeps the lines and files (hub.config.include merges copies)."""
         copy = _Mapping(dict(self), dict(self.lines), self.line, self.file)
         copy.files = dict(self.files)
         return copy
