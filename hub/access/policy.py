@@ -135,16 +135,14 @@ class Policy:
 
 @dataclass(frozen=True)
 class View:
-    """A policy as it applies to one identity: the rules that match it, in order, and the default. `decide` gives
-    the same answer for every identity with the same view."""
+    """A policy as it applies to one identity: the rules that match it, in order, and the default."""
 
     rules: tuple[Rule, ...]
     default: Default
     open: bool = False  # everything allowed: no policy at all
 
     def decide(self, exposed: str, *, writes: bool) -> Decision:
-        """Among the matching rules a deny (or a read_only rule, for a tool that `writes`) wins over every allow; a
-        name none mentions falls to the default."""
+        """By the rules of the module's docstring."""
         if self.open:
             return ALLOWED
         for rule in self.rules:

@@ -136,20 +136,14 @@ class ServerConfig(Strict):
     read_only: bool = Field(default=False, description="Only the tools whose effective readOnlyHint is true.")
     overrides: dict[str, ToolOverride] = Field(default_factory=dict, description="Child tool name (glob) -> override.")
     confirm: Literal["destructive"] | tuple[str, ...] = Field(
-        default=(),
-        description="Tools the host's user must confirm before a call: globs over the child's tool names, or "
-        "'destructive' (every tool whose effective destructiveHint is true).",
+        default=(), description="Tools a user confirms before a call: own-name globs, or 'destructive' (by hint)."
     )
     on_change: OnChange = Field(default="quarantine", description="A tool that differs from its pin is held back.")
     redact_output: bool = Field(default=False, description="Redact secrets and credential shapes from results.")
     secrets: tuple[str, ...] = Field(default=(), description="Values never written to a log line (${DB_PASSWORD}).")
     exposure: ExposureMode | None = Field(default=None, description="'search', 'hybrid': found via hub_search_tools.")
     always_visible: tuple[str, ...] = Field(default=(), description="With hybrid: globs of own tool names listed.")
-    sandbox: SandboxConfig | None = Field(
-        default=None,
-        description="A stdio child's sandbox: 'strict', 'none', or {network, write, read, container}; unset: "
-        "hub.sandbox (docs/sandbox.md).",
-    )
+    sandbox: SandboxConfig | None = Field(default=None, description="A stdio child's sandbox; unset: hub.sandbox.")
 
     @field_validator("prefix")
     @classmethod
