@@ -1,11 +1,8 @@
 """Why a listing is empty, or shorter than the catalog: what an identity's policy left out, and which rule did.
 
-The hub filters a listing once (`hub.relay.catalog.Namespace.listing`, with `hub.access.policy.View.decide`); the
-filter counts what each decision hid in a `Tally`, and this module says it in words a person acts on: the identity
-and its groups, the rules of `policies:` that match it, and per deciding rule (or `default_policy`) how many items
-it hid. `hub list` prints it on stderr (and in `--json`), and a host's listing that policy left empty is logged
-with it (`hub.relay.record`), so "I see no tools" is answered without reading servers.yaml against a token file.
-Names and groups only: no token, no claim beyond the groups, ever.
+The one listing filter (`hub.relay.catalog`) counts what each decision hid in a `Tally`; this module says it in words
+a person acts on (`hub list`, and the log line of a host's listing that policy left empty), so that "I see no tools"
+is answered without reading servers.yaml against a token file. Names and groups only: no token, no other claim.
 """
 
 from __future__ import annotations
@@ -32,10 +29,6 @@ class Tally:
     def hide(self, rule: str | None) -> None:
         self.hidden[rule] = self.hidden.get(rule, 0) + 1
 
-    @property
-    def hidden_total(self) -> int:
-        return sum(self.hidden.values())
-
 
 @dataclass(frozen=True)
 class Explanation:
@@ -51,7 +44,11 @@ class Explanation:
 
     @property
     def hidden(self) -> int:
-        return sum(t.hidden_total for t in self.tallies.values())
+        return sum(self.hidden_by_kind.values())
+
+    @property
+    def hidden_by_kind(self) -> dict[str, int]:
+        return {kind: sum(tally.hidden.values()) for kind, tally in self.tallies.items()}
 
     @property
     def empty(self) -> bool:
@@ -60,12 +57,12 @@ class Explanation:
 
     @property
     def worth_saying(self) -> bool:
-        """Whether a person should be told: the listings are empty, or the policy hid something."""
+        """The listings are empty, or the policy hid something."""
         return self.empty or self.hidden > 0
 
     @property
     def rules(self) -> list[str]:
-        """The names of the rules of `policies:` that match the identity, in order."""
+        """The rules of `policies:` that match the identity, in order."""
         return [rule.name for rule in self.view.rules]
 
     def by_rule(self) -> dict[str | None, dict[str, int]]:
@@ -83,7 +80,7 @@ class Explanation:
             "open": self.view.open,
             "default_policy": self.view.default,
             "matching_rules": self.rules,
-            "hidden": {kind: tally.hidden_total for kind, tally in self.tallies.items()},
+            "hidden": self.hidden_by_kind,
             "hidden_by": [{"rule": rule, **counts} for rule, counts in self.by_rule().items()],
         }
 
@@ -95,7 +92,7 @@ class Explanation:
             "groups": sorted(self.identity.groups),
             "matching_rules": self.rules,
             "default_policy": self.view.default,
-            "hidden": {kind: tally.hidden_total for kind, tally in self.tallies.items() if tally.hidden_total},
+            "hidden": {kind: n for kind, n in self.hidden_by_kind.items() if n},
             "hidden_by": {_label(rule): sum(counts.values()) for rule, counts in self.by_rule().items()},
         }
 
@@ -104,15 +101,14 @@ class Explanation:
         who = f"{self.identity.name} (groups: {', '.join(sorted(self.identity.groups)) or 'none'})"
         if self.view.open:
             return [f"nothing listed for {who}: no server listed anything (no policies:, so nothing was hidden)"]
-        hidden = _counts({kind: tally.hidden_total for kind, tally in self.tallies.items()})
+        hidden = _counts(self.hidden_by_kind)
         if self.empty:
-            head = f"nothing listed for {who}: " + (f"the policy hid {hidden}" if hidden else "the policy hid nothing")
+            head = f"nothing listed for {who}: the policy hid {hidden or 'nothing'}"
         else:
             head = f"the policy hid {hidden} from {who}"
-        out = [head]
-        for rule, counts in self.by_rule().items():
-            out.append(f"  {_counts(counts)} by {_label(rule)} ({self._because(rule)})")
-        return out
+        return [head] + [
+            f"  {_counts(n)} by {_label(rule)} ({self._because(rule)})" for rule, n in self.by_rule().items()
+        ]
 
     def _because(self, rule: str | None) -> str:
         if rule is not None:

@@ -1,34 +1,26 @@
 """JWT access tokens of the organisation's OpenID provider, checked against the keys it publishes (its JWKS).
 
-`JwtVerifier.verify(token)` returns who the token speaks for (`Verified`: subject, groups, scopes, expiry, claims)
-or raises `JwtRejected` with a short reason ("expired", "wrong audience", "unknown key id", "JWKS unavailable: ...").
-A reason never quotes the token: it goes to logs and metrics. `verify_token` is the same check shaped as the MCP
-SDK's `TokenVerifier`: an `AccessToken`, or None when the token is refused.
-
-A token is accepted only when all of these hold:
-- its header's `alg` is on the allow-list, checked before any key is looked up. The list holds asymmetric
-  algorithms only: `none` would accept an unsigned token, and with an HMAC algorithm a verifier that holds only the
-  provider's *public* keys can be talked into using one as the shared secret (algorithm confusion), and anyone can
-  sign with a public key. Both are refused at construction too;
-- its signature verifies with the JWKS key whose `kid` is the header's `kid` (a token without `kid` only when the
-  JWKS holds exactly one key). Keys come only from the configured JWKS URL, never from the token (`jku`, `jwk`,
-  `x5u` headers are ignored); symmetric (`oct`) and encryption-only keys of a JWKS are never used;
-- `iss` equals the issuer; `aud` (a string or a list) contains the audience: the hub's own URL (RFC 8707), so a
-  token the provider issued for another service is not accepted here;
+`JwtVerifier.verify(token)` returns who the token speaks for (`Verified`) or raises `JwtRejected` with a short reason
+that never quotes the token (it goes to logs and metrics); `verify_token` is the same check as the MCP SDK's
+`TokenVerifier`. A token is accepted only when all of these hold:
+- its header's `alg` is on the allow-list, checked before any key is looked up. Asymmetric algorithms only: `none`
+  accepts an unsigned token, and with HMAC a verifier holding only the provider's *public* keys could be talked into
+  using one as the shared secret (algorithm confusion). Both are refused at construction too;
+- its signature verifies with the JWKS key whose `kid` is the header's (no `kid`: only when the JWKS holds one key).
+  Keys come only from the configured JWKS URL, never from the token (`jku`, `jwk`, `x5u` are ignored); symmetric
+  (`oct`), private and encryption-only keys of a JWKS are never used;
+- `iss` equals the issuer; `aud` (a string or a list) contains the audience, the hub's own URL (RFC 8707);
 - `exp` is present and not past, `nbf` and `iat` not in the future, each with `leeway_s` of clock skew;
 - `sub` is a non-empty string.
 
-The JWKS is fetched on first use and kept in memory. A token with an unknown `kid` (the provider may have rotated
-its keys) fetches it again, at most once per `refetch_interval_s`: anyone can send made-up key ids, and the hub must
-not relay that flood to the provider; providers publish a new key well before signing with it. Verifications share
-one fetch at a time; a failed fetch (bounded by `fetch_timeout_s`) keeps the keys of the last good one.
+The JWKS is fetched on first use and kept. An unknown `kid` (the provider may have rotated its keys) fetches it again
+at most once per `refetch_interval_s`: anyone can send made-up key ids, and the hub must not relay that flood to the
+provider. Verifications share one fetch at a time; a failed one (bounded by `fetch_timeout_s`) keeps the last keys.
 
-Groups come from `groups_claim`: a list of strings or one string of names separated by spaces or commas; a claim of
-that exact name is taken first, else a dotted path into nested objects (Keycloak's `realm_access.roles`). Scopes
-come from `scope` (space separated, RFC 9068) or `scp` (a list, or a string as some providers send it).
-
-`failures` counts rejections by kind (the reason up to its first colon, so "JWKS unavailable: HTTP 503" and
-"JWKS unavailable: ConnectError" are one kind); `fetches` counts JWKS fetch attempts, failed ones included.
+Groups come from `groups_claim` (a claim of that exact name, else a dotted path: `realm_access.roles`): a list of
+strings, or one string of names separated by spaces or commas. Scopes come from `scope` (space separated, RFC 9068)
+or `scp` (a list, or a string). `failures` counts rejections by kind (the reason up to its first colon);
+`fetches` counts JWKS fetch attempts, failed ones included.
 """
 
 from __future__ import annotations
@@ -79,11 +71,7 @@ class JwtRejected(Exception):
     def __init__(self, reason: str) -> None:
         super().__init__(reason)
         self.reason = reason
-
-    @property
-    def kind(self) -> str:
-        """The reason up to its first colon: a bounded label."""
-        return self.reason.split(":", 1)[0]
+        self.kind = reason.split(":", 1)[0]  # a bounded label: "JWKS unavailable: HTTP 503" is "JWKS unavailable"
 
 
 @dataclass(frozen=True)
@@ -249,24 +237,16 @@ class JwtVerifier:
     async def verify(self, token: str) -> Verified:
         """Who the token speaks for; `JwtRejected` if it is not accepted."""
         try:
-            return await self._verify(token)
+            alg, kid = self._header(token)
+            claims = self._decode(token, await self._key_for(kid), alg)
+            expires = self._check_claims(claims)
+            groups = _strings(_lookup(claims, self.groups_claim), "groups", _GROUP_SEPARATORS)
+            scope = claims.get("scope")
+            scopes = _strings(claims.get("scp") if scope is None else scope, "scope", _SCOPE_SEPARATORS)
         except JwtRejected as rejected:
             self.failures[rejected.kind] = self.failures.get(rejected.kind, 0) + 1
             raise
-
-    async def _verify(self, token: str) -> Verified:
-        alg, kid = self._header(token)
-        key = await self._key_for(kid)
-        claims = self._decode(token, key, alg)
-        self._check_claims(claims)
-        subject = claims.get("sub")
-        if not isinstance(subject, str) or not subject:
-            raise JwtRejected("missing subject")
-        groups = _strings(_lookup(claims, self.groups_claim), "groups", _GROUP_SEPARATORS)
-        scope = claims.get("scope")
-        scopes = _strings(claims.get("scp") if scope is None else scope, "scope", _SCOPE_SEPARATORS)
-        expires = _number(claims, "exp")
-        return Verified(subject, groups, scopes, None if expires is None else int(expires), claims)
+        return Verified(claims["sub"], groups, scopes, int(expires), claims)
 
     def _header(self, token: str) -> tuple[str, str | None]:
         """The header's algorithm, allowed, and key id; nothing is looked up before the algorithm passes."""
@@ -297,7 +277,8 @@ class JwtVerifier:
         except jwt.PyJWTError:
             raise JwtRejected("malformed token") from None
 
-    def _check_claims(self, claims: dict[str, Any]) -> None:
+    def _check_claims(self, claims: dict[str, Any]) -> float:
+        """The expiry, once every claim checks out."""
         if claims.get("iss") != self.issuer:
             raise JwtRejected("wrong issuer")
         audience = claims.get("aud")
@@ -314,6 +295,10 @@ class JwtVerifier:
             raise JwtRejected("not yet valid")
         if issued is not None and issued > now + self.leeway_s:
             raise JwtRejected("issued in the future")
+        subject = claims.get("sub")
+        if not isinstance(subject, str) or not subject:
+            raise JwtRejected("missing subject")
+        return expires
 
     async def _key_for(self, kid: str | None) -> _Key:
         """The JWKS key for `kid`, fetching the JWKS first if it never was, or again if `kid` is new to it."""

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import fnmatch
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cached_property
 from typing import Literal
@@ -20,6 +21,7 @@ from typing import Literal
 from hub.access.identity import Identity
 
 Default = Literal["allow", "deny"]
+Matcher = Callable[[str], re.Match[str] | None]  # a rule's globs compiled into one expression (`_globs`)
 
 
 @dataclass(frozen=True)
@@ -49,19 +51,13 @@ class Rule:
     def applies_to(self, identity: Identity) -> bool:
         return "*" in self.subjects or identity.name in self.subjects or identity.in_any(self.groups)
 
-    def allows(self, exposed: str) -> bool:
-        return self._allow.match(exposed) is not None
-
-    def denies(self, exposed: str) -> bool:
-        return self._deny.match(exposed) is not None
+    @cached_property
+    def allows(self) -> Matcher:
+        return _globs(self.allow).match
 
     @cached_property
-    def _allow(self) -> re.Pattern[str]:
-        return _globs(self.allow)
-
-    @cached_property
-    def _deny(self) -> re.Pattern[str]:
-        return _globs(self.deny)
+    def denies(self) -> Matcher:
+        return _globs(self.deny).match
 
     @cached_property
     def allowed(self) -> Decision:
@@ -139,16 +135,14 @@ class Policy:
 
 @dataclass(frozen=True)
 class View:
-    """A policy as it applies to one identity: the rules that match it, in order, and the default. `decide` gives
-    the same answer for every identity with the same view."""
+    """A policy as it applies to one identity: the rules that match it, in order, and the default."""
 
     rules: tuple[Rule, ...]
     default: Default
     open: bool = False  # everything allowed: no policy at all
 
     def decide(self, exposed: str, *, writes: bool) -> Decision:
-        """Among the matching rules a deny (or a read_only rule, for a tool that `writes`) wins over every allow; a
-        name none mentions falls to the default."""
+        """By the rules of the module's docstring."""
         if self.open:
             return ALLOWED
         for rule in self.rules:

@@ -1,11 +1,7 @@
-"""Sealed tokens: a small payload encrypted and authenticated (AES-GCM) under the key the replicas share.
-
-Used for the `requestState` of an input round the hub bridges (a handshake-era child asking a 2026-07-28 host
-something): the host carries the state back, and only a hub holding the key can read it or make one. What it binds
-(the replica holding the parked call, the identity, the tool, an expiry) is checked by the router on the way back.
-Also for the state of a confirmation round (hub.relay.rounds), OAuth children's tokens at rest and their
-sign-in links (hub.upstream.oauth), each use under a key of its own derived from the shared one (`purpose`), so that
-a value sealed for one use never opens as another.
+"""Sealed tokens: a small payload encrypted and authenticated (AES-GCM) under the key the replicas share, so that
+only a hub holding the key can read or make one: the `requestState` of the input and confirmation rounds the hub
+bridges (hub.relay.rounds), OAuth children's tokens at rest and their sign-in links (hub.upstream.oauth). Each use
+has a key of its own derived from the shared one (`purpose`): a value sealed for one use never opens as another.
 """
 
 from __future__ import annotations

@@ -1,9 +1,6 @@
-"""Where `${secret:NAME}` in servers.yaml finds its value: a directory of files, a file of names and values, or the
-environment, read when a child is started (so that a secret changed on disk is used by the next process started).
-
-A directory holds one file per secret, named after it (as Kubernetes and Docker mount secrets); the value is the
-file's text without its final newline. A file is YAML (or JSON): a mapping of names to strings. The directory is
-looked in first, then the file, then the environment. A value is never logged, never shown by `hub check`, and an
+"""Where `${secret:NAME}` in servers.yaml finds its value, read when a child is started: a directory with one file
+per secret, named after it (as Kubernetes and Docker mount them; its text without the final newline), then a YAML
+(or JSON) mapping of names to strings, then the environment. A value is never logged nor shown by `hub check`; an
 error names the secret, never its value.
 """
 

@@ -1,13 +1,10 @@
-"""Static bearer tokens for a small team: the token file, and checking a presented token against it.
+"""Static bearer tokens for a small team: the token file (`auth: {tokens: PATH}`), and checking a token against it.
 
-The file (`auth: {tokens: PATH}` in servers.yaml) is JSON and holds, per token, its name, groups, creation and
-expiry times, and the SHA-256 of the secret, never the secret itself: `hub token create` prints the secret once.
-A secret is 256 random bits, so a fast hash is enough (a slow one protects guessable passwords, not random keys).
-A presented token is hashed and compared with every entry in constant time, so the time taken says nothing about
-which entry came close.
-
-The file is read again whenever it changes on disk (its modification time, size and inode are checked on each
-request), so `hub token revoke` takes effect on the running hub's next request.
+The JSON file holds, per token, its name, groups, creation and expiry times, and the SHA-256 of the secret, never the
+secret (`hub token create` prints it once). A secret is 256 random bits, so a fast hash is enough (a slow one
+protects guessable passwords, not random keys). A presented token is hashed and compared with every entry in
+constant time, so the time taken says nothing about which entry came close. The file is read again whenever its
+modification time, size or inode change, so `hub token revoke` takes effect on the running hub's next request.
 """
 
 from __future__ import annotations
@@ -70,8 +67,6 @@ class TokenFile:
         self._stamp: tuple[int, int, int] | None = None
         self._entries: tuple[Entry, ...] = ()
 
-    # ---- reading ---------------------------------------------------------------------------------------------
-
     def entries(self) -> tuple[Entry, ...]:
         """The file's entries as they are on disk now (re-read when it changed; none if it does not exist)."""
         try:
@@ -99,8 +94,6 @@ class TokenFile:
         if found.expired(now):
             return Rejected("expired")
         return found.identity
-
-    # ---- `hub token` -------------------------------------------------------------------------------------------
 
     def create(self, name: str, groups: tuple[str, ...] = (), days: float | None = None) -> str:
         """Add a token for `name` and return its secret (shown once; only its hash is kept)."""

@@ -1,6 +1,5 @@
-"""Who may use the hub, as servers.yaml says: `auth:` (static tokens, the organisation's JWTs; the groups of the
-administrative routes) and `policies:` (what the identities a rule matches may see and call). `hub.access` applies
-them."""
+"""`auth:` (static tokens, the organisation's JWTs, the groups of the administrative routes) and `policies:` of
+servers.yaml; `hub.access` applies them."""
 
 from __future__ import annotations
 
@@ -43,13 +42,9 @@ class AuthConfig(Strict):
 
     tokens: str | None = Field(default=None, description="The token file of `hub token` (relative: to servers.yaml).")
     jwt: JwtConfig | None = None
-    admin_group: str = Field(
-        default="admin", description="Members may POST /reload, read /metrics and the status page (GET /)."
-    )
+    admin_group: str = Field(default="admin", description="Members may POST /reload, read /metrics and GET /.")
     metrics_group: str = Field(default="metrics", description="Members may read /metrics.")
-    status_group: str = Field(
-        default="status", description="Members may read the status page (GET /), as admin_group's may."
-    )
+    status_group: str = Field(default="status", description="Members may read the status page (GET /).")
 
     @model_validator(mode="after")
     def _some_method(self) -> AuthConfig:
@@ -70,9 +65,7 @@ class PolicyRule(Strict):
     requests_per_minute: int | None = Field(
         default=None, ge=1, description="Requests started per minute, per identity."
     )
-    read_only: bool = Field(
-        default=False, description="The identities it matches may use only tools whose effective readOnlyHint is true."
-    )
+    read_only: bool = Field(default=False, description="Only tools whose effective readOnlyHint is true.")
 
     @model_validator(mode="after")
     def _matches_someone(self) -> PolicyRule:

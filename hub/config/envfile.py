@@ -1,9 +1,6 @@
-"""The local env file next to servers.yaml (`servers.env` for `servers.yaml`): `NAME=value` lines that `${VAR}` in
-the configuration sees, so that secrets stay out of the file a team shares.
-
-`hub import` writes the secrets it finds there (mode 0600, kept out of git by a `.gitignore` beside it);
-`load_config` reads it on every load and reload. The process environment wins over the file: a value exported
-before starting the hub replaces the file's.
+"""The env file beside servers.yaml (`servers.env`): `NAME=value` lines that `${VAR}` in the configuration sees
+(under the process environment, which wins), so that secrets stay out of the file a team shares. `hub import` writes
+it (mode 0600, kept out of git by a `.gitignore` beside it); `load_config` reads it on every load and reload.
 
 The format is the common subset of dotenv files, read literally:
 
@@ -16,7 +13,6 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Mapping
 from pathlib import Path
 
 _LINE = re.compile(r"^\s*(?:export\s+)?([A-Za-z_][A-Za-z0-9_]*)\s*=(.*)$")
@@ -29,16 +25,12 @@ class EnvFileError(ValueError):
 
 
 def env_file_path(config: Path) -> Path:
-    """The env file of a configuration file: same directory, same stem, `.env` (`servers.yaml` -> `servers.env`)."""
+    """`servers.yaml` -> `servers.env`, in the same directory."""
     return config.with_suffix(".env")
 
 
 def parse_env_file(text: str, origin: str = "env file") -> dict[str, str]:
-    """The `NAME=value` pairs of an env file's text; a later line wins over an earlier one.
-
-    Raises:
-        EnvFileError: a line is neither blank, a comment, nor `NAME=value`, or its quoting is broken.
-    """
+    """The `NAME=value` pairs of an env file's text; a later line wins over an earlier one."""
     values: dict[str, str] = {}
     for number, line in enumerate(text.splitlines(), start=1):
         if not line.strip() or line.lstrip().startswith("#"):
@@ -73,11 +65,7 @@ def format_env_line(name: str, value: str) -> str:
 
 
 def read_env_file(path: Path) -> dict[str, str]:
-    """The values of the env file at `path`; none when it does not exist.
-
-    Raises:
-        EnvFileError: the file cannot be read or has a line that is not `NAME=value`.
-    """
+    """The values of the env file at `path`; none when it does not exist."""
     try:
         text = path.read_text(encoding="utf-8")
     except FileNotFoundError:
@@ -85,12 +73,3 @@ def read_env_file(path: Path) -> dict[str, str]:
     except OSError as exc:
         raise EnvFileError(f"{path}: cannot read it: {exc.strerror}") from None
     return parse_env_file(text, str(path))
-
-
-def environment_with_env_file(config: Path, environ: Mapping[str, str]) -> dict[str, str]:
-    """`environ` over the values of the configuration's env file: what `${VAR}` in that configuration sees.
-
-    Raises:
-        EnvFileError: the env file exists but cannot be read or parsed.
-    """
-    return {**read_env_file(env_file_path(config)), **environ}

@@ -1,9 +1,5 @@
-"""`${VAR}` and `${VAR:-default}` in servers.yaml, expanded before validation so that errors keep their lines.
-
-Kept apart from the loader so that its one rule is read and tested on its own: `expand_env` applies it, and
-`unset_references` answers, with the same rule, which references an environment leaves to their defaults or
-unset (for `hub install`, which asks it of the environment a host will start the hub with).
-"""
+"""`${VAR}` and `${VAR:-default}` in servers.yaml: one rule, applied by `expand_env` and asked by
+`unset_references` (`hub install`: which references the environment a host starts the hub with leaves unset)."""
 
 from __future__ import annotations
 
@@ -14,17 +10,14 @@ _VAR = re.compile(r"\$\$|\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
 
 
 def _unset(value: str | None, default: str | None) -> bool:
-    """Whether a reference whose variable has `value` (None: not set) takes its `default`, or fails without one:
-    the variable is not set, or it is empty and there is a default (as `${VAR:-default}` does in a shell)."""
+    """Whether a reference takes its `default` (or fails without one): its variable is not set (`value` None), or
+    it is empty and there is a default (as `${VAR:-default}` does in a shell)."""
     return value is None or (value == "" and default is not None)
 
 
 def expand_env(text: str, environ: Mapping[str, str]) -> str:
-    """Expand `${VAR}` and `${VAR:-default}`; `$$` is a literal `$`.
-
-    Raises:
-        KeyError: a variable without default is not set (the key is its name).
-    """
+    """Expand `${VAR}` and `${VAR:-default}`; `$$` is a literal `$`. A `KeyError` names a variable without default
+    that is not set."""
 
     def substitute(match: re.Match[str]) -> str:
         if match.group(0) == "$$":

@@ -1,9 +1,8 @@
 """Reading `servers.yaml`: YAML with line numbers, `${VAR}` expansion, validation, and error messages.
 
 A bad file must never start a hub, nor replace a running configuration: every problem is reported with the file,
-the line, the key path, what is wrong and how to fix it (`ConfigError`). Values may reference the hub's environment
-as `${VAR}` or `${VAR:-default}`; expansion happens before validation so that errors still point at the right line.
-An error never quotes a value that may be a secret (anything under `env` or `headers`, or shaped like a credential).
+the line, the key path, what is wrong and how to fix it (`ConfigError`). `${VAR}` is expanded before validation so
+that errors still point at the right line. An error never quotes a value that may be a secret (`shown`).
 """
 
 from __future__ import annotations
@@ -19,15 +18,11 @@ from typing import Any
 import yaml
 from pydantic import BaseModel, ValidationError
 
-from hub.config.envfile import EnvFileError, environment_with_env_file
+from hub.config.envfile import EnvFileError, env_file_path, read_env_file
 from hub.config.expansion import expand_env
 from hub.config.include import IncludeError, Merged, resolve
 from hub.config.lock import LockError, load_lock, lock_path
-from hub.config.schema import (
-    PREFIX_PATTERN,
-    HubConfig,
-    LoadedConfig,
-)
+from hub.config.schema import PREFIX_PATTERN, HubConfig, LoadedConfig
 
 
 class ConfigError(Exception):
@@ -35,7 +30,11 @@ class ConfigError(Exception):
 
 
 class _LineLoader(yaml.SafeLoader):
-    """Remembers the line of every mapping key and value so that errors can name it."""
+    """Remembers the file, and the line of every mapping key, so that errors can name them."""
+
+    def __init__(self, text: str, file: Path) -> None:
+        super().__init__(text)
+        self.file = file
 
 
 def _construct_mapping(loader: _LineLoader, node: yaml.MappingNode) -> dict[Any, Any]:
@@ -56,27 +55,27 @@ def _construct_mapping(loader: _LineLoader, node: yaml.MappingNode) -> dict[Any,
             own_keys.add(key)
         mapping[key] = loader.construct_object(value_node, deep=True)
         lines[key] = key_node.start_mark.line + 1
-    return _Mapping(mapping, lines, node.start_mark.line + 1)
+    return _Mapping(mapping, lines, node.start_mark.line + 1, loader.file)
 
 
 class _Mapping(dict[Any, Any]):
     """A YAML mapping that knows the line of each key, and the file of each key once several files are merged
     (`include:`, hub.config.include), so that an error names the file and line a value came from."""
 
-    def __init__(self, data: dict[Any, Any], lines: dict[Any, int], line: int) -> None:
+    def __init__(self, data: dict[Any, Any], lines: dict[Any, int], line: int, file: Path) -> None:
         super().__init__(data)
         self.lines = lines
         self.line = line
-        self.file: Path | None = None
+        self.file = file
         self.files: dict[Any, Path] = {}
 
-    def copy_mapping(self) -> _Mapping:
-        copy = _Mapping(dict(self), dict(self.lines), self.line)
-        copy.file = self.file
+    def copy(self) -> _Mapping:
+        """A shallow copy that keeps the lines and files (hub.config.include merges copies)."""
+        copy = _Mapping(dict(self), dict(self.lines), self.line, self.file)
         copy.files = dict(self.files)
         return copy
 
-    def file_of(self, key: Any) -> Path | None:
+    def file_of(self, key: Any) -> Path:
         return self.files.get(key, self.file)
 
     def take_position(self, key: Any, source: Any) -> None:
@@ -91,32 +90,23 @@ class _Mapping(dict[Any, Any]):
 _LineLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _construct_mapping)
 
 
-def _position(tree: Any, loc: tuple[int | str, ...]) -> tuple[Path | None, int | None]:
-    """The file (when files were merged) and line of the value at `loc`: the deepest key that exists."""
+def _where(tree: Any, file: Path, loc: tuple[int | str, ...]) -> str:
+    """`file:line: key.path` of the value at `loc`, at the deepest key that exists; the file it came from when
+    files were merged."""
     line: int | None = getattr(tree, "line", None)
-    file: Path | None = getattr(tree, "file", None)
+    source: Path = getattr(tree, "file", None) or file
     node = tree
     for part in loc:
         if isinstance(node, _Mapping) and part in node:
             line = node.lines.get(part, line)
-            file = node.file_of(part) or file
+            source = node.file_of(part)
             node = node[part]
         elif isinstance(node, list) and isinstance(part, int) and part < len(node):
             node = node[part]
         else:
             break
-    return file, line
-
-
-def _stamp(tree: Any, file: Path) -> None:
-    """Every mapping of a file's tree knows the file (for errors in a merged configuration)."""
-    if isinstance(tree, _Mapping):
-        tree.file = file
-        for value in tree.values():
-            _stamp(value, file)
-    elif isinstance(tree, list):
-        for value in tree:
-            _stamp(value, file)
+    dotted = ".".join(str(p) for p in loc) or "(top level)"
+    return f"{source}:{line}: {dotted}" if line else f"{source}: {dotted}"
 
 
 def _expand_tree(tree: Any, environ: Mapping[str, str], path: tuple[str | int, ...], root: Any, file: Path) -> Any:
@@ -138,40 +128,22 @@ def _expand_tree(tree: Any, environ: Mapping[str, str], path: tuple[str | int, .
     return tree
 
 
-def _where(tree: Any, file: Path, loc: tuple[int | str, ...]) -> str:
-    """`file:line: key.path` of the value at `loc`; the file it came from, if not `file`, when files were merged."""
-    source, line = _position(tree, loc)
-    dotted = ".".join(str(p) for p in loc) or "(top level)"
-    return f"{source or file}:{line}: {dotted}" if line else f"{source or file}: {dotted}"
-
-
 def _allowed_keys(loc: tuple[int | str, ...]) -> list[str]:
     """The keys allowed where `loc` points: the model at that place, found by walking the schema's annotations."""
     model: type[BaseModel] = HubConfig
     parts = list(loc[:-1])
     while parts:
         field = model.model_fields.get(str(parts.pop(0)))
-        if field is None:
+        annotation = None if field is None else field.annotation
+        inner = [
+            a for a in (annotation, *typing.get_args(annotation)) if isinstance(a, type) and issubclass(a, BaseModel)
+        ]
+        if not inner:
             return []
-        inner = _model_in(field.annotation)
-        if inner is None:
-            return []
-        model, keyed = inner
-        if keyed and parts:
-            parts.pop(0)  # a server's name, a rule's index
+        model = inner[0]
+        if model is not annotation and typing.get_origin(annotation) in (dict, tuple, list) and parts:
+            parts.pop(0)  # behind a key or index (dict[str, M], tuple[M, ...]): a server's name, a rule's index
     return list(model.model_fields)
-
-
-def _model_in(annotation: Any) -> tuple[type[BaseModel], bool] | None:
-    """The model an annotation holds, and whether it is behind a key or index (dict[str, M], tuple[M, ...])."""
-    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
-        return annotation, False
-    args = [a for a in typing.get_args(annotation) if a is not type(None) and a is not Ellipsis]
-    keyed = typing.get_origin(annotation) in (dict, tuple, list)
-    for arg in args:
-        if isinstance(arg, type) and issubclass(arg, BaseModel):
-            return arg, keyed
-    return None
 
 
 def _describe(error: Any, file: Path, tree: Any) -> str:
@@ -214,44 +186,34 @@ def shown(loc: tuple[int | str, ...], value: Any) -> str:
 
 
 def parse_config(text: str, file: Path, environ: Mapping[str, str] | None = None) -> HubConfig:
-    """Parse and validate the text of a servers.yaml (its `include:` not followed: `load_config` does that).
-
-    Raises:
-        ConfigError: the text is not valid YAML or not a valid configuration.
-    """
+    """Parse and validate the text of a servers.yaml (its `include:` not followed: `load_config` does that)."""
     return validate_tree(read_tree(text, file), file, environ)
 
 
 def read_tree(text: str, file: Path) -> _Mapping:
-    """The YAML tree of one file, every mapping knowing its lines and the file.
-
-    Raises:
-        ConfigError: the text is not valid YAML, or not a mapping.
-    """
+    """The YAML tree of one file, every mapping knowing its lines and the file."""
+    loader = _LineLoader(text, file)
     try:
-        tree = yaml.load(text, Loader=_LineLoader)
+        tree = loader.get_single_data()
     except ConfigError as exc:
         raise ConfigError(f"{file}: {exc}") from None
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         line = f":{mark.line + 1}" if mark is not None else ""
         raise ConfigError(f"{file}{line}: not valid YAML: {getattr(exc, 'problem', exc)}") from None
+    finally:
+        loader.dispose()
     if tree is None:
         # An editor that truncates the file before writing it leaves exactly this for a moment: a reload of it
         # would stop every child. A hub without servers says so.
         raise ConfigError(f"{file} is empty; list the servers under 'servers:', or write 'servers: {{}}' for none")
     if not isinstance(tree, _Mapping):
         raise ConfigError(f"{file}: the top level must be a mapping with a 'servers:' key")
-    _stamp(tree, file)
     return tree
 
 
 def validate_tree(tree: _Mapping, file: Path, environ: Mapping[str, str] | None = None) -> HubConfig:
-    """Expand `${VAR}` in a (merged) tree and validate it.
-
-    Raises:
-        ConfigError: naming each problem's file, line and key path.
-    """
+    """Expand `${VAR}` in a (merged) tree and validate it; a `ConfigError` names each problem's file, line and key."""
     if "servers" not in tree:
         raise ConfigError(
             f"{file} has no 'servers:' key; list the servers under 'servers:', or write 'servers: {{}}' for none"
@@ -278,12 +240,13 @@ def _name_problems(tree: _Mapping, file: Path) -> list[str]:
     owners: dict[str, str] = {}
     for name, server in servers.items():
         where = _where(tree, file, ("servers", name))
-        if isinstance(server, dict) and server.get("prefix") is None and not re.fullmatch(PREFIX_PATTERN, str(name)):
+        own = server.get("prefix") if isinstance(server, dict) else None
+        if isinstance(server, dict) and own is None and not re.fullmatch(PREFIX_PATTERN, str(name)):
             problems.append(
                 f"{where}: server name {name!r} cannot be used as a prefix (1-32 lowercase letters, digits or '-', "
                 "starting with a letter); rename it or set 'prefix:' for it"
             )
-        prefix = server.get("prefix") if isinstance(server, dict) and server.get("prefix") is not None else name
+        prefix = name if own is None else own
         if isinstance(prefix, str) and prefix:
             if prefix in owners:
                 problems.append(
@@ -296,12 +259,8 @@ def _name_problems(tree: _Mapping, file: Path) -> list[str]:
 
 
 def load_config(path: str | Path, environ: Mapping[str, str] | None = None) -> LoadedConfig:
-    """Read, expand and validate a servers.yaml. `${VAR}` sees the environment over the values of the env file
-    beside it (`servers.env`, hub.config.envfile).
-
-    Raises:
-        ConfigError: the file is missing, unreadable or invalid, or its env file cannot be read.
-    """
+    """Read, expand and validate a servers.yaml and what it includes. `${VAR}` sees the environment over the values
+    of the env file beside it (`servers.env`, hub.config.envfile)."""
     file = Path(path)
     if not file.exists():
         raise ConfigError(f"{file}: no such file; pass --config PATH or create it (see docs/configuration.md)")
@@ -314,27 +273,14 @@ def load_config(path: str | Path, environ: Mapping[str, str] | None = None) -> L
         lock = load_lock(lock_path(where))
     except LockError as exc:
         raise ConfigError(str(exc)) from None
-    origins = {
-        n: (_absolute(o.file), {k: _absolute(f) for k, f in o.overridden.items()}) for n, o in merged.origins.items()
-    }
-    return LoadedConfig(
-        path=where,
-        config=config,
-        lock=lock,
-        files=tuple(merged.files),
-        globs=tuple(merged.globs),
-        origins=origins,
-    )
+    origins = {n: (_absolute(f), {k: _absolute(v) for k, v in keys.items()}) for n, (f, keys) in merged.origins.items()}
+    return LoadedConfig(where, config, lock, tuple(merged.files), tuple(merged.globs), origins)
 
 
 def read_unchecked(path: Path, environ: Mapping[str, str] | None = None) -> tuple[Any, dict[str, str]]:
     """The file with its includes merged, not validated, and the environment its `${VAR}` see (`environ`, else the
-    process's, over servers.env): for a command that needs part of a file whose rest need not be valid (`hub logs`),
-    or that asks what another environment would see (`hub install`: a host's).
-
-    Raises:
-        ConfigError: a file cannot be read or parsed, an include is missing or loops, or servers.env is invalid.
-    """
+    process's, over servers.env): for `hub logs`, which needs part of a file whose rest need not be valid, and
+    `hub install`, which asks what a host's environment would see."""
     merged, environ = _merged(path, os.environ if environ is None else environ)
     return merged.tree, environ
 
@@ -342,7 +288,7 @@ def read_unchecked(path: Path, environ: Mapping[str, str] | None = None) -> tupl
 def _merged(file: Path, environ: Mapping[str, str]) -> tuple[Merged, dict[str, str]]:
     """The file with its includes merged, and `environ` over its servers.env (where `hub import` puts secrets)."""
     try:
-        seen = environment_with_env_file(file, environ)
+        seen = {**read_env_file(env_file_path(file)), **environ}
         return resolve(file, _read_file), seen
     except (EnvFileError, IncludeError) as exc:
         raise ConfigError(str(exc)) from None

@@ -1,18 +1,12 @@
 """Tool pinning: `servers.lock`, the digests of what a team approved of each child, and verdicts against it.
 
-The lock holds, per child, the SHA-256 of each tool's canonical definition (`canonical_tool`: name, title,
-description, input and output schema, annotations), of each prompt's (`canonical_prompt`) and of the child's
-`instructions`. The canonical definitions themselves are kept beside their digests, so that a diff needs no network
-and a reviewer sees in git what was approved. Pins are keyed by the child's ORIGINAL names (before the prefix), as
-the child lists them; what a child sends is checked against its own pins (`Lock.tool_verdict`), never trusted:
-any input, however malformed, yields a verdict and never an exception.
-
-The file is JSON with sorted keys, so that `git diff` shows exactly what an approval changed:
+Per child, the lock holds the SHA-256 of each tool's and prompt's canonical definition and of the child's
+`instructions`, with the definitions themselves (a diff needs no network; a reviewer sees in git what was approved).
+Pins are keyed by the child's own names (before the prefix). What a child sends is checked, never trusted: any input,
+however malformed, yields a verdict and never an exception. The file is JSON with sorted keys (docs/safety.md):
 
     {"version": 1, "servers": {"icinga": {"instructions": "sha256:...",
         "tools": {"get_host": {"sha256": "sha256:...", "definition": {...}}}, "prompts": {}}}}
-
-Pure logic: the only I/O is `load_lock` and `save_lock`.
 """
 
 from __future__ import annotations
@@ -20,7 +14,7 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -28,18 +22,14 @@ from typing import Any, Literal
 from hub.platform.files import replace_file
 
 LOCK_VERSION = 1
-LOCK_SUFFIX = ".lock"
 DIGEST_PREFIX = "sha256:"
 
 TOOL_FIELDS = ("name", "title", "description", "inputSchema", "outputSchema", "annotations")
 PROMPT_FIELDS = ("name", "title", "description", "arguments")
 
 Verdict = Literal["pinned", "changed", "new"]
-Canonical = Callable[[dict[str, Any]], dict[str, Any]]
 
 _ABSENT = object()  # a field the definition does not have (distinct from a field whose value is null)
-# What hashing or encoding a hostile definition can raise (unserialisable values, cycles, absurd nesting).
-_UNHASHABLE = (TypeError, ValueError, RecursionError)
 
 
 class LockError(Exception):
@@ -47,32 +37,27 @@ class LockError(Exception):
 
 
 def lock_path(config_path: Path) -> Path:
-    """Where the lock of a configuration lives: `servers.yaml` -> `servers.lock`, in the same directory."""
-    return config_path.with_suffix(LOCK_SUFFIX)
+    """`servers.yaml` -> `servers.lock`, in the same directory."""
+    return config_path.with_suffix(".lock")
+
+
+def _pick(item: Any, fields: tuple[str, ...]) -> dict[str, Any]:
+    """The part of a definition that is pinned: the `fields` it has (null kept, absent stays absent); the rest
+    (`_meta`, `icons`, `execution`, unknown keys) is ignored."""
+    return {key: item[key] for key in fields if key in item} if isinstance(item, dict) else {}
 
 
 def canonical_tool(tool: dict[str, Any]) -> dict[str, Any]:
-    """The part of a tool's definition that is pinned: the `TOOL_FIELDS` the tool has (a field set to null is kept,
-    an absent one stays absent); everything else (`_meta`, `icons`, `execution`, unknown keys) is ignored."""
     return _pick(tool, TOOL_FIELDS)
 
 
 def canonical_prompt(prompt: dict[str, Any]) -> dict[str, Any]:
-    """As `canonical_tool`, with `PROMPT_FIELDS`."""
     return _pick(prompt, PROMPT_FIELDS)
 
 
-def _pick(item: Any, fields: tuple[str, ...]) -> dict[str, Any]:
-    if not isinstance(item, dict):
-        return {}
-    return {key: item[key] for key in fields if key in item}
-
-
 def digest(definition: Any) -> str:
-    """`sha256:` + the hex SHA-256 of `definition` as compact JSON with sorted keys (key order is irrelevant).
-
-    Strings are encoded as UTF-8; a lone surrogate (valid in JSON text, not in UTF-8) is encoded as its code point
-    (`surrogatepass`), so every string a child can send has a digest.
+    """`sha256:` + the hex SHA-256 of `definition` as compact JSON with sorted keys. A lone surrogate (valid in JSON
+    text, not in UTF-8) is encoded as its code point, so every string a child can send has a digest.
 
     Raises:
         TypeError, ValueError, RecursionError: `definition` is not JSON (never the case for a parsed JSON message).
@@ -84,7 +69,7 @@ def digest(definition: Any) -> str:
 def _digest_or_none(definition: Any) -> str | None:
     try:
         return digest(definition)
-    except _UNHASHABLE:
+    except (TypeError, ValueError, RecursionError):  # a hostile definition: unserialisable, cyclic, absurdly deep
         return None
 
 
@@ -99,16 +84,13 @@ class FieldChange:
 
 @dataclass(frozen=True)
 class Pin:
-    """An approved definition: its digest, and the canonical definition itself (for diffs and reviewers)."""
-
     digest: str
     definition: dict[str, Any]
 
 
 @dataclass(frozen=True)
 class ChildPins:
-    """What was approved of one child. `tools` and `prompts` are keyed by the child's original names;
-    `instructions` is the digest of its instructions, None when it sent none."""
+    """What was approved of one child; `instructions` is the digest of its instructions, None when it sent none."""
 
     tools: Mapping[str, Pin] = field(default_factory=dict)
     prompts: Mapping[str, Pin] = field(default_factory=dict)
@@ -121,22 +103,16 @@ def pins_of(tools: Iterable[dict[str, Any]], prompts: Iterable[dict[str, Any]], 
     An item without a string name cannot be pinned and is skipped (it stays "new"); of two items with the same name
     the first is pinned, as the catalog keeps the first.
     """
-    return ChildPins(
-        tools=_pin_table(tools, canonical_tool),
-        prompts=_pin_table(prompts, canonical_prompt),
-        instructions=_text_digest(instructions),
-    )
+    return ChildPins(_pin_table(tools, TOOL_FIELDS), _pin_table(prompts, PROMPT_FIELDS), _text_digest(instructions))
 
 
-def _pin_table(items: Iterable[dict[str, Any]], canonical: Canonical) -> dict[str, Pin]:
+def _pin_table(items: Iterable[dict[str, Any]], fields: tuple[str, ...]) -> dict[str, Pin]:
     pins: dict[str, Pin] = {}
     for item in items:
         name = item.get("name") if isinstance(item, dict) else None
-        if not isinstance(name, str) or name in pins:
-            continue
-        definition = canonical(item)
+        definition = _pick(item, fields)
         value = _digest_or_none(definition)
-        if value is not None:
+        if isinstance(name, str) and name not in pins and value is not None:
             pins[name] = Pin(value, definition)
     return pins
 
@@ -147,18 +123,16 @@ def _text_digest(text: Any) -> str | None:
 
 @dataclass(frozen=True)
 class Lock:
-    """Every child's pins. Immutable: `with_child` returns a new lock."""
+    """Every child's pins. Verdicts and changes never raise; a tool without a string name is always `new`."""
 
     servers: Mapping[str, ChildPins] = field(default_factory=dict)
 
     def tool_verdict(self, child: str, tool: dict[str, Any]) -> Verdict:
-        """`pinned` if `tool` matches its pin, `changed` if it differs, `new` if the child or the tool has no pin
-        (a tool without a string name is always `new`). Never raises."""
-        return _verdict(self._pins(child, "tools"), tool, canonical_tool)
+        """`pinned` if `tool` matches its pin, `changed` if it differs, `new` if the child or the tool has none."""
+        return _verdict(self._pins(child).tools, tool, TOOL_FIELDS)
 
     def prompt_verdict(self, child: str, prompt: dict[str, Any]) -> Verdict:
-        """As `tool_verdict`, for a prompt."""
-        return _verdict(self._pins(child, "prompts"), prompt, canonical_prompt)
+        return _verdict(self._pins(child).prompts, prompt, PROMPT_FIELDS)
 
     def instructions_verdict(self, child: str, instructions: str | None) -> Verdict:
         """`new` if the child has no pins; else `pinned` if `instructions` match the pinned ones (None matching
@@ -166,27 +140,21 @@ class Lock:
         pins = self.servers.get(child)
         if pins is None:
             return "new"
-        if instructions is None or isinstance(instructions, str):
-            return "pinned" if _text_digest(instructions) == pins.instructions else "changed"
-        return "changed"
+        text = instructions is None or isinstance(instructions, str)
+        return "pinned" if text and _text_digest(instructions) == pins.instructions else "changed"
 
     def tool_changes(self, child: str, tool: dict[str, Any]) -> list[FieldChange]:
-        """How `tool` differs from its pin, field by field in `TOOL_FIELDS` order: [] when it matches; every field
-        it has when it is new. Never raises."""
-        return _changes(self._pins(child, "tools"), tool, TOOL_FIELDS)
+        """How `tool` differs from its pin, in `TOOL_FIELDS` order: [] when it matches; every field it has when new."""
+        return _changes(self._pins(child).tools, tool, TOOL_FIELDS)
 
     def prompt_changes(self, child: str, prompt: dict[str, Any]) -> list[FieldChange]:
-        """As `tool_changes`, for a prompt (`PROMPT_FIELDS`)."""
-        return _changes(self._pins(child, "prompts"), prompt, PROMPT_FIELDS)
+        return _changes(self._pins(child).prompts, prompt, PROMPT_FIELDS)
 
     def with_child(self, child: str, pins: ChildPins) -> Lock:
         return Lock({**self.servers, child: pins})
 
-    def _pins(self, child: str, kind: Literal["tools", "prompts"]) -> Mapping[str, Pin]:
-        pins = self.servers.get(child)
-        if pins is None:
-            return {}
-        return pins.tools if kind == "tools" else pins.prompts
+    def _pins(self, child: str) -> ChildPins:
+        return self.servers.get(child, ChildPins())
 
 
 def _pin_of(pins: Mapping[str, Pin], item: Any) -> Pin | None:
@@ -194,11 +162,11 @@ def _pin_of(pins: Mapping[str, Pin], item: Any) -> Pin | None:
     return pins.get(name) if isinstance(name, str) else None
 
 
-def _verdict(pins: Mapping[str, Pin], item: Any, canonical: Canonical) -> Verdict:
+def _verdict(pins: Mapping[str, Pin], item: Any, fields: tuple[str, ...]) -> Verdict:
     pin = _pin_of(pins, item)
     if pin is None:
         return "new"
-    return "pinned" if _digest_or_none(canonical(item)) == pin.digest else "changed"
+    return "pinned" if _digest_or_none(_pick(item, fields)) == pin.digest else "changed"
 
 
 def _changes(pins: Mapping[str, Pin], item: Any, fields: tuple[str, ...]) -> list[FieldChange]:
@@ -210,9 +178,8 @@ def _changes(pins: Mapping[str, Pin], item: Any, fields: tuple[str, ...]) -> lis
         old, new = before.get(key, _ABSENT), after.get(key, _ABSENT)
         if old is _ABSENT and new is _ABSENT:
             continue
-        if old is not _ABSENT and new is not _ABSENT and _same(old, new):
-            continue
-        changes.append(FieldChange(key, None if old is _ABSENT else old, None if new is _ABSENT else new))
+        if old is _ABSENT or new is _ABSENT or not _same(old, new):
+            changes.append(FieldChange(key, None if old is _ABSENT else old, None if new is _ABSENT else new))
     return changes
 
 
@@ -233,13 +200,11 @@ def load_lock(path: Path) -> Lock | None:
             match its own digest (edited by hand, or a bad merge); the message names the file and the entry.
     """
     try:
-        raw = path.read_bytes()
+        document = json.loads(path.read_bytes().decode("utf-8"))
     except FileNotFoundError:
         return None
     except OSError as exc:
         raise LockError(f"cannot read the lock file {path}: {exc.strerror}") from exc
-    try:
-        document = json.loads(raw.decode("utf-8"))
     except (ValueError, RecursionError) as exc:  # not UTF-8, not JSON, absurdly deep or long
         raise LockError(f"the lock file {path} is not valid JSON: {exc}") from None
     if not isinstance(document, dict):
@@ -298,40 +263,32 @@ def _is_digest(value: Any) -> bool:
     return isinstance(value, str) and re.fullmatch(DIGEST_PREFIX + "[0-9a-f]{64}", value) is not None
 
 
-def dump_lock(lock: Lock) -> bytes:
-    """The bytes of the lock file: JSON, keys sorted, indented by 2, a final newline; the same lock always gives
-    the same bytes. Non-ASCII text stays readable, unless a string holds a lone surrogate (not UTF-8): then the
-    whole file is written ASCII-escaped."""
-    document = {
-        "version": LOCK_VERSION,
-        "servers": {name: child_document(pins) for name, pins in lock.servers.items()},
-    }
-    try:
-        return (json.dumps(document, sort_keys=True, indent=2, ensure_ascii=False) + "\n").encode("utf-8")
-    except UnicodeEncodeError:
-        return (json.dumps(document, sort_keys=True, indent=2, ensure_ascii=True) + "\n").encode("ascii")
-
-
 def save_lock(path: Path, lock: Lock) -> None:
-    """Write `lock` to `path` atomically (`hub.platform.files.replace_file`): a reader sees
-    the old file or the new one, never half of one. The new file's mode follows the umask (it is meant for git).
+    """Write `lock` atomically (a reader sees the old file or the new one), mode by the umask (it is meant for git).
+    JSON, keys sorted, indented by 2: the same lock always gives the same bytes. Non-ASCII text stays readable,
+    unless a string holds a lone surrogate (not UTF-8): then the whole file is written ASCII-escaped.
 
     Raises:
         LockError: the file cannot be written; the message names it and why.
     """
+    document = {"version": LOCK_VERSION, "servers": {name: child_document(p) for name, p in lock.servers.items()}}
     try:
-        replace_file(path, dump_lock(lock))
+        data = (json.dumps(document, sort_keys=True, indent=2, ensure_ascii=False) + "\n").encode("utf-8")
+    except UnicodeEncodeError:
+        data = (json.dumps(document, sort_keys=True, indent=2) + "\n").encode("ascii")
+    try:
+        replace_file(path, data)
     except OSError as exc:
         raise LockError(f"cannot write the lock file {path}: {exc.strerror or exc}") from exc
 
 
 def child_document(pins: ChildPins) -> dict[str, Any]:
     """One child's entry as the lock file holds it (for the shared state too, `hub.state`)."""
-    return {
-        "instructions": pins.instructions,
-        "tools": {n: {"sha256": p.digest, "definition": p.definition} for n, p in pins.tools.items()},
-        "prompts": {n: {"sha256": p.digest, "definition": p.definition} for n, p in pins.prompts.items()},
-    }
+
+    def table(found: Mapping[str, Pin]) -> dict[str, Any]:
+        return {n: {"sha256": p.digest, "definition": p.definition} for n, p in found.items()}
+
+    return {"instructions": pins.instructions, "tools": table(pins.tools), "prompts": table(pins.prompts)}
 
 
 BASE_KEY = "base"  # in a shared approval's document: the digest of the file entry it amends

@@ -42,8 +42,8 @@ class DescriptionEdit(Strict):
 
 
 class ArgumentConstraint(Strict):
-    """What one argument's value must be, checked by the hub before the call leaves it (JSON Schema's keywords,
-    added to the schema the host sees too)."""
+    """What one argument's value must be, checked before the call leaves the hub (JSON Schema's keywords, added to
+    the schema the host sees too)."""
 
     enum: tuple[Any, ...] | None = Field(default=None, min_length=1)
     pattern: str | None = Field(default=None, description="A regular expression the string must contain a match of.")
@@ -63,7 +63,6 @@ class ArgumentConstraint(Strict):
         return value
 
     def keywords(self) -> dict[str, Any]:
-        """The JSON Schema keywords this constraint adds to the argument's schema."""
         return self.model_dump(exclude_none=True, mode="json")
 
 
@@ -76,12 +75,8 @@ class ToolOverride(Strict):
         default=None, pattern=f"^{SUFFIX_PATTERN}$", description="The exposed name, still under the child's prefix."
     )
     title: str | None = None
-    description: str | DescriptionEdit | None = Field(
-        default=None, description="A new description, or {prepend: ..., append: ...} around the child's."
-    )
-    annotations: dict[str, Any] = Field(
-        default_factory=dict, description="Annotations (readOnlyHint, destructiveHint, ...) trusted over the child's."
-    )
+    description: str | DescriptionEdit | None = Field(default=None, description="New, or {prepend, append} it.")
+    annotations: dict[str, Any] = Field(default_factory=dict, description="Trusted over the child's (readOnlyHint...).")
     meta: dict[str, Any] = Field(default_factory=dict, alias="_meta", description="Merged into the tool's _meta.")
     fixed_args: dict[str, Any] = Field(
         default_factory=dict, description="Arguments the hub sets: they leave the host's schema, the hub sends them."

@@ -1,5 +1,5 @@
-"""Where servers.yaml is: the one rule every command (and `hub install`, which writes it into a host's entry) uses.
-And where the desktop's call log goes when servers.yaml names none (`default_log_path`).
+"""Where servers.yaml is, one rule for every command (and `hub install`, which writes it into a host's entry); and
+where the desktop's call log goes when servers.yaml names none (`default_log_path`).
 
 Named (--config, $HUB_CONFIG): that one. Else `./servers.yaml` if it exists, else `servers.yaml` in the user's
 config directory as the system has it (platformdirs: ~/.config/hub on Linux, ~/Library/Application Support/hub on
@@ -15,10 +15,8 @@ DEFAULT_CONFIG = "servers.yaml"
 
 
 def config_path(given: str | None) -> tuple[str, str | None]:
-    """The config file to read; and, when none was named and none is found, the error that says where it was looked for.
-
-    When the error is given, the path is the user config directory's (where `hub import` creates one).
-    """
+    """The config file to read; and, when none was named and none is found, the error that says where it was looked
+    for (the path is then the user config directory's, where `hub import` creates one)."""
     if given is not None:
         return given, None
     if os.path.exists(DEFAULT_CONFIG):

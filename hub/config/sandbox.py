@@ -1,12 +1,5 @@
-"""`sandbox:` of a stdio child, and its default under `hub:` (docs/sandbox.md): what people type, checked and turned
-into the platform's `Grants`.
-
-- `strict`: no network, nothing writable but a private /tmp, nothing readable beyond the system and the child's own
-  install directory and cwd;
-- `{network: true, write: [...], read: [...]}`: strict plus these grants (`~` and `${VAR}` expand; absolute paths);
-- `{container: IMAGE, ...}`: the child's command runs in that image under Docker or Podman, with the same grants;
-- `none`: no sandbox.
-"""
+"""`sandbox:` of a stdio child, and its default under `hub:`: what people type (docs/sandbox.md), checked and
+turned into the platform's `Grants`."""
 
 from __future__ import annotations
 
@@ -21,11 +14,9 @@ from hub.platform.sandbox import Grants
 
 
 class SandboxConfig(Strict):
-    """A sandbox: `strict`, `none`, or grants beyond `strict` (a word is read as `{mode: WORD}`)."""
+    """`strict`, `none`, or grants beyond `strict` (a word is read as `{mode: WORD}`)."""
 
-    mode: Literal["strict", "none"] = Field(
-        default="strict", description="'none': no sandbox; 'strict' with the grants below (the default)."
-    )
+    mode: Literal["strict", "none"] = Field(default="strict", description="'none': no sandbox; else the grants below.")
     network: bool = Field(default=False, description="Let the child open network connections.")
     write: tuple[str, ...] = Field(default=(), description="Absolute paths (~ and ${VAR} expand) the child may write.")
     read: tuple[str, ...] = Field(default=(), description="Absolute paths beyond the system the child may read.")

@@ -1,8 +1,6 @@
-"""The `servers.yaml` schema: what each key means, its default and its bounds; and the loaded configuration.
-
-Here: the document (`HubConfig`), each child server (`ServerConfig`), `secrets:` and `state:`, and `LoadedConfig`
-(the document with what is derived from its place on disk). The `hub:` section is `hub.config.settings`, `auth:` and
-`policies:` are `hub.config.access`; every model derives `hub.config.model.Strict`.
+"""The `servers.yaml` schema (each key's meaning, default and bounds): the document, each child server, `secrets:`
+and `state:`; and `LoadedConfig`, the document with what is derived from its place on disk. `hub:` is in
+`hub.config.settings`, `auth:` and `policies:` in `hub.config.access`.
 """
 
 from __future__ import annotations
@@ -30,27 +28,22 @@ from hub.platform.sandbox import Grants
 # A prefix: a letter, then letters, digits or '-'. No '_' or '+': they separate the prefix from names and URIs.
 PREFIX_PATTERN = r"[a-z][a-z0-9-]{0,31}"
 
-# A child is a stdio process or a URL; "auto" picks SSE for URLs ending in /sse, Streamable HTTP otherwise.
+# Unset for a URL: SSE when it ends in /sse, else Streamable HTTP.
 TransportKind = Literal["stdio", "streamable-http", "sse"]
-# Which protocol era the hub speaks to a child. "legacy" (handshake era) is the default because it carries
-# server->client requests and unsolicited notifications that a hub forwards (see docs/protocols.md).
+# The protocol era the hub speaks to a child; "legacy" (handshake era) carries the child's own requests and
+# notifications that a hub forwards (docs/protocols.md).
 ChildProtocol = Literal["legacy", "auto", "2026-07-28"]
-# How host sessions share a child (docs/protocols.md, "Which host request a child's request belongs to"):
-# "shared" = one connection for all; "per-host" = each handshake-era host session gets its own connection.
-# "per-identity" = one connection (one process) per identity, shared by that identity's sessions, started with its
-# own credentials (`${identity.name}`, `${secret:NAME}` in env, headers and args).
+# How host sessions share a child (docs/protocols.md): one connection for all; one per handshake-era host session;
+# one (one process) per identity, started with its own credentials (`${identity.name}`, `${secret:NAME}`).
 SessionMode = Literal["shared", "per-host", "per-identity"]
-DEFAULT_MAX_SESSIONS = 16
-# What happens when a child's tool no longer matches its pin in servers.lock (hub.config.lock): held back until
-# `hub pin --approve`, listed with a warning, or not checked.
+# A tool that no longer matches its pin in servers.lock: held back until `hub pin --approve`, listed with a warning,
+# or not checked.
 OnChange = Literal["quarantine", "warn", "off"]
-# Per-child limits. The concurrency defaults are Envoy's circuit-breaker defaults per upstream (1,024 requests,
-# 1,024 pending): a shared hub must not throttle a child that can take the load; a child that cannot sets less.
+# Envoy's circuit-breaker defaults per upstream: a shared hub must not throttle a child that can take the load.
 DEFAULT_MAX_CONCURRENCY = 1024
 DEFAULT_MAX_QUEUE = 1024
 DEFAULT_REQUEST_TIMEOUT = 120.0
 DEFAULT_CONNECT_TIMEOUT = 60.0
-DEFAULT_MAX_TIMEOUT = 600.0
 
 
 class ToolFilter(Strict):
@@ -92,23 +85,14 @@ class OAuthSettings(Strict):
 
     grant: Literal["authorization_code", "client_credentials"] = Field(
         default="authorization_code",
-        description="'authorization_code': each identity signs in in a browser. 'client_credentials': the hub "
-        "itself, with client_id and client_secret, for every identity; nobody signs in.",
+        description="Each identity signs in in a browser; or, client_credentials, the hub itself for all of them.",
     )
-    scope: str | None = Field(
-        default=None, description="Scopes to ask for, space-separated; unset: what the child's metadata names."
-    )
+    scope: str | None = Field(default=None, description="Space-separated; unset: what the child's metadata names.")
     issuer: str | None = Field(
-        default=None,
-        description="With client_credentials: the authorization server that issued the client (its issuer "
-        "identifier); the hub asks no other for tokens.",
+        default=None, description="With client_credentials: the issuer of the client, the only one asked for tokens."
     )
-    client_id: str | None = Field(
-        default=None, description="A client registered with the authorization server; unset: dynamic registration."
-    )
-    client_secret: str | None = Field(
-        default=None, description="That client's secret (e.g. ${secret:tickets-client}); unset: a public client."
-    )
+    client_id: str | None = Field(default=None, description="A registered client; unset: dynamic registration.")
+    client_secret: str | None = Field(default=None, description="That client's secret; unset: a public client.")
     client_name: str = Field(default="hub", description="The name the hub registers under (dynamic registration).")
 
     @model_validator(mode="after")
@@ -126,82 +110,40 @@ class ServerConfig(Strict):
     command: str | None = Field(default=None, description="Executable of a stdio child, looked up on PATH.")
     args: tuple[str, ...] = ()
     env: dict[str, str] = Field(default_factory=dict, description="Extra environment for a stdio child.")
-    inherit_env: tuple[str, ...] = Field(
-        default=(), description="Names of further hub environment variables passed to a stdio child."
-    )
+    inherit_env: tuple[str, ...] = Field(default=(), description="Further hub environment variables it is given.")
     cwd: str | None = None
     url: str | None = Field(default=None, description="URL of a Streamable HTTP or SSE child.")
     transport: TransportKind | None = None
     headers: dict[str, str] = Field(default_factory=dict, description="HTTP headers sent to a URL child.")
-    oauth: OAuthSettings | None = Field(
-        default=None, description="A URL child protected by OAuth: each identity signs in to it (hub auth login)."
-    )
+    oauth: OAuthSettings | None = Field(default=None, description="Each identity signs in to it (hub auth login).")
     prefix: str | None = Field(default=None, description="Namespace prefix; defaults to the server's key; '' = none.")
     enabled: bool = True
     tools: ToolFilter = ToolFilter()
     protocol: ChildProtocol = "legacy"
-    sessions: SessionMode = Field(
-        default="shared", description="'per-host': one connection to this child per host session (exact routing)."
-    )
-    max_sessions: int = Field(
-        default=DEFAULT_MAX_SESSIONS, ge=1, description="With sessions: per-host, most connections open at once."
-    )
+    sessions: SessionMode = Field(default="shared", description="'per-host': one connection per host session.")
+    max_sessions: int = Field(default=16, ge=1, description="With sessions: per-host, most connections open at once.")
     timeout: float = Field(default=DEFAULT_REQUEST_TIMEOUT, gt=0, description="Seconds a request may take.")
-    tool_timeouts: dict[str, PositiveFloat] = Field(
-        default_factory=dict, description="Tool-name glob -> seconds; overrides `timeout` for matching tools."
-    )
-    max_timeout: float = Field(
-        default=DEFAULT_MAX_TIMEOUT, gt=0, description="Ceiling in seconds when progress keeps extending a deadline."
-    )
-    max_concurrency: int = Field(
-        default=DEFAULT_MAX_CONCURRENCY,
-        ge=1,
-        description="Requests in flight to this child at once, on all its connections.",
-    )
-    max_queue: int = Field(
-        default=DEFAULT_MAX_QUEUE, ge=0, description="Requests waiting beyond max_concurrency; more are refused."
-    )
+    tool_timeouts: dict[str, PositiveFloat] = Field(default_factory=dict, description="Tool-name glob -> seconds.")
+    max_timeout: float = Field(default=600.0, gt=0, description="Ceiling in seconds when progress extends a deadline.")
+    max_concurrency: int = Field(default=DEFAULT_MAX_CONCURRENCY, ge=1, description="Requests in flight at once.")
+    max_queue: int = Field(default=DEFAULT_MAX_QUEUE, ge=0, description="Waiting beyond max_concurrency; more refused.")
     max_result_bytes: int = Field(default=16 * 1024 * 1024, ge=1024, description="Larger results are refused.")
     connect_timeout: float = Field(default=DEFAULT_CONNECT_TIMEOUT, gt=0, description="Seconds to connect and list.")
     max_restarts: int = Field(default=5, ge=0, description="Restarts in a row before the child is left failed.")
     log_arguments: bool | None = Field(default=None, description="Overrides hub.log_arguments for this child.")
-    required: bool = Field(
-        default=False, description="/readyz waits for this child; when no child is required, it waits for all."
-    )
-    output: OutputMode | None = Field(
-        default=None, description="'wrap': the child's text results reach the host inside an untrusted-data boundary."
-    )
-    read_only: bool = Field(
-        default=False, description="Expose only the tools whose effective readOnlyHint is true; refuse the others."
-    )
-    overrides: dict[str, ToolOverride] = Field(
-        default_factory=dict, description="Child tool name (globs allowed) -> what the operator says about it."
-    )
+    required: bool = Field(default=False, description="/readyz waits for it; when no child is required, for all.")
+    output: OutputMode | None = Field(default=None, description="'wrap': text results marked as untrusted data.")
+    read_only: bool = Field(default=False, description="Only the tools whose effective readOnlyHint is true.")
+    overrides: dict[str, ToolOverride] = Field(default_factory=dict, description="Child tool name (glob) -> override.")
     confirm: Literal["destructive"] | tuple[str, ...] = Field(
-        default=(),
-        description="Tools the host's user must confirm before a call: globs over the child's tool names, or "
-        "'destructive' (every tool whose effective destructiveHint is true).",
+        default=(), description="Tools a user confirms before a call: own-name globs, or 'destructive' (by hint)."
     )
-    on_change: OnChange = Field(
-        default="quarantine", description="With a servers.lock: a tool that differs from its pin is held back."
-    )
-    redact_output: bool = Field(
-        default=False, description="Redact secrets and credential shapes from results before they reach the host."
-    )
-    secrets: tuple[str, ...] = Field(
-        default=(), description="Further values never written to a log line (e.g. ${DB_PASSWORD})."
-    )
-    exposure: ExposureMode | None = Field(
-        default=None, description="'search' or 'hybrid': the server's tools are found through hub_search_tools."
-    )
-    always_visible: tuple[str, ...] = Field(
-        default=(), description="With exposure: hybrid, globs of the server's own tool names listed anyway."
-    )
-    sandbox: SandboxConfig | None = Field(
-        default=None,
-        description="A stdio child's sandbox: 'strict', 'none', or {network, write, read, container}; unset: "
-        "hub.sandbox (docs/sandbox.md).",
-    )
+    on_change: OnChange = Field(default="quarantine", description="A tool that differs from its pin is held back.")
+    redact_output: bool = Field(default=False, description="Redact secrets and credential shapes from results.")
+    secrets: tuple[str, ...] = Field(default=(), description="Values never written to a log line (${DB_PASSWORD}).")
+    exposure: ExposureMode | None = Field(default=None, description="'search', 'hybrid': found via hub_search_tools.")
+    always_visible: tuple[str, ...] = Field(default=(), description="With hybrid: globs of own tool names listed.")
+    sandbox: SandboxConfig | None = Field(default=None, description="A stdio child's sandbox; unset: hub.sandbox.")
 
     @field_validator("prefix")
     @classmethod
@@ -299,13 +241,13 @@ class StateConfig(Strict):
     key: str | None = Field(
         default=None,
         min_length=16,
-        description="A secret shared by the replicas that seals rounds (e.g. ${secret:hub-state-key}); unset with "
-        "redis: one random key kept in Redis.",
+        description="A secret shared by the replicas that seals rounds; unset with redis: one "
+        "random key kept in Redis.",
     )
     oauth_dir: str | None = Field(
         default=None,
-        description="With memory: where OAuth children's tokens are kept, encrypted (relative: to servers.yaml); "
-        "unset: the user's state directory. With redis they are kept in Redis, encrypted.",
+        description="With memory: where OAuth tokens are kept, encrypted (relative: to servers.yaml); "
+        "unset: the user's state directory. With redis: in Redis, encrypted.",
     )
 
     @model_validator(mode="after")
@@ -325,7 +267,7 @@ class HubConfig(Strict):
     state: StateConfig = StateConfig()
     policies: tuple[PolicyRule, ...] = ()
     default_policy: Literal["allow", "deny"] | None = Field(
-        default=None, description="For names no matching rule mentions: 'deny' when policies are given, else 'allow'."
+        default=None, description="For names no matching rule mentions; unset: 'deny' with policies, else 'allow'."
     )
     servers: dict[str, ServerConfig]
 
@@ -359,23 +301,13 @@ class LoadedConfig:
     @cached_property
     def policy(self) -> Policy:
         """The policy per identity of this configuration (`hub.access.policy`)."""
-        config = self.config
+        config, limits = self.config, self.config.hub.per_identity
         rules = tuple(
-            Rule(
-                r.name,
-                frozenset(r.subjects),
-                frozenset(r.groups),
-                r.allow,
-                r.deny,
-                r.max_concurrency,
-                r.requests_per_minute,
-                r.read_only,
-            )
+            Rule(**{**r.model_dump(), "subjects": frozenset(r.subjects), "groups": frozenset(r.groups)})
             for r in config.policies
         )
         default = config.default_policy or ("deny" if rules else "allow")
-        per_identity = config.hub.per_identity
-        return Policy(rules, default, Limits(per_identity.max_concurrency, per_identity.requests_per_minute))
+        return Policy(rules, default, Limits(limits.max_concurrency, limits.requests_per_minute))
 
     # The paths servers.yaml names; relative ones are taken from its directory.
 
