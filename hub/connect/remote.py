@@ -1,23 +1,16 @@
 """hub connect's side toward the hub: one Streamable HTTP session, made again when the hub has forgotten it.
 
-Each message the host writes is POSTed to the URL as the host wrote it, with `Accept: application/json,
-text/event-stream`, the session's `Mcp-Session-Id` and `MCP-Protocol-Version`, and the bearer token. A request's
-answer comes back as JSON, or as an SSE stream of every message about the request and then its answer; each
-message is handed on as it comes. Once the host's session is initialized, a GET opens the session's own stream
-(list_changed, log messages, requests that belong to no request of the host's), re-opened with backoff, and with
-`Last-Event-ID` when the hub numbers its events, whenever it drops.
+Each host message is POSTed as written, with the session's headers and the bearer token; a request's answer comes
+back as JSON or as an SSE stream of every message about it, each handed on as it comes. Once the host's session is
+initialized, a GET holds the session's own stream open (re-opened with backoff, and `Last-Event-ID`, when it drops).
 
-The hub restarting: a POST that cannot connect is tried again with backoff for up to RECONNECT_LIMIT (it never
-reached the hub); a hub that answers 404 for the session has forgotten it (it restarted, or the session expired).
-Then a new session is opened with the host's own `initialize` params (the answer is kept from the host, which
-initialized once), `notifications/initialized` is sent, the host's log level and resource subscriptions are set
-again, the forwarder is told (it tells the host its lists may have changed), and the request is sent again. A request
-whose connection drops after it was sent is not sent again (it may have been carried out): its caller gets
-`Dropped`, and the host an error.
+A POST that cannot connect is tried again for up to RECONNECT_LIMIT (it never reached the hub). A 404 for the session
+means the hub forgot it: a new one is opened with the host's own `initialize` params, the host's log level and
+subscriptions are set again, the host is told its lists may have changed, and the request is sent again. A request
+whose connection dropped after it was sent is not (it may have been carried out): the host gets an error.
 
-2026-07-28 requests carry their own envelope and need no session: each is POSTed on its own, with the routing
-headers that revision asks for (`MCP-Protocol-Version`, `Mcp-Method`, `Mcp-Name`, `Mcp-Param-*` as the last
-`tools/list` answer showed the tools); closing its response cancels it.
+2026-07-28 requests carry their own envelope and need no session: each is POSTed on its own with that revision's
+routing headers (`Mcp-Param-*` as the last `tools/list` showed the tools); closing its response cancels it.
 """
 
 from __future__ import annotations
@@ -49,26 +42,17 @@ from hub.protocol.jsonrpc import (
     request_line,
 )
 
-# A POST that cannot connect is tried again for this long (a hub restarting) before the host is told.
-RECONNECT_LIMIT = 30.0
-# Waits between attempts: the first, doubled each time up to the cap (jittered).
-RETRY_FIRST = 0.25
+RECONNECT_LIMIT = 30.0  # a POST that cannot connect (a hub restarting) is tried again this long
+RETRY_FIRST = 0.25  # waits between attempts: doubled each time up to the cap (jittered)
 RETRY_CAP = 2.0
-# The session's own stream is re-opened for as long as hub connect runs, at most this far apart.
-LISTEN_CAP = 5.0
+LISTEN_CAP = 5.0  # the cap for re-opening the session's own stream, which goes on as long as hub connect runs
 CONNECT_TIMEOUT = 10.0
-# A response silent this long is deemed dead (the hub sends a keep-alive comment every 15 s on a stream).
-READ_TIMEOUT = 300.0
-# Sending a request, or waiting for a free connection, at most this long; and the whole exchange of a message that
-# the hub answers at once (a notification, the host's answer to a request of the hub's, hub connect's own
-# `initialize`).
+READ_TIMEOUT = 300.0  # a response silent this long is dead (the hub sends a keep-alive every 15 s on a stream)
+# Sending a request or waiting for a free connection; and the whole exchange of what the hub answers at once.
 SEND_TIMEOUT = 30.0
-# The largest message taken from the hub (a JSON body, one SSE event): larger ones end the response.
-MAX_MESSAGE_BYTES = 64 * 1024 * 1024
-# How long the session's DELETE may take when the host leaves.
-DELETE_LIMIT = 5.0
+MAX_MESSAGE_BYTES = 64 * 1024 * 1024  # the largest JSON body or SSE event taken from the hub
+DELETE_LIMIT = 5.0  # the session's DELETE when the host leaves
 
-# The headers of every POST, besides its own.
 _POST_HEADERS = {"accept": "application/json, text/event-stream", "content-type": "application/json"}
 
 Deliver = Callable[[bytes], None]
@@ -110,9 +94,6 @@ def backoff(first: float, cap: float) -> Iterator[float]:
         delay = min(cap, delay * 2)
 
 
-_PROMPT = httpx2.Timeout(SEND_TIMEOUT, connect=CONNECT_TIMEOUT)
-
-
 def new_client(token: Token) -> httpx2.AsyncClient:
     """The HTTP client of one `hub connect`; the token rides on every request (and is in no log line)."""
     timeout = httpx2.Timeout(SEND_TIMEOUT, connect=CONNECT_TIMEOUT, read=READ_TIMEOUT)
@@ -139,7 +120,7 @@ def same_id(found: RequestId | None, wanted: RequestId) -> bool:
 
 
 def _discard(line: bytes) -> None:
-    """Where the messages of hub connect's own requests go (the answers of a renewed session's set-up)."""
+    """Where the answers to hub connect's own requests go."""
 
 
 class Remote:
@@ -157,17 +138,14 @@ class Remote:
         self.version: str | None = None
         self.capabilities: dict[str, Any] = {}
         self._init_params: dict[str, Any] | None = None
-        # Session state the host set, set again on a new session.
         self._log_level: dict[str, Any] | None = None
         self._subscriptions: set[str] = set()
         self._lock = anyio.Lock()
-        self._initialized = anyio.Event()  # the host's session is initialized: its own stream may open
+        self._initialized = anyio.Event()  # the session's own stream may open
         self._renewals = 0
         self._renewal = anyio.Event()  # set (and replaced) each time a session is made
         self._down = False
         self._tool_headers = ToolHeaders()  # the x-mcp-header marks of the tools the hub last listed
-
-    # ---- requests ---------------------------------------------------------------------------------------------
 
     async def request(self, request: Request, deliver: Deliver, modern: bool) -> None:
         """Send the host's `request`; every message of its response goes to `deliver`, the answer last (an error
@@ -278,7 +256,7 @@ class Remote:
         delays = backoff(RETRY_FIRST, RETRY_CAP)
         deadline = anyio.current_time() + RECONNECT_LIMIT
         headers = {**_POST_HEADERS, **headers}
-        timeout = _PROMPT if prompt else httpx2.USE_CLIENT_DEFAULT
+        timeout = httpx2.Timeout(SEND_TIMEOUT, connect=CONNECT_TIMEOUT) if prompt else httpx2.USE_CLIENT_DEFAULT
         while True:
             try:
                 request = self.http.build_request("POST", self.url, content=body, headers=headers, timeout=timeout)
@@ -351,8 +329,6 @@ class Remote:
         if self._down:
             self._down = False
             _log.info("connect_hub_reachable", url=self.url)
-
-    # ---- the session ------------------------------------------------------------------------------------------
 
     async def _initialize(self, request: Request, deliver: Deliver) -> None:
         """The host's `initialize`: a new session, its answer to the host; the params are kept for a renewal."""

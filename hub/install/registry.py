@@ -1,22 +1,14 @@
 """`hub add --registry NAME[@VERSION]`: a server of the official MCP Registry as a servers.yaml child.
 
-The registry (https://registry.modelcontextprotocol.io, or any registry speaking its API) answers
-`GET /v0/servers/{name}/versions/{version}` (the name URL-encoded; `latest` for the newest) with
-`{"server": <server.json>, "_meta": {...}}`, and `GET /v0/servers?search=TEXT&version=latest` with
-`{"servers": [...]}`; `--registry-file` reads a server.json from disk instead.
-
-A server.json (schema https://static.modelcontextprotocol.io/schemas/2025-12-11/server.schema.json; the older
-snake_case keys are read too) lists `packages` to run locally and `remotes` to reach by URL. The first stdio package
-of a kind the hub knows how to start is taken, else the first remote:
-
-- npm: `npx -y IDENTIFIER@VERSION ARGS...`; PyPI: `uvx IDENTIFIER==VERSION ARGS...`;
-- OCI: `docker run -i --rm [-e NAME]... RUNTIME-ARGS... IMAGE:VERSION ARGS...` (docker passes each declared
-  environment variable on from the child's environment);
-- a remote: `url` (its `{variables}` filled from their defaults) with `transport` and `headers`.
+The registry (its API: `GET /v0/servers/{name}/versions/{version|latest}`, `GET /v0/servers?search=`) or
+`--registry-file` gives a server.json (the 2025-12-11 schema; the older snake_case keys are read too). The first
+stdio package the hub can start is taken, else the first remote: npm `npx -y ID@VERSION`, PyPI `uvx ID==VERSION`,
+OCI `docker run -i --rm [-e NAME]... IMAGE:VERSION` (docker passes each declared variable on from the child's
+environment), a remote's `url` with `transport` and `headers`.
 
 Arguments, environment variables and headers take their `value` (its `{variables}` filled in), else their `default`.
-A secret, or a required value with neither, becomes a `${VAR}` placeholder the person fills in servers.env (the
-command names each one); an optional one with neither is left out and named in the notes.
+A secret, or a required value with neither, becomes a `${VAR}` placeholder to fill in servers.env; an optional one
+with neither is left out and named in the notes.
 """
 
 from __future__ import annotations
