@@ -1,18 +1,17 @@
 """`hub import`: the servers a host already has, as children in servers.yaml; their secrets in the env file.
 
-Each entry of the host's file is `added` (under a prefix fitted from its name, `-2`, `-3` ... when taken),
-`present` (servers.yaml has a child with the same command and arguments, or URL: importing twice changes nothing)
-or `skipped` (the hub's own entry, or one the hub cannot run).
-
-servers.yaml is edited with ruamel.yaml's round trip, so its comments and order stay, and the result is validated
-before anything is written. Secrets go to the env file beside it (mode 0600, hub.config.envfile), which a
-`.gitignore` keeps out of git: servers.yaml stays shareable, and the imported servers run as they did in the host.
+Each entry of the host's file is `added` (under a prefix fitted from its name, `-2`, `-3` ... when taken), `present`
+(servers.yaml has a child with the same command and arguments, or URL: importing twice changes nothing) or `skipped`
+(the hub's own entry, or one the hub cannot run). servers.yaml is edited in ruamel.yaml's round trip (its comments
+and order stay) and validated before anything is written; secrets go to the env file beside it (mode 0600,
+hub.config.envfile), which a `.gitignore` keeps out of git.
 """
 
 from __future__ import annotations
 
 import fnmatch
 import io
+import itertools
 import re
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
@@ -135,6 +134,20 @@ class ImportPlan:
         return [i.name for i in self.items if i.state in ("added", "present")]
 
 
+def secret_store(into: Path, environment: Mapping[str, str]) -> tuple[Path, str | None, SecretStore]:
+    """The env file beside servers.yaml `into`: its path, its text, and a `SecretStore` of its values.
+
+    Raises:
+        EditError: it cannot be read or parsed.
+    """
+    env_path = env_file_path(into)
+    env_text = read_text(env_path)
+    try:
+        return env_path, env_text, SecretStore(parse_env_file(env_text or "", str(env_path)), environment)
+    except EnvFileError as exc:
+        raise EditError(str(exc)) from None
+
+
 def plan_import(source: Source, into: Path, paths: Paths) -> ImportPlan:
     """What importing `source` into the servers.yaml `into` writes.
 
@@ -142,12 +155,7 @@ def plan_import(source: Source, into: Path, paths: Paths) -> ImportPlan:
         EditError: servers.yaml or its env file cannot be read, or the result would not be a valid configuration.
     """
     yaml_text = read_text(into)
-    env_path = env_file_path(into)
-    env_text = read_text(env_path)
-    try:
-        store = SecretStore(parse_env_file(env_text or "", str(env_path)), paths.env)
-    except EnvFileError as exc:
-        raise EditError(str(exc)) from None
+    env_path, env_text, store = secret_store(into, paths.env)
     existing = existing_children(yaml_text, into)
     variables = {"userHome": str(paths.home), "workspaceFolder": str(paths.cwd)}
     items = _items(source, existing, store, variables)
@@ -204,12 +212,8 @@ def _items(
 
 
 def _free_prefix(wanted: str, taken: set[str]) -> str:
-    if wanted not in taken:
-        return wanted
-    number = 2
-    while f"{wanted[: 32 - len(str(number)) - 1]}-{number}" in taken:
-        number += 1
-    return f"{wanted[: 32 - len(str(number)) - 1]}-{number}"
+    numbered = (f"{wanted[: 31 - len(str(n))]}-{n}" for n in itertools.count(2))
+    return wanted if wanted not in taken else next(p for p in numbered if p not in taken)
 
 
 def existing_children(text: str | None, into: Path) -> dict[str, dict[str, Any]]:
@@ -229,13 +233,13 @@ def add_children(text: str | None, children: list[tuple[str, dict[str, Any], str
     """servers.yaml's text with `children` (prefix, keys, a comment) added under `servers:`, through ruamel.yaml's
     round trip: comments, order and quoting of the rest stay. Lists of plain values are written in flow style
     (`args: [-y, server]`), as the default servers.yaml does."""
-    return edit_servers(text, lambda servers, indent: _put(servers, children, indent))
 
+    def put(servers: Any, indent: int) -> None:
+        for prefix, child, comment in children:
+            servers[prefix] = _commented(child)
+            servers.yaml_set_comment_before_after_key(prefix, before=comment, indent=indent)
 
-def _put(servers: Any, children: list[tuple[str, dict[str, Any], str]], indent: int) -> None:
-    for prefix, child, comment in children:
-        servers[prefix] = _commented(child)
-        servers.yaml_set_comment_before_after_key(prefix, before=comment, indent=indent)
+    return edit_servers(text, put)
 
 
 def edit_servers(text: str | None, change: Callable[[Any, int], None]) -> str:
@@ -284,10 +288,7 @@ def _commented(value: Any) -> Any:
     from ruamel.yaml.comments import CommentedMap, CommentedSeq
 
     if isinstance(value, dict):
-        mapping = CommentedMap()
-        for key, item in value.items():
-            mapping[key] = _commented(item)
-        return mapping
+        return CommentedMap((key, _commented(item)) for key, item in value.items())
     if isinstance(value, list):
         sequence = CommentedSeq(value)
         sequence.fa.set_flow_style()
