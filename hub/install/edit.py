@@ -78,12 +78,11 @@ def backup(path: Path, now: datetime) -> Path | None:
 
 def backups(path: Path) -> list[Path]:
     """The backups of `path`, oldest first."""
-    found: list[tuple[str, int, Path]] = []
-    if path.parent.is_dir():
-        for candidate in path.parent.glob(f"{glob.escape(path.name)}{BACKUP_MARK}*"):
-            match = _STAMP.search(candidate.name[len(path.name) :])
-            if match and candidate.name[: len(path.name)] == path.name:
-                found.append((match.group(1), int(match.group(2) or 1), candidate))
+    found = []
+    for candidate in path.parent.glob(f"{glob.escape(path.name)}{BACKUP_MARK}*"):
+        match = _STAMP.search(candidate.name[len(path.name) :])
+        if match and candidate.name[: len(path.name)] == path.name:
+            found.append((match.group(1), int(match.group(2) or 1), candidate))
     return [p for _, _, p in sorted(found)]
 
 

@@ -79,10 +79,12 @@ def fetch_server(base_url: str, spec: str) -> tuple[dict[str, Any], str | None]:
     base = base_url.rstrip("/")
     quoted = urllib.parse.quote(name, safe="")
     url = f"{base}/v0/servers/{quoted}/versions/{urllib.parse.quote(version or 'latest', safe='')}"
-    try:
-        answer = _get_json(url)
-    except _NotFound:
-        raise RegistryError(_not_found(base, name, version)) from None
+    answer = _get_json(url)
+    if answer is None:
+        close = search(base, name.rsplit("/", 1)[-1]) if name else []
+        hint = f"; its servers named like it: {', '.join(close[:10])}" if close else ""
+        what = f"{name}@{version}" if version else name
+        raise RegistryError(f"the registry at {base} has no server {what}{hint}")
     document = answer.get("server", answer) if isinstance(answer, dict) else None
     if not isinstance(document, dict):
         raise RegistryError(f"{url}: not a server document")
@@ -94,27 +96,21 @@ def fetch_server(base_url: str, spec: str) -> tuple[dict[str, Any], str | None]:
 def search(base_url: str, text: str) -> list[str]:
     """The names of the registry's servers (latest versions) whose name contains `text`."""
     query = urllib.parse.urlencode({"search": text, "version": "latest", "limit": "20"})
-    try:
-        answer = _get_json(f"{base_url.rstrip('/')}/v0/servers?{query}")
-    except _NotFound:
-        return []
+    answer = _get_json(f"{base_url.rstrip('/')}/v0/servers?{query}")
     rows = answer.get("servers") if isinstance(answer, dict) else None
     names = [row.get("server", row).get("name") for row in rows or [] if isinstance(row, dict)]
     return [n for n in names if isinstance(n, str)]
 
 
-class _NotFound(Exception):
-    pass
-
-
 def _get_json(url: str) -> Any:
+    """The JSON the registry answers at `url`; None for a 404."""
     request = urllib.request.Request(url, headers={"Accept": "application/json", "User-Agent": "hub-add"})
     try:
         with urllib.request.urlopen(request, timeout=TIMEOUT_S) as response:
             return json.loads(response.read().decode("utf-8"))
     except urllib.error.HTTPError as exc:
         if exc.code == 404:
-            raise _NotFound from None
+            return None
         raise RegistryError(f"{url}: the registry answered {exc.code} {exc.reason}") from None
     except (urllib.error.URLError, TimeoutError, OSError) as exc:
         reason = getattr(exc, "reason", exc)
@@ -123,13 +119,6 @@ def _get_json(url: str) -> Any:
         ) from None
     except (UnicodeDecodeError, json.JSONDecodeError):
         raise RegistryError(f"{url}: the registry's answer is not JSON") from None
-
-
-def _not_found(base: str, name: str, version: str) -> str:
-    what = f"{name}@{version}" if version else name
-    close = search(base, name.rsplit("/", 1)[-1]) if name else []
-    hint = f"; its servers named like it: {', '.join(close[:10])}" if close else ""
-    return f"the registry at {base} has no server {what}{hint}"
 
 
 def _read_file(path: Path) -> dict[str, Any]:
