@@ -215,12 +215,8 @@ class Remote:
 
     def _session_headers(self) -> dict[str, str]:
         """The session's id and revision, once there is a session."""
-        headers = {}
-        if self.session_id is not None:
-            headers["mcp-session-id"] = self.session_id
-        if self.version is not None:
-            headers["mcp-protocol-version"] = self.version
-        return headers
+        headers = {"mcp-session-id": self.session_id, "mcp-protocol-version": self.version}
+        return {name: value for name, value in headers.items() if value is not None}
 
     def _modern_headers(self, request: Request) -> dict[str, str]:
         """A 2026-07-28 request's headers: its revision, method, name and x-mcp-header arguments, as the hub checks

@@ -1,11 +1,7 @@
 """The hosts `hub install` and `hub import` know (`CLIENTS`): where each keeps its MCP servers for each scope, in
-which format, and what the hub's entry looks like there.
-
-Every location is computed from a `Paths` (home directory, platform, environment, working directory), never from
-the running system directly, so that tests can lay out a Windows or macOS home in a temporary directory.
-
-Every JSON file is edited as JSON with comments (hub.install.jsonc): Zed's and VS Code's settings have comments,
-Gemini's may, and an edit that keeps comments keeps plain JSON as it was too.
+which format, and what the hub's entry looks like there. Every location is computed from a `Paths`, never from the
+running system, so tests can lay out a Windows or macOS home in a temporary directory. Every JSON file is edited as
+JSON with comments (hub.install.jsonc), which keeps plain JSON as it was too.
 """
 
 from __future__ import annotations

@@ -182,8 +182,7 @@ class TomlServers(ServersDoc):
             document[self.key[0]] = servers
         if len(path) == 1:
             table = tomlkit.table()
-            for key, item in value.items():
-                table[key] = item
+            table.update(value)
             table.add(tomlkit.nl())  # a blank line before whatever table follows it
             servers[path[0]] = table
         else:

@@ -232,14 +232,9 @@ def _same_line_end(text: str, pos: int, limit: int) -> int:
 
 def _render(value: Any, indent: str | None, unit: str, newline: str) -> str:
     """`value` as JSON: on one line when `indent` is None; else objects one member a line, indented from `indent`,
-    and a list of plain values on one line (`"args": ["serve", "--config", "..."]`), as hosts' files have them."""
-    if indent is None or not isinstance(value, dict | list) or not value:
+    and lists on one line (`"args": ["serve", "--config", "..."]`), as hosts' files have them."""
+    if indent is None or not isinstance(value, dict) or not value:
         return json.dumps(value, ensure_ascii=False)
-    if isinstance(value, list):
-        if not any(isinstance(v, dict | list) for v in value):
-            return json.dumps(value, ensure_ascii=False)
-        items = [_render(v, indent + unit, unit, newline) for v in value]
-        return "[" + "".join(f"{newline}{indent}{unit}{item}," for item in items)[:-1] + f"{newline}{indent}]"
     members = [
         f"{newline}{indent}{unit}{json.dumps(k, ensure_ascii=False)}: {_render(v, indent + unit, unit, newline)},"
         for k, v in value.items()
