@@ -51,6 +51,14 @@ class Paths:
         return shutil.which(program, path=path) if path else None
 
 
+def _home(relative: str) -> Callable[[Paths], Path]:
+    return lambda paths: paths.home / relative
+
+
+def _app_data(relative: str) -> Callable[[Paths], Path]:
+    return lambda paths: paths.app_data() / relative
+
+
 def _zed_settings(paths: Paths) -> Path:
     if paths.platform == "darwin":  # Zed keeps ~/.config/zed on macOS too, not Application Support
         return paths.home / ".config" / "zed" / "settings.json"
@@ -107,7 +115,7 @@ CLIENTS: dict[str, Client] = {
             "claude-desktop",
             "Claude Desktop",
             ("mcpServers",),
-            lambda p: p.app_data() / "Claude" / "claude_desktop_config.json",
+            _app_data("Claude/claude_desktop_config.json"),
             None,
             _plain,
         ),
@@ -121,31 +129,15 @@ CLIENTS: dict[str, Client] = {
             cli="claude",
             terminal=True,
         ),
-        Client(
-            "cursor", "Cursor", ("mcpServers",), lambda p: p.home / ".cursor" / "mcp.json", ".cursor/mcp.json", _plain
-        ),
-        Client(
-            "vscode",
-            "VS Code",
-            ("servers",),
-            lambda p: p.app_data() / "Code" / "User" / "mcp.json",
-            ".vscode/mcp.json",
-            _typed,
-        ),
-        Client(
-            "windsurf",
-            "Windsurf",
-            ("mcpServers",),
-            lambda p: p.home / ".codeium" / "windsurf" / "mcp_config.json",
-            None,
-            _plain,
-        ),
+        Client("cursor", "Cursor", ("mcpServers",), _home(".cursor/mcp.json"), ".cursor/mcp.json", _plain),
+        Client("vscode", "VS Code", ("servers",), _app_data("Code/User/mcp.json"), ".vscode/mcp.json", _typed),
+        Client("windsurf", "Windsurf", ("mcpServers",), _home(".codeium/windsurf/mcp_config.json"), None, _plain),
         Client("zed", "Zed", ("context_servers",), _zed_settings, ".zed/settings.json", _zed),
         Client(
             "gemini",
             "Gemini CLI",
             ("mcpServers",),
-            lambda p: p.home / ".gemini" / "settings.json",
+            _home(".gemini/settings.json"),
             ".gemini/settings.json",
             _plain,
             terminal=True,

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import difflib
 import glob
+import itertools
 import re
 import shutil
 from abc import ABC, abstractmethod
@@ -65,10 +66,8 @@ def backup(path: Path, now: datetime) -> Path | None:
     if not path.exists():
         return None
     stem = f"{path.name}{BACKUP_MARK}{now.strftime('%Y%m%dT%H%M%S')}"
-    target, number = path.with_name(stem), 1
-    while target.exists():
-        number += 1
-        target = path.with_name(f"{stem}-{number}")
+    names = itertools.chain([stem], (f"{stem}-{number}" for number in itertools.count(2)))
+    target = next(path.with_name(name) for name in names if not path.with_name(name).exists())
     try:
         shutil.copy2(path, target)
     except OSError as exc:

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from hub.config.envfile import EnvFileError, env_file_path, format_env_line, parse_env_file
+from hub.install import jsonc
 from hub.install.clients import CLIENTS, ENTRY_FOR_KEY, Client, Paths, Scope, runs_hub
 from hub.install.convert import Converted, Unusable, convert, fit_prefix, hide_secrets, identity
 from hub.install.edit import EditError, open_servers, read_text, write_atomic
@@ -50,9 +51,7 @@ def open_source(spec: str, paths: Paths, scope: Scope) -> Source:
     if client is not None:
         target = client_target(client, paths, scope)
     else:
-        file = Path(spec).expanduser()
-        file = file if file.is_absolute() else paths.cwd / file
-        target = _file_target(file)
+        target = _file_target(paths.cwd / Path(spec).expanduser())  # an absolute path stays as it is
     text = read_text(target.file)
     if text is None:
         raise EditError(f"{target.file}: no such file")
@@ -65,8 +64,6 @@ def open_source(spec: str, paths: Paths, scope: Scope) -> Source:
 
 def _inputs(text: str) -> dict[str, str]:
     """VS Code's `inputs` (`[{"id": "apiKey", "description": "Your API key", ...}]`): what each prompt asks for."""
-    from hub.install import jsonc
-
     try:
         data = jsonc.loads(text)
     except jsonc.JsoncError:
@@ -82,8 +79,6 @@ def _inputs(text: str) -> dict[str, str]:
 def _file_target(file: Path) -> Target:
     if file.suffix == ".toml":
         return Target(str(file), file, ("mcp_servers",), True, ENTRY_FOR_KEY["mcp_servers"])
-    from hub.install import jsonc
-
     try:
         data = jsonc.loads(read_text(file) or "")
     except jsonc.JsoncError as exc:
