@@ -287,11 +287,8 @@ class _Builder:
         arguments = self.arguments(_get(package, "packageArguments"), "argument")
         env = self.environment(_get(package, "environmentVariables"))
         if kind == "npm":
-            args = [
-                *(["-y"] if runner == "npx" else []),
-                *runtime,
-                f"{identifier}@{version}" if version else identifier,
-            ]
+            yes = ["-y"] if runner == "npx" else []
+            args = [*yes, *runtime, f"{identifier}@{version}" if version else identifier]
         elif kind == "pypi":
             args = [*runtime, f"{identifier}=={version}" if version else identifier]
         else:
