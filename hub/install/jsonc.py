@@ -16,9 +16,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-_NUMBER = re.compile(r"-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?")
 _STRING = re.compile(r'"(?:[^"\\\x00-\x1f]|\\.)*"')
-_LITERALS = {"true": True, "false": False, "null": None}
+_SCALAR = re.compile(r"true|false|null|-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?")
 DEFAULT_INDENT = "  "
 
 
@@ -88,30 +87,16 @@ class _Parser:
         if self.at("["):
             return self.array()
         if self.at('"'):
-            start = self.pos
-            data = self.string()
-            return Node(start, self.pos, data)
-        return self.scalar()
+            return self.scalar(_STRING, "expected a string in double quotes")
+        return self.scalar(_SCALAR, "expected a value")
 
-    def string(self) -> str:
-        match = _STRING.match(self.text, self.pos)
+    def scalar(self, pattern: re.Pattern[str], expected: str) -> Node:
+        """The string, number or literal `pattern` matches here, decoded as JSON."""
+        match = pattern.match(self.text, self.pos)
         if match is None:
-            raise self.fail("expected a string in double quotes")
+            raise self.fail(expected)
         self.pos = match.end()
-        decoded: str = json.loads(match.group())
-        return decoded
-
-    def scalar(self) -> Node:
-        start = self.pos
-        for word, data in _LITERALS.items():
-            if self.text.startswith(word, start):
-                self.pos += len(word)
-                return Node(start, self.pos, data)
-        match = _NUMBER.match(self.text, start)
-        if match is None:
-            raise self.fail("expected a value")
-        self.pos = match.end()
-        return Node(start, self.pos, json.loads(match.group()))
+        return Node(match.start(), self.pos, json.loads(match.group()))
 
     def object(self) -> Node:
         node = Node(self.pos, self.pos, {}, is_object=True)
@@ -128,7 +113,7 @@ class _Parser:
 
     def member(self) -> Member:
         key_start = self.pos
-        key = self.string()
+        key = self.scalar(_STRING, "expected a string in double quotes").data
         self.skip()
         if not self.at(":"):
             raise self.fail("expected ':'")
