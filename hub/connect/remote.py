@@ -15,6 +15,7 @@ routing headers (`Mcp-Param-*` as the last `tools/list` showed the tools); closi
 
 from __future__ import annotations
 
+import json
 import random
 from collections.abc import AsyncIterator, Callable, Iterator
 from contextlib import asynccontextmanager, suppress
@@ -24,7 +25,6 @@ import anyio
 import httpx2
 import structlog
 
-from hub.connect import replies
 from hub.connect.token import Token
 from hub.protocol import revisions
 from hub.protocol.headers import ToolHeaders, routing_headers
@@ -114,6 +114,31 @@ async def _body(response: httpx2.Response) -> bytes:
     return bytes(body)
 
 
+def _content_type(response: httpx2.Response) -> str:
+    return response.headers.get("content-type", "").split(";")[0].strip().lower()
+
+
+def _reason(exc: Exception) -> str:
+    text = str(exc).strip()
+    return f"{type(exc).__name__}: {text}"[:200] if text else type(exc).__name__
+
+
+def _error_of(body: bytes) -> dict[str, Any] | None:
+    """The JSON-RPC error an HTTP error response carries, if it carries one (its id may be null)."""
+    try:
+        data = json.loads(body)
+    except (ValueError, RecursionError):
+        return None
+    error = data.get("error") if isinstance(data, dict) else None
+    return error if isinstance(error, dict) else None
+
+
+def _said(body: bytes) -> str:
+    """What an HTTP error response says: its JSON-RPC error's message, else its text; cut for a message."""
+    error = _error_of(body)
+    return (str(error.get("message", "")) if error is not None else body.decode("utf-8", "replace"))[:200]
+
+
 def same_id(found: RequestId | None, wanted: RequestId) -> bool:
     """Whether `found` is the id `wanted` (1 is neither "1" nor 1.0)."""
     return type(found) is type(wanted) and found == wanted
@@ -200,7 +225,7 @@ class Remote:
         if status in (401, 403):
             raise self._refused(status, body)
         if status >= 300 and status != 404:
-            raise RemoteError(f"the hub answered HTTP {status}: {replies.said(body)}")
+            raise RemoteError(f"the hub answered HTTP {status}: {_said(body)}")
         return status
 
     def _remember(self, request: Request) -> None:
@@ -262,8 +287,7 @@ class Remote:
                 delay = next(delays)
                 if anyio.current_time() + delay > deadline:
                     raise Unreachable(
-                        f"the hub at {self.url} cannot be reached ({replies.reason(exc)}; "
-                        f"tried for {RECONNECT_LIMIT:.0f} s)"
+                        f"the hub at {self.url} cannot be reached ({_reason(exc)}; tried for {RECONNECT_LIMIT:.0f} s)"
                     ) from None
                 self._unreachable(exc)
                 await anyio.sleep(delay)
@@ -279,13 +303,13 @@ class Remote:
 
     def _dropped(self, exc: Exception) -> Dropped:
         return Dropped(
-            f"the connection to the hub at {self.url} was lost before the answer ({replies.reason(exc)}); "
+            f"the connection to the hub at {self.url} was lost before the answer ({_reason(exc)}); "
             "the request may or may not have been carried out"
         )
 
     async def _answer(self, request_id: RequestId, response: httpx2.Response, deliver: Deliver) -> None:
         """Every message of a request's response to `deliver`; an error status as an error answer."""
-        status, kind = response.status_code, replies.content_type(response)
+        status, kind = response.status_code, _content_type(response)
         if status in (401, 403):
             raise self._refused(status, await _body(response))
         if status == 200 and kind == "text/event-stream":
@@ -297,7 +321,7 @@ class Remote:
         if status == 200:
             deliver(body)
             return
-        error = replies.error_of(body)
+        error = _error_of(body)
         if error is not None:  # the hub's own error about the request (400, 413, 503...), under the request's id
             code = error.get("code")
             message = str(error.get("message", ""))
@@ -307,7 +331,7 @@ class Remote:
         deliver(error_line(request_id, INTERNAL_ERROR, f"the hub at {self.url} answered HTTP {status}{said}"))
 
     def _refused(self, status: int, body: bytes) -> Refused:
-        said = replies.said(body)
+        said = _said(body)
         _log.error("connect_token_refused", status=status, token_source=self.token.source, reason=said)
         why = (
             self.token.refused()
@@ -319,7 +343,7 @@ class Remote:
     def _unreachable(self, exc: Exception) -> None:
         if not self._down:
             self._down = True
-            _log.warning("connect_hub_unreachable", url=self.url, error=replies.reason(exc))
+            _log.warning("connect_hub_unreachable", url=self.url, error=_reason(exc))
 
     def _reachable(self) -> None:
         if self._down:
@@ -431,7 +455,7 @@ class Remote:
         try:
             async with self.http.stream("GET", self.url, headers=headers) as response:
                 self._reachable()
-                if response.status_code != 200 or replies.content_type(response) != "text/event-stream":
+                if response.status_code != 200 or _content_type(response) != "text/event-stream":
                     await _body(response)
                     return response.status_code
                 async for event in httpx2.EventSource(response, max_event_size=MAX_MESSAGE_BYTES):
@@ -441,7 +465,7 @@ class Remote:
         except (httpx2.ConnectError, httpx2.ConnectTimeout) as exc:
             self._unreachable(exc)
         except (httpx2.TransportError, RemoteError) as exc:
-            _log.info("connect_stream_dropped", url=self.url, error=replies.reason(exc))
+            _log.info("connect_stream_dropped", url=self.url, error=_reason(exc))
         return seen
 
     async def close(self) -> None:
@@ -455,4 +479,4 @@ class Remote:
                 response = await self.http.delete(self.url, headers=headers)
                 _log.info("connect_session_closed", url=self.url, status=response.status_code)
             except httpx2.TransportError as exc:
-                _log.info("connect_session_not_closed", url=self.url, error=replies.reason(exc))
+                _log.info("connect_session_not_closed", url=self.url, error=_reason(exc))

@@ -100,11 +100,10 @@ def plan(target: Target, name: str, command: list[str] | None, remove: Sequence[
 
 
 def _summary(name: str, command: list[str] | None, current: dict[str, Any], gone: list[str], changed: bool) -> str:
-    replaced = f"replaced {', '.join(repr(g) for g in gone)} with {name!r}" if gone else ""
     if command is None:
         return f"removed {name!r}" if name in gone else f"no {name!r} entry"
-    if replaced:
-        return replaced
+    if gone:
+        return f"replaced {', '.join(repr(g) for g in gone)} with {name!r}"
     if not changed:
         return f"{name!r} is up to date"
     return f"updated {name!r}" if name in current else f"added {name!r}"
