@@ -132,8 +132,7 @@ def _cut(text: str, name: str) -> str | None:
         before_data, after_data = yaml.safe_load(text), yaml.safe_load(after)
     except yaml.YAMLError:
         return None
-    expected = dict(before_data)
-    expected["servers"] = {k: v for k, v in before_data["servers"].items() if k != name}
+    expected = {**before_data, "servers": {k: v for k, v in before_data["servers"].items() if k != name}}
     return after if after_data == expected else None
 
 
