@@ -1,19 +1,13 @@
 """The host's side of hub connect: the lines the host writes go to the hub in order; answers and errors come back.
 
-A line is decoded as the hub's stdio front decodes it (`hub.protocol.jsonrpc`): what is not a message gets the
-JSON-RPC error it calls for when it has a usable id, and is logged otherwise (at most once a second); hub connect never
-exits on a line. Messages reach the hub in the order the host wrote them: a notification or an answer is delivered
-(the hub said 202) before the next line is taken, and a request is sent from a task of its own (its response streams
-for as long as the call runs), so that `notifications/initialized` reaches the hub before the requests after it.
+A line is decoded as the hub's stdio front decodes it (`hub.protocol.jsonrpc`); what is not a message gets the
+JSON-RPC error it calls for when it has a usable id, and is logged otherwise. In order: a notification or an answer
+is delivered (the hub said 202) before the next line is taken; a request is sent from a task of its own.
 
-At end of input (the host closed stdin after writing), `drain` waits, bounded by DRAIN_LIMIT, until every line
-taken has reached the hub and every request sent has its answer, as `hub serve` answers what it read before its
-stdin closed: `printf '<initialize>\n' | hub connect URL` prints the answer.
-
-Every request of the host's gets exactly one answer: the hub's; or, when its connection drops, the hub cannot be
-reached or the token is refused, an error saying so. A request the host cancelled gets none (the hub's "cancelled"
-answer is dropped). Toward 2026-07-28 a cancellation closes the request's POST, which is how that revision cancels;
-the host's other notifications have nowhere to go in that revision and are dropped.
+Every request of the host's gets exactly one answer: the hub's, or an error saying why there is none; a request the
+host cancelled gets none. Toward 2026-07-28 a cancellation closes the request's POST; the host's other notifications
+have nowhere to go in that revision and are dropped. At end of input, `drain` waits (up to DRAIN_LIMIT) for the
+answers to what was sent, so `printf '<initialize>\n' | hub connect URL` prints the answer.
 """
 
 from __future__ import annotations
@@ -51,11 +45,9 @@ from hub.protocol.jsonrpc import (
     quote,
 )
 
-# Lines the host may have written ahead of what has reached the hub (while the hub restarts, say); beyond that a
-# request is answered at once with an error, and anything else is dropped (and logged).
+# Lines the host may write ahead of the hub (restarting, say); beyond, a request gets an error, the rest is dropped.
 MAX_QUEUED = 10_000
-# How long hub connect waits at end of input for the answers to what it has already sent (then it exits anyway).
-DRAIN_LIMIT = 30.0
+DRAIN_LIMIT = 30.0  # at end of input, the longest wait for the answers to what was sent
 _LISTS = ("tools", "prompts", "resources")
 
 _log = structlog.get_logger("hub.connect")
@@ -84,8 +76,6 @@ class Forwarder:
         self._dropped = Throttle()
         self._delivering = False  # a notification or answer of the host's is on its way to the hub
         self._settled = anyio.Event()  # set whenever a message is through: `drain` looks again
-
-    # ---- from the host --------------------------------------------------------------------------------------
 
     def line(self, line: bytes) -> None:
         """One line from the host (without its newline); never raises."""
@@ -134,8 +124,6 @@ class Forwarder:
     def _noisy(self, reason: str) -> None:
         if self._dropped.tick():
             _log.warning("connect_host_message_dropped", reason=reason, dropped=self._dropped.count)
-
-    # ---- to the hub ---------------------------------------------------------------------------------------------
 
     async def run(self) -> None:
         """Send the host's messages to the hub in order, for as long as hub connect runs."""
@@ -245,8 +233,6 @@ class Forwarder:
         self._cancelled.add(request_id)
         if self._era == "modern":
             self._in_flight[request_id].cancel()
-
-    # ---- to the host --------------------------------------------------------------------------------------------
 
     def send(self, line: bytes) -> None:
         """One message to the host, as one line."""

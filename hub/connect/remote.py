@@ -1,27 +1,21 @@
 """hub connect's side toward the hub: one Streamable HTTP session, made again when the hub has forgotten it.
 
-Each message the host writes is POSTed to the URL as the host wrote it, with `Accept: application/json,
-text/event-stream`, the session's `Mcp-Session-Id` and `MCP-Protocol-Version`, and the bearer token. A request's
-answer comes back as JSON, or as an SSE stream of every message about the request and then its answer; each
-message is handed on as it comes. Once the host's session is initialized, a GET opens the session's own stream
-(list_changed, log messages, requests that belong to no request of the host's), re-opened with backoff, and with
-`Last-Event-ID` when the hub numbers its events, whenever it drops.
+Each host message is POSTed as written, with the session's headers and the bearer token; a request's answer comes
+back as JSON or as an SSE stream of every message about it, each handed on as it comes. Once the host's session is
+initialized, a GET holds the session's own stream open (re-opened with backoff, and `Last-Event-ID`, when it drops).
 
-The hub restarting: a POST that cannot connect is tried again with backoff for up to RECONNECT_LIMIT (it never
-reached the hub); a hub that answers 404 for the session has forgotten it (it restarted, or the session expired).
-Then a new session is opened with the host's own `initialize` params (the answer is kept from the host, which
-initialized once), `notifications/initialized` is sent, the host's log level and resource subscriptions are set
-again, the forwarder is told (it tells the host its lists may have changed), and the request is sent again. A request
-whose connection drops after it was sent is not sent again (it may have been carried out): its caller gets
-`Dropped`, and the host an error.
+A POST that cannot connect is tried again for up to RECONNECT_LIMIT (it never reached the hub). A 404 for the session
+means the hub forgot it: a new one is opened with the host's own `initialize` params, the host's log level and
+subscriptions are set again, the host is told its lists may have changed, and the request is sent again. A request
+whose connection dropped after it was sent is not (it may have been carried out): the host gets an error.
 
-2026-07-28 requests carry their own envelope and need no session: each is POSTed on its own, with the routing
-headers that revision asks for (`MCP-Protocol-Version`, `Mcp-Method`, `Mcp-Name`, `Mcp-Param-*` as the last
-`tools/list` answer showed the tools); closing its response cancels it.
+2026-07-28 requests carry their own envelope and need no session: each is POSTed on its own with that revision's
+routing headers (`Mcp-Param-*` as the last `tools/list` showed the tools); closing its response cancels it.
 """
 
 from __future__ import annotations
 
+import json
 import random
 from collections.abc import AsyncIterator, Callable, Iterator
 from contextlib import asynccontextmanager, suppress
@@ -31,7 +25,6 @@ import anyio
 import httpx2
 import structlog
 
-from hub.connect import replies
 from hub.connect.token import Token
 from hub.protocol import revisions
 from hub.protocol.headers import ToolHeaders, routing_headers
@@ -49,26 +42,17 @@ from hub.protocol.jsonrpc import (
     request_line,
 )
 
-# A POST that cannot connect is tried again for this long (a hub restarting) before the host is told.
-RECONNECT_LIMIT = 30.0
-# Waits between attempts: the first, doubled each time up to the cap (jittered).
-RETRY_FIRST = 0.25
+RECONNECT_LIMIT = 30.0  # a POST that cannot connect (a hub restarting) is tried again this long
+RETRY_FIRST = 0.25  # waits between attempts: doubled each time up to the cap (jittered)
 RETRY_CAP = 2.0
-# The session's own stream is re-opened for as long as hub connect runs, at most this far apart.
-LISTEN_CAP = 5.0
+LISTEN_CAP = 5.0  # the cap for re-opening the session's own stream, which goes on as long as hub connect runs
 CONNECT_TIMEOUT = 10.0
-# A response silent this long is deemed dead (the hub sends a keep-alive comment every 15 s on a stream).
-READ_TIMEOUT = 300.0
-# Sending a request, or waiting for a free connection, at most this long; and the whole exchange of a message that
-# the hub answers at once (a notification, the host's answer to a request of the hub's, hub connect's own
-# `initialize`).
+READ_TIMEOUT = 300.0  # a response silent this long is dead (the hub sends a keep-alive every 15 s on a stream)
+# Sending a request or waiting for a free connection; and the whole exchange of what the hub answers at once.
 SEND_TIMEOUT = 30.0
-# The largest message taken from the hub (a JSON body, one SSE event): larger ones end the response.
-MAX_MESSAGE_BYTES = 64 * 1024 * 1024
-# How long the session's DELETE may take when the host leaves.
-DELETE_LIMIT = 5.0
+MAX_MESSAGE_BYTES = 64 * 1024 * 1024  # the largest JSON body or SSE event taken from the hub
+DELETE_LIMIT = 5.0  # the session's DELETE when the host leaves
 
-# The headers of every POST, besides its own.
 _POST_HEADERS = {"accept": "application/json, text/event-stream", "content-type": "application/json"}
 
 Deliver = Callable[[bytes], None]
@@ -110,9 +94,6 @@ def backoff(first: float, cap: float) -> Iterator[float]:
         delay = min(cap, delay * 2)
 
 
-_PROMPT = httpx2.Timeout(SEND_TIMEOUT, connect=CONNECT_TIMEOUT)
-
-
 def new_client(token: Token) -> httpx2.AsyncClient:
     """The HTTP client of one `hub connect`; the token rides on every request (and is in no log line)."""
     timeout = httpx2.Timeout(SEND_TIMEOUT, connect=CONNECT_TIMEOUT, read=READ_TIMEOUT)
@@ -133,13 +114,38 @@ async def _body(response: httpx2.Response) -> bytes:
     return bytes(body)
 
 
+def _content_type(response: httpx2.Response) -> str:
+    return response.headers.get("content-type", "").split(";")[0].strip().lower()
+
+
+def _reason(exc: Exception) -> str:
+    text = str(exc).strip()
+    return f"{type(exc).__name__}: {text}"[:200] if text else type(exc).__name__
+
+
+def _error_of(body: bytes) -> dict[str, Any] | None:
+    """The JSON-RPC error an HTTP error response carries, if it carries one (its id may be null)."""
+    try:
+        data = json.loads(body)
+    except (ValueError, RecursionError):
+        return None
+    error = data.get("error") if isinstance(data, dict) else None
+    return error if isinstance(error, dict) else None
+
+
+def _said(body: bytes) -> str:
+    """What an HTTP error response says: its JSON-RPC error's message, else its text; cut for a message."""
+    error = _error_of(body)
+    return (str(error.get("message", "")) if error is not None else body.decode("utf-8", "replace"))[:200]
+
+
 def same_id(found: RequestId | None, wanted: RequestId) -> bool:
     """Whether `found` is the id `wanted` (1 is neither "1" nor 1.0)."""
     return type(found) is type(wanted) and found == wanted
 
 
 def _discard(line: bytes) -> None:
-    """Where the messages of hub connect's own requests go (the answers of a renewed session's set-up)."""
+    """Where the answers to hub connect's own requests go."""
 
 
 class Remote:
@@ -157,17 +163,14 @@ class Remote:
         self.version: str | None = None
         self.capabilities: dict[str, Any] = {}
         self._init_params: dict[str, Any] | None = None
-        # Session state the host set, set again on a new session.
         self._log_level: dict[str, Any] | None = None
         self._subscriptions: set[str] = set()
         self._lock = anyio.Lock()
-        self._initialized = anyio.Event()  # the host's session is initialized: its own stream may open
+        self._initialized = anyio.Event()  # the session's own stream may open
         self._renewals = 0
         self._renewal = anyio.Event()  # set (and replaced) each time a session is made
         self._down = False
         self._tool_headers = ToolHeaders()  # the x-mcp-header marks of the tools the hub last listed
-
-    # ---- requests ---------------------------------------------------------------------------------------------
 
     async def request(self, request: Request, deliver: Deliver, modern: bool) -> None:
         """Send the host's `request`; every message of its response goes to `deliver`, the answer last (an error
@@ -222,7 +225,7 @@ class Remote:
         if status in (401, 403):
             raise self._refused(status, body)
         if status >= 300 and status != 404:
-            raise RemoteError(f"the hub answered HTTP {status}: {replies.said(body)}")
+            raise RemoteError(f"the hub answered HTTP {status}: {_said(body)}")
         return status
 
     def _remember(self, request: Request) -> None:
@@ -237,12 +240,8 @@ class Remote:
 
     def _session_headers(self) -> dict[str, str]:
         """The session's id and revision, once there is a session."""
-        headers = {}
-        if self.session_id is not None:
-            headers["mcp-session-id"] = self.session_id
-        if self.version is not None:
-            headers["mcp-protocol-version"] = self.version
-        return headers
+        headers = {"mcp-session-id": self.session_id, "mcp-protocol-version": self.version}
+        return {name: value for name, value in headers.items() if value is not None}
 
     def _modern_headers(self, request: Request) -> dict[str, str]:
         """A 2026-07-28 request's headers: its revision, method, name and x-mcp-header arguments, as the hub checks
@@ -278,7 +277,7 @@ class Remote:
         delays = backoff(RETRY_FIRST, RETRY_CAP)
         deadline = anyio.current_time() + RECONNECT_LIMIT
         headers = {**_POST_HEADERS, **headers}
-        timeout = _PROMPT if prompt else httpx2.USE_CLIENT_DEFAULT
+        timeout = httpx2.Timeout(SEND_TIMEOUT, connect=CONNECT_TIMEOUT) if prompt else httpx2.USE_CLIENT_DEFAULT
         while True:
             try:
                 request = self.http.build_request("POST", self.url, content=body, headers=headers, timeout=timeout)
@@ -288,8 +287,7 @@ class Remote:
                 delay = next(delays)
                 if anyio.current_time() + delay > deadline:
                     raise Unreachable(
-                        f"the hub at {self.url} cannot be reached ({replies.reason(exc)}; "
-                        f"tried for {RECONNECT_LIMIT:.0f} s)"
+                        f"the hub at {self.url} cannot be reached ({_reason(exc)}; tried for {RECONNECT_LIMIT:.0f} s)"
                     ) from None
                 self._unreachable(exc)
                 await anyio.sleep(delay)
@@ -305,13 +303,13 @@ class Remote:
 
     def _dropped(self, exc: Exception) -> Dropped:
         return Dropped(
-            f"the connection to the hub at {self.url} was lost before the answer ({replies.reason(exc)}); "
+            f"the connection to the hub at {self.url} was lost before the answer ({_reason(exc)}); "
             "the request may or may not have been carried out"
         )
 
     async def _answer(self, request_id: RequestId, response: httpx2.Response, deliver: Deliver) -> None:
         """Every message of a request's response to `deliver`; an error status as an error answer."""
-        status, kind = response.status_code, replies.content_type(response)
+        status, kind = response.status_code, _content_type(response)
         if status in (401, 403):
             raise self._refused(status, await _body(response))
         if status == 200 and kind == "text/event-stream":
@@ -323,7 +321,7 @@ class Remote:
         if status == 200:
             deliver(body)
             return
-        error = replies.error_of(body)
+        error = _error_of(body)
         if error is not None:  # the hub's own error about the request (400, 413, 503...), under the request's id
             code = error.get("code")
             message = str(error.get("message", ""))
@@ -333,7 +331,7 @@ class Remote:
         deliver(error_line(request_id, INTERNAL_ERROR, f"the hub at {self.url} answered HTTP {status}{said}"))
 
     def _refused(self, status: int, body: bytes) -> Refused:
-        said = replies.said(body)
+        said = _said(body)
         _log.error("connect_token_refused", status=status, token_source=self.token.source, reason=said)
         why = (
             self.token.refused()
@@ -345,14 +343,12 @@ class Remote:
     def _unreachable(self, exc: Exception) -> None:
         if not self._down:
             self._down = True
-            _log.warning("connect_hub_unreachable", url=self.url, error=replies.reason(exc))
+            _log.warning("connect_hub_unreachable", url=self.url, error=_reason(exc))
 
     def _reachable(self) -> None:
         if self._down:
             self._down = False
             _log.info("connect_hub_reachable", url=self.url)
-
-    # ---- the session ------------------------------------------------------------------------------------------
 
     async def _initialize(self, request: Request, deliver: Deliver) -> None:
         """The host's `initialize`: a new session, its answer to the host; the params are kept for a renewal."""
@@ -459,7 +455,7 @@ class Remote:
         try:
             async with self.http.stream("GET", self.url, headers=headers) as response:
                 self._reachable()
-                if response.status_code != 200 or replies.content_type(response) != "text/event-stream":
+                if response.status_code != 200 or _content_type(response) != "text/event-stream":
                     await _body(response)
                     return response.status_code
                 async for event in httpx2.EventSource(response, max_event_size=MAX_MESSAGE_BYTES):
@@ -469,7 +465,7 @@ class Remote:
         except (httpx2.ConnectError, httpx2.ConnectTimeout) as exc:
             self._unreachable(exc)
         except (httpx2.TransportError, RemoteError) as exc:
-            _log.info("connect_stream_dropped", url=self.url, error=replies.reason(exc))
+            _log.info("connect_stream_dropped", url=self.url, error=_reason(exc))
         return seen
 
     async def close(self) -> None:
@@ -483,4 +479,4 @@ class Remote:
                 response = await self.http.delete(self.url, headers=headers)
                 _log.info("connect_session_closed", url=self.url, status=response.status_code)
             except httpx2.TransportError as exc:
-                _log.info("connect_session_not_closed", url=self.url, error=replies.reason(exc))
+                _log.info("connect_session_not_closed", url=self.url, error=_reason(exc))

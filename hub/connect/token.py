@@ -93,15 +93,10 @@ def from_keyring(service: str, user: str) -> Token:
     except errors.KeyringError as exc:
         raise TokenError(f"{source} cannot be read: {type(exc).__name__}: {exc}") from None
     if not isinstance(value, str):
-        raise TokenError(f"{source} has no such entry: store the token with `{keyring_set(service, user)}`")
+        # the keyring package's own command, run by the hub's Python (the same backend); it asks for the token
+        store = shlex.join([sys.executable, "-m", "keyring", "set", service, user])
+        raise TokenError(f"{source} has no such entry: store the token with `{store}`")
     return Token(_clean(value, source), source)
-
-
-def keyring_set(service: str, user: str) -> str:
-    """The command that stores the token in the keyring entry `--keyring SERVICE --keyring-user USER` reads: the
-    keyring package's own, run by the Python the hub runs with (the same package and backend; it asks for the token,
-    so the token is in no command line)."""
-    return shlex.join([sys.executable, "-m", "keyring", "set", service, user])
 
 
 def from_options(token_env: str | None, keyring: str | None, keyring_user: str, environ: Mapping[str, str]) -> Token:

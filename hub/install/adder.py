@@ -1,14 +1,10 @@
 """`hub add` and `hub remove`: one server into or out of servers.yaml, edited in place.
 
-The edit goes through the same ruamel.yaml round trip as `hub import` (hub.install.importer.edit_servers), so the
-file's comments, order and quoting stay; the result is loaded with the hub's own loader before anything is written,
-and each file is replaced in one step (hub.install.edit.write_atomic). A running hub watches servers.yaml and
-picks the change up by itself.
-
-Secrets of the new server (env values and headers that look secret, passwords in URLs, secret arguments: the rules
-of hub.install.secrets) become `${VAR}` in servers.yaml, their values go to the env file beside it (mode 0600,
-listed in .gitignore). Values nobody has given yet (a registry's secret) become placeholders: an empty `NAME=`
-line in the env file under a note saying what to fill in, unless the environment already has the variable.
+The edit is `hub import`'s (hub.install.importer): servers.yaml's comments, order and quoting stay, the result is
+validated before anything is written, and each file is replaced in one step; a running hub picks the change up.
+Secrets of the new server (hub.install.secrets' rules) become `${VAR}`, their values go to the env file beside it;
+a value nobody has given yet (a registry's secret) gets an empty `NAME=` line under a note saying what to fill in,
+unless the environment already has the variable.
 """
 
 from __future__ import annotations
@@ -19,7 +15,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from hub.config.envfile import EnvFileError, env_file_path, parse_env_file
 from hub.install.convert import Converted, hide_secrets
 from hub.install.edit import EditError, read_text
 from hub.install.importer import (
@@ -30,10 +25,10 @@ from hub.install.importer import (
     env_text_with,
     existing_children,
     gitignore_change,
+    secret_store,
     validate_servers,
     write_changes,
 )
-from hub.install.secrets import SecretStore
 
 
 @dataclass
@@ -68,12 +63,7 @@ def plan_add(
     text = read_text(into)
     if name in existing_children(text, into):
         raise EditError(f"{into} already has a server named {name!r}: `hub remove {name}` first, or pick another name")
-    env_path = env_file_path(into)
-    env_text = read_text(env_path)
-    try:
-        store = SecretStore(parse_env_file(env_text or "", str(env_path)), environment)
-    except EnvFileError as exc:
-        raise EditError(str(exc)) from None
+    env_path, env_text, store = secret_store(into, environment)
     converted = Converted(child)
     hide_secrets(name, converted, store)
     for var, what in (placeholders or {}).items():
@@ -142,8 +132,7 @@ def _cut(text: str, name: str) -> str | None:
         before_data, after_data = yaml.safe_load(text), yaml.safe_load(after)
     except yaml.YAMLError:
         return None
-    expected = dict(before_data)
-    expected["servers"] = {k: v for k, v in before_data["servers"].items() if k != name}
+    expected = {**before_data, "servers": {k: v for k, v in before_data["servers"].items() if k != name}}
     return after if after_data == expected else None
 
 

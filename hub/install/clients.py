@@ -1,11 +1,7 @@
 """The hosts `hub install` and `hub import` know (`CLIENTS`): where each keeps its MCP servers for each scope, in
-which format, and what the hub's entry looks like there.
-
-Every location is computed from a `Paths` (home directory, platform, environment, working directory), never from
-the running system directly, so that tests can lay out a Windows or macOS home in a temporary directory.
-
-Every JSON file is edited as JSON with comments (hub.install.jsonc): Zed's and VS Code's settings have comments,
-Gemini's may, and an edit that keeps comments keeps plain JSON as it was too.
+which format, and what the hub's entry looks like there. Every location is computed from a `Paths`, never from the
+running system, so tests can lay out a Windows or macOS home in a temporary directory. Every JSON file is edited as
+JSON with comments (hub.install.jsonc), which keeps plain JSON as it was too.
 """
 
 from __future__ import annotations
@@ -53,6 +49,14 @@ class Paths:
         """`program` as found on this environment's PATH (None when there is no PATH)."""
         path = self.env.get("PATH")
         return shutil.which(program, path=path) if path else None
+
+
+def _home(relative: str) -> Callable[[Paths], Path]:
+    return lambda paths: paths.home / relative
+
+
+def _app_data(relative: str) -> Callable[[Paths], Path]:
+    return lambda paths: paths.app_data() / relative
 
 
 def _zed_settings(paths: Paths) -> Path:
@@ -111,7 +115,7 @@ CLIENTS: dict[str, Client] = {
             "claude-desktop",
             "Claude Desktop",
             ("mcpServers",),
-            lambda p: p.app_data() / "Claude" / "claude_desktop_config.json",
+            _app_data("Claude/claude_desktop_config.json"),
             None,
             _plain,
         ),
@@ -125,31 +129,15 @@ CLIENTS: dict[str, Client] = {
             cli="claude",
             terminal=True,
         ),
-        Client(
-            "cursor", "Cursor", ("mcpServers",), lambda p: p.home / ".cursor" / "mcp.json", ".cursor/mcp.json", _plain
-        ),
-        Client(
-            "vscode",
-            "VS Code",
-            ("servers",),
-            lambda p: p.app_data() / "Code" / "User" / "mcp.json",
-            ".vscode/mcp.json",
-            _typed,
-        ),
-        Client(
-            "windsurf",
-            "Windsurf",
-            ("mcpServers",),
-            lambda p: p.home / ".codeium" / "windsurf" / "mcp_config.json",
-            None,
-            _plain,
-        ),
+        Client("cursor", "Cursor", ("mcpServers",), _home(".cursor/mcp.json"), ".cursor/mcp.json", _plain),
+        Client("vscode", "VS Code", ("servers",), _app_data("Code/User/mcp.json"), ".vscode/mcp.json", _typed),
+        Client("windsurf", "Windsurf", ("mcpServers",), _home(".codeium/windsurf/mcp_config.json"), None, _plain),
         Client("zed", "Zed", ("context_servers",), _zed_settings, ".zed/settings.json", _zed),
         Client(
             "gemini",
             "Gemini CLI",
             ("mcpServers",),
-            lambda p: p.home / ".gemini" / "settings.json",
+            _home(".gemini/settings.json"),
             ".gemini/settings.json",
             _plain,
             terminal=True,

@@ -1,27 +1,19 @@
-"""A host's server entry as a servers.yaml child, with its secrets moved out to the env file.
+"""A host's server entry as a servers.yaml child (hub/config/schema.py `ServerConfig`), its secrets moved out.
 
-The hosts write one server in a few shapes; all map onto the child's keys (hub/config/schema.py `ServerConfig`):
+Read: `command`/`args`/`env`/`cwd` (Zed's older `"command": {"path", ...}` too; Codex's `env_vars` -> `inherit_env`);
+`url`, `serverUrl` (Windsurf), `httpUrl` (Gemini's Streamable HTTP; Gemini's `url` is SSE) with `headers` and
+`type`; Codex's `bearer_token_env_var`, `http_headers`, `env_http_headers` as headers; `disabled`/`enabled`; tool
+filters (`includeTools`/`excludeTools`, `enabled_tools`/`disabled_tools`). `${env:NAME}` becomes `${NAME}`, VS
+Code's `${userHome}` and `${workspaceFolder}` their paths. Other keys are named in the notes, never dropped silently.
 
-- stdio: `command`, `args`, `env`, `cwd` (everywhere); Zed's older `"command": {"path", "args", "env"}`;
-  Codex's `env_vars` (names passed through from the host's environment) become `inherit_env`.
-- URL: `url` (most), `serverUrl` (Windsurf), `httpUrl` (Gemini, Streamable HTTP; Gemini's `url` is SSE), with
-  `headers`; `type: sse | http` picks the transport; Codex's `bearer_token_env_var`, `http_headers` and
-  `env_http_headers` become headers, with `${VAR}` for the variables.
-- `disabled: true` or `enabled: false` -> `enabled: false`; Gemini's `includeTools`/`excludeTools` and Codex's
-  `enabled_tools`/`disabled_tools` -> `tools.allow`/`tools.deny`.
-
-Variables: `${env:NAME}` (VS Code, Cursor, Windsurf) becomes the hub's `${NAME}`; VS Code's `${userHome}` and
-`${workspaceFolder}` become the paths they stand for. Keys the hub has no use for are named in the notes, never
-dropped silently.
-
-Secrets (hub.install.secrets) in `env`, `headers`, `args` and a URL's query become `${VAR}`, the value kept in the
+Secrets (hub.install.secrets) in `env`, `headers`, `args` and a URL become `${VAR}`, the value kept in the
 `SecretStore` for the env file; a header's scheme stays visible (`Authorization: Bearer ${LINEAR_TOKEN}`).
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -111,10 +103,7 @@ def _flatten_zed(raw: Mapping[str, Any]) -> Mapping[str, Any]:
 
 
 def _url(raw: Mapping[str, Any]) -> str | None:
-    for key in ("url", "serverUrl", "httpUrl"):
-        if isinstance(raw.get(key), str) and raw[key]:
-            return str(raw[key])
-    return None
+    return next((str(raw[k]) for k in ("url", "serverUrl", "httpUrl") if isinstance(raw.get(k), str) and raw[k]), None)
 
 
 def _strings(value: Any) -> dict[str, str]:
@@ -153,31 +142,36 @@ def _remote(raw: Mapping[str, Any], child: dict[str, Any], gemini: bool) -> None
 
 
 def _tool_filter(raw: Mapping[str, Any], child: dict[str, Any]) -> None:
-    allow = raw.get("includeTools") or raw.get("enabled_tools")
-    deny = raw.get("excludeTools") or raw.get("disabled_tools")
-    tools: dict[str, list[str]] = {}
-    if isinstance(allow, list) and allow:
-        tools["allow"] = [str(t) for t in allow]
-    if isinstance(deny, list) and deny:
-        tools["deny"] = [str(t) for t in deny]
+    lists = {
+        "allow": raw.get("includeTools") or raw.get("enabled_tools"),
+        "deny": raw.get("excludeTools") or raw.get("disabled_tools"),
+    }
+    tools = {kind: [str(t) for t in names] for kind, names in lists.items() if isinstance(names, list) and names}
     if tools:
         child["tools"] = tools
 
 
+def _map_strings(value: Any, change: Callable[[str], str]) -> Any:
+    """`value` with `change` applied to every string in it."""
+    if isinstance(value, dict):
+        return {k: _map_strings(v, change) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_map_strings(v, change) for v in value]
+    return change(value) if isinstance(value, str) else value
+
+
 def _substitute(value: Any, variables: Mapping[str, str], notes: list[str]) -> Any:
     """`${env:NAME}` -> `${NAME}`, the host's path variables by their paths, in every string of `value`."""
-    if isinstance(value, dict):
-        return {k: _substitute(v, variables, notes) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_substitute(v, variables, notes) for v in value]
-    if not isinstance(value, str):
-        return value
-    text = _ENV_REFERENCE.sub(r"${\1}", value)
-    for name, path in variables.items():
-        text = text.replace(f"${{{name}}}", path)
-    for unresolved in re.findall(r"\$\{(workspaceFolder|userHome)\}", text):
-        notes.append(f"uses ${{{unresolved}}}, which only its host can fill: replace it in servers.yaml")
-    return text
+
+    def one(text: str) -> str:
+        text = _ENV_REFERENCE.sub(r"${\1}", text)
+        for name, path in variables.items():
+            text = text.replace(f"${{{name}}}", path)
+        for unresolved in re.findall(r"\$\{(workspaceFolder|userHome)\}", text):
+            notes.append(f"uses ${{{unresolved}}}, which only its host can fill: replace it in servers.yaml")
+        return text
+
+    return _map_strings(value, one)
 
 
 def hide_secrets(
@@ -198,8 +192,11 @@ def hide_secrets(
             shown, credential = split_scheme(value)
             var = variable_name(prefix, "token" if shown else name)
             child["headers"][name] = shown + _reference(store, converted, credential, var)
-    if "args" in child:
-        child["args"] = _hide_in_args(child["args"], label, store, converted)
+    if "args" in child:  # `--token=...`, the word after `--api-key`, `--header "Authorization: ..."` (mcp-remote)
+        args = child["args"]
+        child["args"] = [
+            _hide_arg(arg, args[i - 1] if i > 0 else "", i, label, store, converted) for i, arg in enumerate(args)
+        ]
     if "url" in child:
         child["url"] = _hide_embedded(child["url"], label, store, converted)
 
@@ -220,14 +217,7 @@ def _fill_inputs(
             converted.notes.append(note)
         return f"${{{var}}}"
 
-    def walk(value: Any) -> Any:
-        if isinstance(value, dict):
-            return {k: walk(v) for k, v in value.items()}
-        if isinstance(value, list):
-            return [walk(v) for v in value]
-        return _INPUT.sub(fill, value) if isinstance(value, str) else value
-
-    child.update(walk(child))
+    child.update(_map_strings(child, lambda text: _INPUT.sub(fill, text)))
 
 
 def _hide_embedded(text: str, label: str, store: SecretStore, converted: Converted) -> str:
@@ -244,6 +234,12 @@ def _hide_embedded(text: str, label: str, store: SecretStore, converted: Convert
             return start + _reference(store, converted, user, variable_name(label, "token")) + "@"
         return match.group(0)
 
+    def query(match: re.Match[str]) -> str:
+        separator, name, value = match.groups()
+        if not value or is_reference(value) or not (secret_name(name) or looks_secret(value)):
+            return match.group(0)
+        return f"{separator}{name}=" + _reference(store, converted, value, variable_name(label, name))
+
     def field_(match: re.Match[str]) -> str:
         if is_reference(match.group(2)):
             return match.group(0)
@@ -251,7 +247,7 @@ def _hide_embedded(text: str, label: str, store: SecretStore, converted: Convert
 
     if "://" in text:
         text = URL_USERINFO.sub(userinfo, text)
-        text = _QUERY.sub(lambda m: _query(m, label, store, converted), text)
+        text = _QUERY.sub(query, text)
     return CONNECTION_PASSWORD.sub(field_, text)
 
 
@@ -260,15 +256,6 @@ def _reference(store: SecretStore, converted: Converted, value: str, *names: str
     if var not in converted.secrets:
         converted.secrets.append(var)
     return f"${{{var}}}"
-
-
-def _hide_in_args(args: list[str], label: str, store: SecretStore, converted: Converted) -> list[str]:
-    """Secrets among the arguments: `--token=...`, the argument after `--api-key` and the like, a header given as
-    an argument (`--header "Authorization: Bearer ..."`, as mcp-remote takes it), a secret-looking argument."""
-    return [
-        _hide_arg(arg, args[index - 1] if index > 0 else "", index, label, store, converted)
-        for index, arg in enumerate(args)
-    ]
 
 
 def _hide_arg(arg: str, flag: str, index: int, label: str, store: SecretStore, converted: Converted) -> str:
@@ -294,13 +281,6 @@ def _hide_arg(arg: str, flag: str, index: int, label: str, store: SecretStore, c
     if looks_secret(arg):
         return _reference(store, converted, arg, variable_name(label, "arg", str(index + 1)))
     return _hide_embedded(arg, label, store, converted)
-
-
-def _query(match: re.Match[str], label: str, store: SecretStore, converted: Converted) -> str:
-    separator, name, value = match.groups()
-    if not value or is_reference(value) or not (secret_name(name) or looks_secret(value)):
-        return match.group(0)
-    return f"{separator}{name}=" + _reference(store, converted, value, variable_name(label, name))
 
 
 def identity(child: Mapping[str, Any]) -> tuple[Any, ...]:

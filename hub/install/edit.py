@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import difflib
 import glob
+import itertools
 import re
 import shutil
 from abc import ABC, abstractmethod
@@ -65,10 +66,8 @@ def backup(path: Path, now: datetime) -> Path | None:
     if not path.exists():
         return None
     stem = f"{path.name}{BACKUP_MARK}{now.strftime('%Y%m%dT%H%M%S')}"
-    target, number = path.with_name(stem), 1
-    while target.exists():
-        number += 1
-        target = path.with_name(f"{stem}-{number}")
+    names = itertools.chain([stem], (f"{stem}-{number}" for number in itertools.count(2)))
+    target = next(path.with_name(name) for name in names if not path.with_name(name).exists())
     try:
         shutil.copy2(path, target)
     except OSError as exc:
@@ -78,12 +77,11 @@ def backup(path: Path, now: datetime) -> Path | None:
 
 def backups(path: Path) -> list[Path]:
     """The backups of `path`, oldest first."""
-    found: list[tuple[str, int, Path]] = []
-    if path.parent.is_dir():
-        for candidate in path.parent.glob(f"{glob.escape(path.name)}{BACKUP_MARK}*"):
-            match = _STAMP.search(candidate.name[len(path.name) :])
-            if match and candidate.name[: len(path.name)] == path.name:
-                found.append((match.group(1), int(match.group(2) or 1), candidate))
+    found = []
+    for candidate in path.parent.glob(f"{glob.escape(path.name)}{BACKUP_MARK}*"):
+        match = _STAMP.search(candidate.name[len(path.name) :])
+        if match and candidate.name[: len(path.name)] == path.name:
+            found.append((match.group(1), int(match.group(2) or 1), candidate))
     return [p for _, _, p in sorted(found)]
 
 
@@ -183,8 +181,7 @@ class TomlServers(ServersDoc):
             document[self.key[0]] = servers
         if len(path) == 1:
             table = tomlkit.table()
-            for key, item in value.items():
-                table[key] = item
+            table.update(value)
             table.add(tomlkit.nl())  # a blank line before whatever table follows it
             servers[path[0]] = table
         else:

@@ -1,18 +1,17 @@
 """`hub import`: the servers a host already has, as children in servers.yaml; their secrets in the env file.
 
-Each entry of the host's file is `added` (under a prefix fitted from its name, `-2`, `-3` ... when taken),
-`present` (servers.yaml has a child with the same command and arguments, or URL: importing twice changes nothing)
-or `skipped` (the hub's own entry, or one the hub cannot run).
-
-servers.yaml is edited with ruamel.yaml's round trip, so its comments and order stay, and the result is validated
-before anything is written. Secrets go to the env file beside it (mode 0600, hub.config.envfile), which a
-`.gitignore` keeps out of git: servers.yaml stays shareable, and the imported servers run as they did in the host.
+Each entry of the host's file is `added` (under a prefix fitted from its name, `-2`, `-3` ... when taken), `present`
+(servers.yaml has a child with the same command and arguments, or URL: importing twice changes nothing) or `skipped`
+(the hub's own entry, or one the hub cannot run). servers.yaml is edited in ruamel.yaml's round trip (its comments
+and order stay) and validated before anything is written; secrets go to the env file beside it (mode 0600,
+hub.config.envfile), which a `.gitignore` keeps out of git.
 """
 
 from __future__ import annotations
 
 import fnmatch
 import io
+import itertools
 import re
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
@@ -20,6 +19,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from hub.config.envfile import EnvFileError, env_file_path, format_env_line, parse_env_file
+from hub.install import jsonc
 from hub.install.clients import CLIENTS, ENTRY_FOR_KEY, Client, Paths, Scope, runs_hub
 from hub.install.convert import Converted, Unusable, convert, fit_prefix, hide_secrets, identity
 from hub.install.edit import EditError, open_servers, read_text, write_atomic
@@ -51,9 +51,7 @@ def open_source(spec: str, paths: Paths, scope: Scope) -> Source:
     if client is not None:
         target = client_target(client, paths, scope)
     else:
-        file = Path(spec).expanduser()
-        file = file if file.is_absolute() else paths.cwd / file
-        target = _file_target(file)
+        target = _file_target(paths.cwd / Path(spec).expanduser())  # an absolute path stays as it is
     text = read_text(target.file)
     if text is None:
         raise EditError(f"{target.file}: no such file")
@@ -66,8 +64,6 @@ def open_source(spec: str, paths: Paths, scope: Scope) -> Source:
 
 def _inputs(text: str) -> dict[str, str]:
     """VS Code's `inputs` (`[{"id": "apiKey", "description": "Your API key", ...}]`): what each prompt asks for."""
-    from hub.install import jsonc
-
     try:
         data = jsonc.loads(text)
     except jsonc.JsoncError:
@@ -83,8 +79,6 @@ def _inputs(text: str) -> dict[str, str]:
 def _file_target(file: Path) -> Target:
     if file.suffix == ".toml":
         return Target(str(file), file, ("mcp_servers",), True, ENTRY_FOR_KEY["mcp_servers"])
-    from hub.install import jsonc
-
     try:
         data = jsonc.loads(read_text(file) or "")
     except jsonc.JsoncError as exc:
@@ -135,6 +129,20 @@ class ImportPlan:
         return [i.name for i in self.items if i.state in ("added", "present")]
 
 
+def secret_store(into: Path, environment: Mapping[str, str]) -> tuple[Path, str | None, SecretStore]:
+    """The env file beside servers.yaml `into`: its path, its text, and a `SecretStore` of its values.
+
+    Raises:
+        EditError: it cannot be read or parsed.
+    """
+    env_path = env_file_path(into)
+    env_text = read_text(env_path)
+    try:
+        return env_path, env_text, SecretStore(parse_env_file(env_text or "", str(env_path)), environment)
+    except EnvFileError as exc:
+        raise EditError(str(exc)) from None
+
+
 def plan_import(source: Source, into: Path, paths: Paths) -> ImportPlan:
     """What importing `source` into the servers.yaml `into` writes.
 
@@ -142,12 +150,7 @@ def plan_import(source: Source, into: Path, paths: Paths) -> ImportPlan:
         EditError: servers.yaml or its env file cannot be read, or the result would not be a valid configuration.
     """
     yaml_text = read_text(into)
-    env_path = env_file_path(into)
-    env_text = read_text(env_path)
-    try:
-        store = SecretStore(parse_env_file(env_text or "", str(env_path)), paths.env)
-    except EnvFileError as exc:
-        raise EditError(str(exc)) from None
+    env_path, env_text, store = secret_store(into, paths.env)
     existing = existing_children(yaml_text, into)
     variables = {"userHome": str(paths.home), "workspaceFolder": str(paths.cwd)}
     items = _items(source, existing, store, variables)
@@ -204,12 +207,8 @@ def _items(
 
 
 def _free_prefix(wanted: str, taken: set[str]) -> str:
-    if wanted not in taken:
-        return wanted
-    number = 2
-    while f"{wanted[: 32 - len(str(number)) - 1]}-{number}" in taken:
-        number += 1
-    return f"{wanted[: 32 - len(str(number)) - 1]}-{number}"
+    numbered = (f"{wanted[: 31 - len(str(n))]}-{n}" for n in itertools.count(2))
+    return wanted if wanted not in taken else next(p for p in numbered if p not in taken)
 
 
 def existing_children(text: str | None, into: Path) -> dict[str, dict[str, Any]]:
@@ -229,13 +228,13 @@ def add_children(text: str | None, children: list[tuple[str, dict[str, Any], str
     """servers.yaml's text with `children` (prefix, keys, a comment) added under `servers:`, through ruamel.yaml's
     round trip: comments, order and quoting of the rest stay. Lists of plain values are written in flow style
     (`args: [-y, server]`), as the default servers.yaml does."""
-    return edit_servers(text, lambda servers, indent: _put(servers, children, indent))
 
+    def put(servers: Any, indent: int) -> None:
+        for prefix, child, comment in children:
+            servers[prefix] = _commented(child)
+            servers.yaml_set_comment_before_after_key(prefix, before=comment, indent=indent)
 
-def _put(servers: Any, children: list[tuple[str, dict[str, Any], str]], indent: int) -> None:
-    for prefix, child, comment in children:
-        servers[prefix] = _commented(child)
-        servers.yaml_set_comment_before_after_key(prefix, before=comment, indent=indent)
+    return edit_servers(text, put)
 
 
 def edit_servers(text: str | None, change: Callable[[Any, int], None]) -> str:
@@ -284,10 +283,7 @@ def _commented(value: Any) -> Any:
     from ruamel.yaml.comments import CommentedMap, CommentedSeq
 
     if isinstance(value, dict):
-        mapping = CommentedMap()
-        for key, item in value.items():
-            mapping[key] = _commented(item)
-        return mapping
+        return CommentedMap((key, _commented(item)) for key, item in value.items())
     if isinstance(value, list):
         sequence = CommentedSeq(value)
         sequence.fa.set_flow_style()

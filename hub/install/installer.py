@@ -1,12 +1,10 @@
 """`hub install`: the hub's entry in a host's config, added, updated, removed, restored and reported on.
 
-A change is planned first (`plan`: the file's text before and after, or the commands a host's own CLI would run)
-and carried out second (`apply`: a backup, then an atomic write or the commands), so that `--dry-run` shows
-exactly what `apply` would do. A plan that changes nothing is carried out as nothing: no write, no backup.
-
-Claude Code rewrites `~/.claude.json` itself while it runs, so when its `claude` command is on PATH the change is
-made with `claude mcp add|remove --scope S` rather than by writing the file under it (the file is still read to
-tell whether anything needs to change, and still backed up first).
+A change is planned (`plan`: the file's text before and after, or the commands of the host's own CLI), then carried
+out (`apply`: a backup, then an atomic write or the commands), so `--dry-run` shows exactly what `apply` does; a plan
+that changes nothing writes and backs up nothing. Claude Code rewrites `~/.claude.json` while it runs, so when its
+`claude` command is on PATH the change is made with `claude mcp add|remove --scope S` (the file is still read to
+tell whether anything changes, and backed up first).
 """
 
 from __future__ import annotations
@@ -23,10 +21,7 @@ from typing import Any
 from hub.install.clients import CLIENTS, SCOPES, Client, Paths, Scope, config_of, runs_hub
 from hub.install.edit import EditError, backup, backups, open_servers, read_text, unified_diff, write_atomic
 
-# Runs a command line, its output going where the hub's goes; returns its exit status.
-Runner = Callable[[list[str]], int]
-
-
+Runner = Callable[[list[str]], int]  # runs a command line, its output going where the hub's goes; its exit status
 COMMAND_SECONDS = 60.0  # a host's own command (`claude mcp add`) must finish within this
 
 
@@ -105,11 +100,10 @@ def plan(target: Target, name: str, command: list[str] | None, remove: Sequence[
 
 
 def _summary(name: str, command: list[str] | None, current: dict[str, Any], gone: list[str], changed: bool) -> str:
-    replaced = f"replaced {', '.join(repr(g) for g in gone)} with {name!r}" if gone else ""
     if command is None:
         return f"removed {name!r}" if name in gone else f"no {name!r} entry"
-    if replaced:
-        return replaced
+    if gone:
+        return f"replaced {', '.join(repr(g) for g in gone)} with {name!r}"
     if not changed:
         return f"{name!r} is up to date"
     return f"updated {name!r}" if name in current else f"added {name!r}"
@@ -226,21 +220,18 @@ def _rows(client: Client, scope: Scope, file: Path, name: str, expected: list[st
     rows = []
     for entry_name, entry in hubs.items():
         actual = [str(entry.get("command", "")), *(str(a) for a in entry.get("args") or [])]
-        remote = _remote(entry, actual)
-        if remote is not None:  # a team hub at a URL (`hub install --url`): nothing local to drift from
-            rows.append(Installed(client.name, scope, file, "remote", entry_name, tuple(actual), remote))
-            continue
-        detail = drift(actual, expected)
-        state = "drift" if detail else "installed"
+        remote = _remote(entry, actual)  # a team hub at a URL (`hub install --url`): nothing local to drift from
+        detail = remote if remote is not None else drift(actual, expected)
+        state = "remote" if remote is not None else "drift" if detail else "installed"
         rows.append(Installed(client.name, scope, file, state, entry_name, tuple(actual), detail or ""))
     return rows
 
 
 def _remote(entry: Mapping[str, Any], command: list[str]) -> str | None:
     """The URL of a hub entry that reaches a team hub: a host's own HTTP entry, or a `hub connect URL` command."""
-    for key in ("url", "serverUrl"):
-        if isinstance(entry.get(key), str):
-            return str(entry[key])
+    url = next((entry[key] for key in ("url", "serverUrl") if isinstance(entry.get(key), str)), None)
+    if url is not None:
+        return str(url)
     if "connect" in command[1:-1]:
         return command[command.index("connect", 1) + 1]
     return None

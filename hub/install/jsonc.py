@@ -1,16 +1,11 @@
 """JSON with comments (Zed's and VS Code's settings; plain JSON too), read and edited in place.
 
-A host's settings file is the person's own: it has comments, an order, a layout and other entries that are none of
-the hub's business. So an edit never re-serialises the document: the text is parsed into values with their spans,
-and an edit replaces, inserts or deletes the text of one member only. Everything else stays byte for byte.
+An edit never re-serialises the document: the text is parsed into values with their spans, and an edit replaces,
+inserts or deletes the text of one member only, so the person's comments, order and layout stay byte for byte.
+Removing a member undoes inserting it exactly (its line, and the comma added for it); an object left empty is `{}`.
 
-Removing a member undoes inserting it exactly: an insertion after the last member goes at the end of that member's
-line (after its comma and any comment on that line), one indentation like it, with a comma added after the previous
-value (or after the new one, when the object already ends with a trailing comma); removal takes the line back out
-and that comma with it. An object left empty by a removal is written `{}`.
-
-Accepted: JSON, `//` and `/* */` comments, trailing commas, a byte-order mark. Not accepted: the rest of JSON5
-(single quotes, bare keys), which no host's settings file uses.
+Accepted: JSON, `//` and `/* */` comments, trailing commas, a byte-order mark; not the rest of JSON5 (single quotes,
+bare keys), which no host's settings file uses.
 """
 
 from __future__ import annotations
@@ -21,9 +16,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-_NUMBER = re.compile(r"-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?")
 _STRING = re.compile(r'"(?:[^"\\\x00-\x1f]|\\.)*"')
-_LITERALS = {"true": True, "false": False, "null": None}
+_SCALAR = re.compile(r"true|false|null|-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?")
 DEFAULT_INDENT = "  "
 
 
@@ -53,8 +47,7 @@ class Node:
 
     def member(self, key: str) -> Member | None:
         """The member named `key` (the last one, as JSON.parse keeps the last of duplicate keys)."""
-        found = [m for m in self.members if m.key == key]
-        return found[-1] if found else None
+        return next((m for m in reversed(self.members) if m.key == key), None)
 
 
 class _Parser:
@@ -94,30 +87,16 @@ class _Parser:
         if self.at("["):
             return self.array()
         if self.at('"'):
-            start = self.pos
-            data = self.string()
-            return Node(start, self.pos, data)
-        return self.scalar()
+            return self.scalar(_STRING, "expected a string in double quotes")
+        return self.scalar(_SCALAR, "expected a value")
 
-    def string(self) -> str:
-        match = _STRING.match(self.text, self.pos)
+    def scalar(self, pattern: re.Pattern[str], expected: str) -> Node:
+        """The string, number or literal `pattern` matches here, decoded as JSON."""
+        match = pattern.match(self.text, self.pos)
         if match is None:
-            raise self.fail("expected a string in double quotes")
+            raise self.fail(expected)
         self.pos = match.end()
-        decoded: str = json.loads(match.group())
-        return decoded
-
-    def scalar(self) -> Node:
-        start = self.pos
-        for word, data in _LITERALS.items():
-            if self.text.startswith(word, start):
-                self.pos += len(word)
-                return Node(start, self.pos, data)
-        match = _NUMBER.match(self.text, start)
-        if match is None:
-            raise self.fail("expected a value")
-        self.pos = match.end()
-        return Node(start, self.pos, json.loads(match.group()))
+        return Node(match.start(), self.pos, json.loads(match.group()))
 
     def object(self) -> Node:
         node = Node(self.pos, self.pos, {}, is_object=True)
@@ -134,7 +113,7 @@ class _Parser:
 
     def member(self) -> Member:
         key_start = self.pos
-        key = self.string()
+        key = self.scalar(_STRING, "expected a string in double quotes").data
         self.skip()
         if not self.at(":"):
             raise self.fail("expected ':'")
@@ -209,16 +188,13 @@ def _own_line_indent(text: str, pos: int) -> str | None:
 
 def _indent_unit(root: Node, text: str) -> str:
     """The file's indentation step: the indentation of the top-level object's first member, if on its own line."""
-    if root.members:
-        indent = _own_line_indent(text, root.members[0].key_start)
-        if indent:
-            return indent
-    return DEFAULT_INDENT
+    first = _own_line_indent(text, root.members[0].key_start) if root.members else None
+    return first or DEFAULT_INDENT
 
 
 def _line_indent(text: str, pos: int) -> str:
-    start = _line_start(text, pos)
-    return text[start : start + len(text[start:pos]) - len(text[start:pos].lstrip(" \t"))]
+    line = text[_line_start(text, pos) : pos]
+    return line[: len(line) - len(line.lstrip(" \t"))]
 
 
 def _same_line_end(text: str, pos: int, limit: int) -> int:
@@ -241,14 +217,9 @@ def _same_line_end(text: str, pos: int, limit: int) -> int:
 
 def _render(value: Any, indent: str | None, unit: str, newline: str) -> str:
     """`value` as JSON: on one line when `indent` is None; else objects one member a line, indented from `indent`,
-    and a list of plain values on one line (`"args": ["serve", "--config", "..."]`), as hosts' files have them."""
-    if indent is None or not isinstance(value, dict | list) or not value:
+    and lists on one line (`"args": ["serve", "--config", "..."]`), as hosts' files have them."""
+    if indent is None or not isinstance(value, dict) or not value:
         return json.dumps(value, ensure_ascii=False)
-    if isinstance(value, list):
-        if not any(isinstance(v, dict | list) for v in value):
-            return json.dumps(value, ensure_ascii=False)
-        items = [_render(v, indent + unit, unit, newline) for v in value]
-        return "[" + "".join(f"{newline}{indent}{unit}{item}," for item in items)[:-1] + f"{newline}{indent}]"
     members = [
         f"{newline}{indent}{unit}{json.dumps(k, ensure_ascii=False)}: {_render(v, indent + unit, unit, newline)},"
         for k, v in value.items()
@@ -256,17 +227,13 @@ def _render(value: Any, indent: str | None, unit: str, newline: str) -> str:
     return "{" + "".join(members)[:-1] + f"{newline}{indent}}}"
 
 
-@dataclass(frozen=True)
-class _Edit:
-    start: int
-    end: int
-    text: str
+_Edit = tuple[int, int, str]  # replace text[start:end] by the string
 
 
 def _apply(text: str, edits: list[_Edit]) -> str:
     """The edits applied from the end backwards; of two at one place, the first listed ends up first."""
-    for _, edit in sorted(enumerate(edits), key=lambda pair: (pair[1].start, pair[0]), reverse=True):
-        text = text[: edit.start] + edit.text + text[edit.end :]
+    for _, (start, end, new) in sorted(enumerate(edits), key=lambda pair: (pair[1][0], pair[0]), reverse=True):
+        text = text[:start] + new + text[end:]
     return text
 
 
@@ -297,7 +264,7 @@ def set_value(text: str, path: Sequence[str], value: Any) -> str:
             return _apply(text, _insert(text, node, key, _nested(path[depth + 1 :], value), unit, newline))
         if depth == len(path) - 1:
             rendered = _render(value, _own_line_indent(text, member.key_start), unit, newline)
-            return _apply(text, [_Edit(member.value.start, member.value.end, rendered)])
+            return _apply(text, [(member.value.start, member.value.end, rendered)])
         node = member.value
     raise JsoncError("an empty path names no member")
 
@@ -310,21 +277,21 @@ def _insert(text: str, node: Node, key: str, value: Any, unit: str, newline: str
         inner = outer + unit
         member = f"{json.dumps(key, ensure_ascii=False)}: {_render(value, inner, unit, newline)}"
         if _own_line_indent(text, closing) is not None:  # `{` ... newline, `}` alone on its line
-            return [_Edit(_line_start(text, closing), _line_start(text, closing), f"{inner}{member}{newline}")]
-        return [_Edit(node.start + 1, closing, f"{newline}{inner}{member}{newline}{outer}")]
+            return [(_line_start(text, closing), _line_start(text, closing), f"{inner}{member}{newline}")]
+        return [(node.start + 1, closing, f"{newline}{inner}{member}{newline}{outer}")]
     last = node.members[-1]
     indent = _own_line_indent(text, last.key_start)
     rendered = _render(value, indent, unit, newline)
     member = f"{json.dumps(key, ensure_ascii=False)}: {rendered}"
     if indent is None:  # an object written on one line: stay on it
         if last.comma is None:
-            return [_Edit(last.value.end, last.value.end, f", {member}")]
-        return [_Edit(last.comma + 1, last.comma + 1, f" {member},")]
+            return [(last.value.end, last.value.end, f", {member}")]
+        return [(last.comma + 1, last.comma + 1, f" {member},")]
     after = last.value.end if last.comma is None else last.comma + 1
     at = _same_line_end(text, after, closing)
     if last.comma is None:
-        return [_Edit(last.value.end, last.value.end, ","), _Edit(at, at, f"{newline}{indent}{member}")]
-    return [_Edit(at, at, f"{newline}{indent}{member},")]
+        return [(last.value.end, last.value.end, ","), (at, at, f"{newline}{indent}{member}")]
+    return [(at, at, f"{newline}{indent}{member},")]
 
 
 def remove_member(text: str, path: Sequence[str]) -> str:
@@ -336,14 +303,10 @@ def remove_member(text: str, path: Sequence[str]) -> str:
     node = _find(parse(text), path[:-1])
     if node is None or not node.is_object or node.member(path[-1]) is None:
         return text
-    target = node.member(path[-1])
-    assert target is not None
-    index = max(i for i, m in enumerate(node.members) if m is target)
-    edits = _removal(text, node, index)
-    result = _apply(text, edits)
+    index = max(i for i, m in enumerate(node.members) if m.key == path[-1])
+    result = _apply(text, _removal(text, node, index))
     if len(node.members) == 1:  # the object is empty now: `{}` (what an insertion into `{}` started from)
-        again = parse(result)
-        emptied = _find(again, path[:-1])
+        emptied = _find(parse(result), path[:-1])
         if emptied is not None and result[emptied.start + 1 : emptied.end - 1].strip() == "":
             result = result[: emptied.start + 1] + result[emptied.end - 1 :]
     return result
@@ -365,18 +328,18 @@ def _removal(text: str, node: Node, index: int) -> list[_Edit]:
     if _own_line_indent(text, member.key_start) is not None:
         start = _line_start(text, member.key_start) - 1  # the line break before it
         start -= 1 if start > 0 and text[start - 1] == "\r" else 0
-        edits = [_Edit(max(start, node.start + 1), _same_line_end(text, after, closing), "")]
+        edits = [(max(start, node.start + 1), _same_line_end(text, after, closing), "")]
     elif previous is not None and previous.comma is not None and member.comma is None:
-        return [_Edit(previous.comma, member.value.end, "")]
+        return [(previous.comma, member.value.end, "")]
     elif member.comma is not None:
         start = previous.comma + 1 if previous is not None and previous.comma is not None else node.start + 1
         end = member.comma + 1
         while previous is None and end < closing and text[end] in " \t":
             end += 1
-        return [_Edit(start, end, "")]
+        return [(start, end, "")]
     else:
-        edits = [_Edit(member.key_start, member.value.end, "")]
+        edits = [(member.key_start, member.value.end, "")]
     last = index == len(node.members) - 1
     if last and member.comma is None and previous is not None and previous.comma is not None:
-        edits.append(_Edit(previous.comma, previous.comma + 1, ""))
+        edits.append((previous.comma, previous.comma + 1, ""))
     return edits

@@ -1,21 +1,13 @@
 """Which `${VAR}` of servers.yaml a host's hub will not have: `hub install`'s warnings about an entry it writes.
 
-A host starts the hub with its own environment, not the one of the shell that ran `hub install`. A desktop
-application (Claude Desktop, Cursor, VS Code, Windsurf, Zed) is started by the desktop session, which never read the
-shell's profile, and in a directory of its own (`/` for some). What surely reaches `${VAR}` is the env file beside
-servers.yaml (servers.env, which the hub reads itself) and the `env` of the host's entry (which `hub install` keeps);
-a desktop session gives its processes a few variables of its own (`SESSION`: HOME, PATH, ...). A host started from
-a terminal (Claude Code, Gemini CLI, Codex) has the shell's environment as well, and starts the hub in the directory
-it was started in.
-
-Two things break then, each named once per variable and server:
-
-- a `${VAR}` without default that is unset: the hub expands every one in the file (a disabled server's too) before
-  it starts, so it does not start at all (hub.config.loader);
-- a `${VAR:-.}` (a default that is a relative path) in a server that starts: it names the directory the desktop
-  host starts the hub in, not the one `hub install` ran in (the default servers.yaml's `git` server).
-
-Unset is judged by hub.config.expansion's one rule (`unset_references`), on the tree hub.config.loader merges.
+A host starts the hub with its own environment. A desktop application (Claude Desktop, Cursor, VS Code, Windsurf,
+Zed) is started by the desktop session, which never read the shell's profile (it gives only `SESSION`'s variables),
+in a directory of its own (`/` for some); a terminal host (Claude Code, Gemini CLI, Codex) has the shell's
+environment and directory. What surely reaches `${VAR}` is servers.env and the `env` of the host's entry. Two things
+break then, each named once per variable and server: a `${VAR}` without default that is unset (the hub expands every
+one, a disabled server's too, so it does not start), and a `${VAR:-.}` (a relative path default) in a server that
+starts from a desktop host, which names the host's directory, not this one. Unset is judged by
+hub.config.expansion's `unset_references`, on the tree hub.config.loader merges.
 """
 
 from __future__ import annotations
@@ -61,13 +53,16 @@ def unreached(config: Path, entry_env: Mapping[str, str], shell: Mapping[str, st
     found: dict[tuple[str, str | None], Unreached] = {}
     for path, text in _strings(tree, ()):
         server = str(path[1]) if len(path) > 1 and path[0] == "servers" else None
+        settings = _server(tree, path)
+        disabled = settings is not None and settings.get("enabled", True) is False
+        cwd = settings.get("cwd") if settings is not None else None
+        # a server that starts, in the hub's working directory
+        starts = settings is not None and not disabled and not (isinstance(cwd, str) and Path(cwd).is_absolute())
         for variable, default in unset_references(text, seen):
-            starts = _starts_here(tree, path)
             breaks = default is None or (not terminal and _relative(default) and starts)
             if breaks and (variable, server) not in found:
                 key = ".".join(str(part) for part in path)
                 in_shell = shell.get(variable) is not None
-                disabled = _enabled(tree, path) is False
                 found[(variable, server)] = Unreached(variable, default, key, server, in_shell, disabled)
     return list(found.values())
 
@@ -107,22 +102,6 @@ def _strings(tree: Any, path: tuple[Any, ...]) -> Iterator[tuple[tuple[Any, ...]
 def _relative(default: str) -> bool:
     """A default that names a path relative to the working directory (`.`, `./data`, `..`)."""
     return default in (".", "..") or default.startswith(("./", "../", ".\\", "..\\"))
-
-
-def _starts_here(tree: Any, path: tuple[Any, ...]) -> bool:
-    """Whether the value at `path` is a server's that starts, in the hub's working directory: enabled, and without
-    a `cwd:` of its own that is absolute."""
-    server = _server(tree, path)
-    if server is None:
-        return False
-    cwd = server.get("cwd")
-    return _enabled(tree, path) is not False and not (isinstance(cwd, str) and Path(cwd).is_absolute())
-
-
-def _enabled(tree: Any, path: tuple[Any, ...]) -> Any:
-    """The `enabled:` of the server whose value is at `path` (True when it has none)."""
-    server = _server(tree, path)
-    return True if server is None else server.get("enabled", True)
 
 
 def _server(tree: Any, path: tuple[Any, ...]) -> Mapping[Any, Any] | None:

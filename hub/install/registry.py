@@ -1,22 +1,14 @@
 """`hub add --registry NAME[@VERSION]`: a server of the official MCP Registry as a servers.yaml child.
 
-The registry (https://registry.modelcontextprotocol.io, or any registry speaking its API) answers
-`GET /v0/servers/{name}/versions/{version}` (the name URL-encoded; `latest` for the newest) with
-`{"server": <server.json>, "_meta": {...}}`, and `GET /v0/servers?search=TEXT&version=latest` with
-`{"servers": [...]}`; `--registry-file` reads a server.json from disk instead.
-
-A server.json (schema https://static.modelcontextprotocol.io/schemas/2025-12-11/server.schema.json; the older
-snake_case keys are read too) lists `packages` to run locally and `remotes` to reach by URL. The first stdio package
-of a kind the hub knows how to start is taken, else the first remote:
-
-- npm: `npx -y IDENTIFIER@VERSION ARGS...`; PyPI: `uvx IDENTIFIER==VERSION ARGS...`;
-- OCI: `docker run -i --rm [-e NAME]... RUNTIME-ARGS... IMAGE:VERSION ARGS...` (docker passes each declared
-  environment variable on from the child's environment);
-- a remote: `url` (its `{variables}` filled from their defaults) with `transport` and `headers`.
+The registry (its API: `GET /v0/servers/{name}/versions/{version|latest}`, `GET /v0/servers?search=`) or
+`--registry-file` gives a server.json (the 2025-12-11 schema; the older snake_case keys are read too). The first
+stdio package the hub can start is taken, else the first remote: npm `npx -y ID@VERSION`, PyPI `uvx ID==VERSION`,
+OCI `docker run -i --rm [-e NAME]... IMAGE:VERSION` (docker passes each declared variable on from the child's
+environment), a remote's `url` with `transport` and `headers`.
 
 Arguments, environment variables and headers take their `value` (its `{variables}` filled in), else their `default`.
-A secret, or a required value with neither, becomes a `${VAR}` placeholder the person fills in servers.env (the
-command names each one); an optional one with neither is left out and named in the notes.
+A secret, or a required value with neither, becomes a `${VAR}` placeholder to fill in servers.env; an optional one
+with neither is left out and named in the notes.
 """
 
 from __future__ import annotations
@@ -87,10 +79,12 @@ def fetch_server(base_url: str, spec: str) -> tuple[dict[str, Any], str | None]:
     base = base_url.rstrip("/")
     quoted = urllib.parse.quote(name, safe="")
     url = f"{base}/v0/servers/{quoted}/versions/{urllib.parse.quote(version or 'latest', safe='')}"
-    try:
-        answer = _get_json(url)
-    except _NotFound:
-        raise RegistryError(_not_found(base, name, version)) from None
+    answer = _get_json(url)
+    if answer is None:
+        close = search(base, name.rsplit("/", 1)[-1]) if name else []
+        hint = f"; its servers named like it: {', '.join(close[:10])}" if close else ""
+        what = f"{name}@{version}" if version else name
+        raise RegistryError(f"the registry at {base} has no server {what}{hint}")
     document = answer.get("server", answer) if isinstance(answer, dict) else None
     if not isinstance(document, dict):
         raise RegistryError(f"{url}: not a server document")
@@ -102,27 +96,21 @@ def fetch_server(base_url: str, spec: str) -> tuple[dict[str, Any], str | None]:
 def search(base_url: str, text: str) -> list[str]:
     """The names of the registry's servers (latest versions) whose name contains `text`."""
     query = urllib.parse.urlencode({"search": text, "version": "latest", "limit": "20"})
-    try:
-        answer = _get_json(f"{base_url.rstrip('/')}/v0/servers?{query}")
-    except _NotFound:
-        return []
+    answer = _get_json(f"{base_url.rstrip('/')}/v0/servers?{query}")
     rows = answer.get("servers") if isinstance(answer, dict) else None
     names = [row.get("server", row).get("name") for row in rows or [] if isinstance(row, dict)]
     return [n for n in names if isinstance(n, str)]
 
 
-class _NotFound(Exception):
-    pass
-
-
 def _get_json(url: str) -> Any:
+    """The JSON the registry answers at `url`; None for a 404."""
     request = urllib.request.Request(url, headers={"Accept": "application/json", "User-Agent": "hub-add"})
     try:
         with urllib.request.urlopen(request, timeout=TIMEOUT_S) as response:
             return json.loads(response.read().decode("utf-8"))
     except urllib.error.HTTPError as exc:
         if exc.code == 404:
-            raise _NotFound from None
+            return None
         raise RegistryError(f"{url}: the registry answered {exc.code} {exc.reason}") from None
     except (urllib.error.URLError, TimeoutError, OSError) as exc:
         reason = getattr(exc, "reason", exc)
@@ -131,13 +119,6 @@ def _get_json(url: str) -> Any:
         ) from None
     except (UnicodeDecodeError, json.JSONDecodeError):
         raise RegistryError(f"{url}: the registry's answer is not JSON") from None
-
-
-def _not_found(base: str, name: str, version: str) -> str:
-    what = f"{name}@{version}" if version else name
-    close = search(base, name.rsplit("/", 1)[-1]) if name else []
-    hint = f"; its servers named like it: {', '.join(close[:10])}" if close else ""
-    return f"the registry at {base} has no server {what}{hint}"
 
 
 def _read_file(path: Path) -> dict[str, Any]:
@@ -306,11 +287,8 @@ class _Builder:
         arguments = self.arguments(_get(package, "packageArguments"), "argument")
         env = self.environment(_get(package, "environmentVariables"))
         if kind == "npm":
-            args = [
-                *(["-y"] if runner == "npx" else []),
-                *runtime,
-                f"{identifier}@{version}" if version else identifier,
-            ]
+            yes = ["-y"] if runner == "npx" else []
+            args = [*yes, *runtime, f"{identifier}@{version}" if version else identifier]
         elif kind == "pypi":
             args = [*runtime, f"{identifier}=={version}" if version else identifier]
         else:

@@ -97,12 +97,9 @@ class SecretStore:
         for known, held in (*self.existing.items(), *self.added.items()):
             if held == value:
                 return known
-        candidates = [*names, *(f"{names[-1]}_{n}" for n in range(2, 1000))]
-        for candidate in candidates:
-            if self._free(candidate, value):
-                self.added[candidate] = value
-                return candidate
-        raise ValueError("no free variable name")  # a thousand secrets of one server: not a real configuration
+        name = self._free_name(names, value)
+        self.added[name] = value
+        return name
 
     def placeholder(self, what: str, *names: str) -> str:
         """A variable for a value the person must fill in (`what` says which): the env file's own if it has one of
@@ -110,11 +107,15 @@ class SecretStore:
         for name in names:
             if name in self.existing or self.placeholders.get(name) == what:
                 return name
-        candidates = [*names, *(f"{names[-1]}_{n}" for n in range(2, 1000))]
-        name = next(c for c in candidates if self._free(c, ""))
+        name = self._free_name(names, "")
         self.placeholders[name] = what
         return name
 
-    def _free(self, name: str, value: str) -> bool:
-        taken = name in self.existing or name in self.added or name in self.placeholders
-        return not taken and self.environment.get(name, value) == value
+    def _free_name(self, names: tuple[str, ...], value: str) -> str:
+        """The first of `names`, then the last numbered, that the file does not use and the environment does not set
+        to another value than `value`."""
+        for name in (*names, *(f"{names[-1]}_{n}" for n in range(2, 1000))):
+            taken = name in self.existing or name in self.added or name in self.placeholders
+            if not taken and self.environment.get(name, value) == value:
+                return name
+        raise ValueError("no free variable name")  # a thousand secrets of one server: not a real configuration
