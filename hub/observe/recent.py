@@ -1,17 +1,11 @@
 """What the status page shows of the calls: the last `LAST_CALLS` calls, and per child the last `WINDOW_MINUTES`
-minutes as per-minute counts, errors and latency quantiles.
+minutes as per-minute counts, errors (any outcome but `ok`, as in `hub logs`) and latency quantiles.
 
-It is fed from the one place every call-log line is made (`hub.relay.record.Record.line`), with the fields the call
-log's redactor has seen: a call is on the page exactly when it has a call-log line.
-
-Memory is bounded whatever the traffic: `LAST_CALLS` records, fields cut to `FIELD_CHARS` (arguments, kept only
-when the line carried them, to `ARGUMENT_CHARS`); per child, at most `WINDOW_MINUTES` minute buckets, each with a
-sparse latency histogram of at most `_BUCKETS` log-spaced cells (a quantile read from it is within 5 % of the true
-one); at most `MAX_SERIES` children, further ones counted under "other". A child with no call in the window is
-forgotten.
-
-An error is any outcome other than `ok`, as in `hub logs`. Time is the injected `clock` (wall-clock seconds); a
-clock that goes back counts in the newest minute. Used on the event loop only: there is no lock.
+Fed by the one place every call-log line is made (`hub.relay.record.Record.line`), with the redacted fields: a call
+is on the page exactly when it has a call-log line. Memory is bounded whatever the traffic: fields are cut, each
+child keeps at most `WINDOW_MINUTES` minutes, each a sparse latency histogram of log-spaced cells (a quantile read
+from it is within 5 % of the true one), at most `MAX_SERIES` children (further ones count as "other"), and a child
+without a call in the window is forgotten. A clock that goes back counts in the newest minute. Event loop only.
 """
 
 from __future__ import annotations

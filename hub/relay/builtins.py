@@ -18,9 +18,9 @@ from hub.access.policy import Policy, View
 from hub.config.schema import ServerConfig
 from hub.config.settings import HubSettings
 from hub.protocol import errors, revisions
-from hub.protocol.jsonrpc import RequestId, encode
+from hub.protocol.jsonrpc import encode
 from hub.relay.catalog import CALL_TOOL, SEARCH_TOOL, Namespace
-from hub.relay.ports import HostRequest, SessionPort
+from hub.relay.ports import HostRequest
 from hub.relay.record import Record
 from hub.relay.search import DEFAULT_LIMIT, MAX_LIMIT
 from hub.upstream.child import Child
@@ -90,20 +90,10 @@ class Forwarded:
         # A 2026-07-28 host's next round of the call (requestState, inputResponses) travels as for any tool.
         kept = {k: v for k, v in params.items() if k not in ("name", "arguments")}
         self.params: dict[str, Any] = {**kept, "name": name, "arguments": inner or {}}
-        self.version = request.version
-        self.id: RequestId = request.id
-        self.method = request.method
-        self.session: SessionPort = request.session
-        self.progress_token: RequestId | None = request.progress_token
-        self.log_level: str | None = request.log_level
-        self.declared = request.declared
-        self.client_capabilities = request.client_capabilities
-        self.respond = request.respond
-        self.fail = request.fail
-        self.drop = request.drop
-        self.notify = request.notify
-        self.log = request.log
-        self.ask = request.ask
+        self.real = request
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.real, name)
 
 
 class Builtins:
