@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from hub.access.identity import Identity
@@ -93,26 +94,17 @@ class Forwarded:
         return getattr(self.real, name)
 
 
+@dataclass(frozen=True)
 class Builtins:
-    """The hub's own tools as a host lists and calls them, and its instructions."""
+    """The hub's own tools as a host lists and calls them, and its instructions, made of what the hub holds now."""
 
-    def __init__(
-        self,
-        settings: Callable[[], HubSettings],
-        servers: Callable[[], Iterable[ServerConfig]],
-        namespace: Callable[[], Namespace],
-        children: Callable[[], Mapping[str, Child]],
-        policy: Callable[[], Policy],
-        health: Callable[[], dict[str, Any]],
-        record: Record,
-    ) -> None:
-        self._settings = settings
-        self._servers = servers
-        self._namespace = namespace
-        self._children = children
-        self._policy = policy
-        self._health = health
-        self._record = record
+    _settings: Callable[[], HubSettings]
+    _servers: Callable[[], Iterable[ServerConfig]]
+    _namespace: Callable[[], Namespace]
+    _children: Callable[[], Mapping[str, Child]]
+    _policy: Callable[[], Policy]
+    _health: Callable[[], dict[str, Any]]
+    _record: Record
 
     def tools(self) -> tuple[dict[str, Any], ...]:
         """The hub's own tools: hub_health unless turned off; the search tools when some tools are not listed."""

@@ -1,8 +1,6 @@
-"""The replica that created a task runs it: it asks the child how the task is (`tasks/get`, at the child's
-pollInterval, bounded), fetches its answer once it is over (`tasks/result`) and keeps both in the shared state,
-cancels it at the child, tells the owning host session of each change (`notifications/tasks/status`), and writes the
-call log's line when it ends (hub.relay.record). A task does not outlive its child's connection: when that ends
-(the child restarted, or was removed) the task fails, saying why. Decision 015.
+"""The replica that created a task runs it (decision 015): it polls the child's task, keeps its state and answer in
+the shared state, cancels it at the child, tells the owning host session of each change, and writes the call log's
+line when it ends. A task does not outlive its child's connection: when that ends, the task fails, saying why.
 """
 
 from __future__ import annotations
@@ -91,10 +89,7 @@ class TaskRunner:
 
     def changed(self, key: str) -> anyio.Event:
         """Set at the next write of `key`'s record on this replica."""
-        event = self._changed.get(key)
-        if event is None:
-            event = self._changed[key] = anyio.Event()
-        return event
+        return self._changed.setdefault(key, anyio.Event())
 
     async def beat(self) -> None:
         now = time.monotonic()

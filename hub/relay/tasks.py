@@ -41,13 +41,12 @@ from hub.relay.task_records import (
     task_support,
     with_related,
 )
-from hub.relay.task_runner import Running, TaskRunner, outcome
+from hub.relay.task_runner import Running, Spawn, TaskRunner, outcome
 from hub.state import SharedState
 from hub.upstream.child import Child
 
 RESULT_WAIT = 300.0  # tasks/result waits this long at most for the task to end
 STORE_POLL = 1.0  # a replica that does not run the task reads its record again this often while it waits
-Spawn = Callable[..., None]
 Allowed = Callable[[Identity, str], bool]  # whether the identity's policy allows the exposed tool now
 
 _log = structlog.get_logger("hub.relay")
