@@ -44,7 +44,13 @@ TRACEPARENT_LIMIT = 512  # the W3C propagator's own limit; longer ones are dropp
 TRACESTATE_LIMIT = 8192
 DEFAULT_TRACES_PATH = "v1/traces"
 SUPPORTED_PROTOCOL = "http/protobuf"
-RESOURCE_METHODS = frozenset({"resources/read", "resources/subscribe", "resources/unsubscribe"})
+# The conventions' attribute for a request's target; a tool's or a prompt's name is in the span's name too (a
+# resource URI, high cardinality, is not).
+TARGET_ATTRIBUTES = {
+    "tools/call": "gen_ai.tool.name",
+    "prompts/get": "gen_ai.prompt.name",
+    **dict.fromkeys(("resources/read", "resources/subscribe", "resources/unsubscribe"), "mcp.resource.uri"),
+}
 
 
 class Tracing:
@@ -125,8 +131,7 @@ class Tracing:
         ambient one."""
         from opentelemetry.context import Context
 
-        if not host_meta:
-            return Context()
+        host_meta = host_meta or {}
         traceparent = host_meta.get("traceparent")
         if not isinstance(traceparent, str) or len(traceparent) > TRACEPARENT_LIMIT:
             return Context()
@@ -190,15 +195,9 @@ def _request_attributes(method: str, target: str | None, session_id: str | None)
         attributes["mcp.session.id"] = _cut(session_id)
     if method == "tools/call":
         attributes["gen_ai.operation.name"] = "execute_tool"
-        if target:
-            attributes["gen_ai.tool.name"] = target
-            return attributes, target
-    elif method == "prompts/get" and target:
-        attributes["gen_ai.prompt.name"] = target
-        return attributes, target
-    elif method in RESOURCE_METHODS and target:
-        attributes["mcp.resource.uri"] = target
-    return attributes, None
+    if target and method in TARGET_ATTRIBUTES:
+        attributes[TARGET_ATTRIBUTES[method]] = target
+    return attributes, target if method in ("tools/call", "prompts/get") else None
 
 
 def _wanted_exporters(env: Mapping[str, str]) -> frozenset[str]:

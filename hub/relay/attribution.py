@@ -10,6 +10,7 @@ forwarded. The rules, for users: docs/protocols.md, "Which host session a child'
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
 from typing import Any
 from weakref import WeakKeyDictionary
 
@@ -31,10 +32,8 @@ ROUND_METHODS = frozenset({"tools/call", "prompts/get", "resources/read"})
 # A child's requests about the host session itself, never about one call (server-filesystem asks for roots again on
 # roots/list_changed, whatever call is in flight): asked on the session's own channel (decision 017).
 SESSION_ASKS = frozenset({"roots/list"})
-Spawn = Callable[..., None]
-Ask = Callable[
-    [str, dict[str, Any], float], Awaitable[dict[str, Any]]
-]  # runs a coroutine function with its arguments in the relay's task group
+Spawn = Callable[..., None]  # runs a coroutine function with its arguments in the relay's task group
+Ask = Callable[[str, dict[str, Any], float], Awaitable[dict[str, Any]]]  # a session's or a host request's `ask`
 ForTask = Callable[[Connection, Request, str], bool]  # whether a request belongs to a task the hub runs (handled)
 # URL-mode elicitations kept per connection until they complete (the oldest is forgotten past this).
 URL_ELICITATIONS_KEPT = 1024
@@ -49,11 +48,11 @@ def _level(params: dict[str, Any]) -> str:
     return level if isinstance(level, str) else quote(level)
 
 
+@dataclass(frozen=True)
 class Ambiguous:
     """Requests of several host sessions are in flight on one connection: no single owner."""
 
-    def __init__(self, sessions: int) -> None:
-        self.sessions = sessions
+    sessions: int
 
 
 def owner_of(inflight: dict[Call, None]) -> Call | Ambiguous | None:
@@ -72,8 +71,7 @@ def _in_round(call: Call) -> bool:
 
 
 async def ask_host(ask: Ask, connection: Connection, request: Request, limit_s: float) -> None:
-    """Ask a host the child's `request` (`ask`: a session's or a host request's) and answer the child with what the
-    host says, or with its error."""
+    """Ask a host the child's `request` and answer the child with what the host says, or with its error."""
     try:
         result = await ask(request.method, request.params, limit_s)
     except AskFailed as failure:
