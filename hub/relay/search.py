@@ -85,13 +85,8 @@ def _stem(word: str) -> str:
 
 def tokens(text: str) -> list[str]:
     """The words of `text` as the index and the queries see them."""
-    words = []
-    for chunk in _WORD.findall(text):
-        for part in _CAMEL.split(chunk):
-            word = part.lower()
-            if word and word not in _STOP:
-                words.append(_stem(word))
-    return words
+    words = (part.lower() for chunk in _WORD.findall(text) for part in _CAMEL.split(chunk))
+    return [_stem(word) for word in words if word and word not in _STOP]
 
 
 _SYNONYM_WORDS = {_stem(k): tokens(v) for k, v in _SYNONYMS.items() if " " not in k}
@@ -100,11 +95,8 @@ _SYNONYM_PHRASES = [(re.compile(rf"\b{re.escape(k)}\b"), tokens(v)) for k, v in 
 
 def query_weights(query: str) -> dict[str, float]:
     """Each word of the query with its weight: 1 for the query's own, SYNONYM_WEIGHT for a word the table adds."""
-    weights: dict[str, float] = {}
-    words = tokens(query)
-    for word in words:
-        weights[word] = 1.0
-    added = [w for word in words for w in _SYNONYM_WORDS.get(word, ())]
+    weights = dict.fromkeys(tokens(query), 1.0)
+    added = [w for word in weights for w in _SYNONYM_WORDS.get(word, ())]
     added += [w for phrase, extra in _SYNONYM_PHRASES if phrase.search(query.lower()) for w in extra]
     for word in added:
         weights.setdefault(word, SYNONYM_WEIGHT)
