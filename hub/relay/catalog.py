@@ -39,9 +39,8 @@ LISTS = {
 }
 SEARCH_TOOL = "hub_search_tools"
 CALL_TOOL = "hub_call_tool"
-# Listed and usable whatever the policy says of their own names (hub.relay.builtins): what a search returns is
-# filtered by the caller's policy, and the call hub_call_tool makes is decided as the named tool's own, so a policy
-# that allows `icinga_*` finds and calls exactly `icinga_*` through them, and nothing else.
+# Listed whatever the policy says of their own names: a search's results, and the call hub_call_tool makes, are
+# decided by the caller's policy as the found or named tool's own (hub.relay.builtins).
 GATEWAY_TOOLS = frozenset({SEARCH_TOOL, CALL_TOOL})
 _log = structlog.get_logger("hub")
 
@@ -140,8 +139,8 @@ class Namespace(Listing):
 
     @functools.cached_property
     def _index(self) -> ToolIndex:
-        """The search index of this namespace's tools, made on its first search (a namespace never changes). A tool
-        for its app alone (`hub.relay.apps.app_only`) is never offered to the model, so never found."""
+        """The search index of this namespace's tools, made on its first search; a tool for its app alone is never
+        offered to the model, so never found."""
         return ToolIndex([t for t in self.tools if t.get("name") not in self.app_only])
 
     @functools.cached_property

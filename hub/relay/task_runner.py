@@ -78,8 +78,6 @@ class TaskRunner:
         self._changed: dict[str, anyio.Event] = {}
         self._last_beat = -BEAT_EVERY
 
-    # ---- the shared state --------------------------------------------------------------------------------------
-
     async def store(self, record: dict[str, Any]) -> None:
         """Write a record; whoever waits on this replica for it to change is woken."""
         await self.state.put_task(record["key"], record, keep_seconds(record))
@@ -96,8 +94,6 @@ class TaskRunner:
         if now - self._last_beat >= BEAT_EVERY:
             await self.state.beat(self.replica, BEAT_KEEP)
             self._last_beat = now
-
-    # ---- running --------------------------------------------------------------------------------------------
 
     async def run(self, task: Running) -> None:
         """Ask the child how the task is until it is over (or its record is gone); the relay's task group runs it."""
@@ -266,8 +262,6 @@ class TaskRunner:
     async def fail(self, task: Running, why: str) -> None:
         failed(task.record, why, INTERNAL_ERROR)
         await self._end(task)
-
-    # ---- the task's end -----------------------------------------------------------------------------------------
 
     async def _cancel_at_child(self, task: Running, message: str | None) -> None:
         record = task.record

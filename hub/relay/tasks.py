@@ -97,8 +97,6 @@ class Tasks:
         self.replica = replica
         self.runner = TaskRunner(state, record, hosts, replica, spawn)
 
-    # ---- creation (the router's call step) -------------------------------------------------------------------
-
     def asked(self, request: HostRequest, child: Child, exposed: str, original: str) -> bool:
         """Whether this admitted tools/call creates a task. Raises what the spec says for a task the tool cannot
         run (-32601), or, to a 2026-07-28 host without the extension, for a tool that runs only as one (-32021)."""
@@ -175,8 +173,6 @@ class Tasks:
         running.can_ask = frozenset(k for k in ("sampling", "elicitation", "roots") if request.declared(k))
         self.runner.running[record["key"]] = running  # before the first poll: a tasks/get may come at once
         self.spawn(self.runner.run, running)
-
-    # ---- the host's task requests --------------------------------------------------------------------------------
 
     def handle(self, request: HostRequest) -> None:
         self.spawn(self._serve, request)
