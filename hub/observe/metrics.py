@@ -1,23 +1,19 @@
 """Prometheus metrics for the hub: what it routed, what it refused, and how its children are doing.
 
-One `Metrics` per hub, each with its own `CollectorRegistry` (never prometheus_client's global one): two hubs in one
-process (tests, an embedding application) do not see or clash with each other's series. `render()` is the scrape.
+One `CollectorRegistry` per `Metrics` (never prometheus_client's global one), so that two hubs in one process do
+not clash. Request durations use the OpenTelemetry MCP conventions' buckets, so the hub's latencies line up with
+other MCP servers'. The children's gauges and the session count are read at scrape time from the callables given:
+a copy kept here would drift.
 
-Counted as they happen, by the methods of `Metrics`. `hub_request_duration_seconds` uses the OpenTelemetry MCP
-semantic conventions' bucket boundaries for `mcp.server.operation.duration`, so that the hub's latencies line up
-with other MCP servers'. The children's gauges and the session count are read at scrape time through the two
-callables given to the constructor: the numbers live where the work is done, and a copy kept here would drift.
-
-Label values are bounded, because every distinct value is a series kept in memory for the life of the process and
-scraped every time: a tool name or a method comes from a host or a child, and a hostile or broken one must not grow
-the registry without limit. So a method outside the MCP method set is labelled "other"; a tool name is cut to
-`LABEL_LIMIT` characters, and past `TOOL_LIMIT` distinct names the further ones are counted under "other"; every
-other label value is cut to `LABEL_LIMIT` characters too. No label names a person, a token or a session: identities
-are unbounded, and they are not the metrics' to publish to whoever can scrape the endpoint.
+Label values are bounded, since each distinct value is a series kept for the life of the process and a hostile
+host or child must not grow the registry: a method outside the MCP set is "other", every value is cut to
+`LABEL_LIMIT` characters, and past `TOOL_LIMIT` distinct tool names further ones count as "other". No label names
+a person, a token or a session.
 """
 
 from __future__ import annotations
 
+import functools
 import threading
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
@@ -53,10 +49,6 @@ class ChildStats:
 
 def _cut(value: str) -> str:
     return value[:LABEL_LIMIT]
-
-
-def _method(method: str) -> str:
-    return method if method in MCP_METHODS else OTHER
 
 
 class _Capped:
@@ -125,11 +117,11 @@ class Metrics:
     def __init__(self, children: Callable[[], Iterable[ChildStats]], sessions: Callable[[], int]) -> None:
         self.registry = CollectorRegistry()
         self._tool = _Capped(TOOL_LIMIT)
-        self._requests = Counter(
+        counter = functools.partial(Counter, registry=self.registry)
+        self._requests = counter(
             "hub_requests_total",
             "Requests and listings the hub routed or answered, by child (hub: answered by the hub), method, outcome.",
             ["child", "method", "outcome"],
-            registry=self.registry,
         )
         self._durations = Histogram(
             "hub_request_duration_seconds",
@@ -138,30 +130,20 @@ class Metrics:
             buckets=DURATION_BUCKETS,
             registry=self.registry,
         )
-        self._tool_calls = Counter(
-            "hub_tool_calls_total",
-            "tools/call by exposed tool name and outcome.",
-            ["tool", "outcome"],
-            registry=self.registry,
+        self._tool_calls = counter(
+            "hub_tool_calls_total", "tools/call by exposed tool name and outcome.", ["tool", "outcome"]
         )
-        self._rejections = Counter(
-            "hub_rejections_total",
-            "Requests the hub refused before routing, by reason.",
-            ["reason"],
-            registry=self.registry,
+        self._rejections = counter(
+            "hub_rejections_total", "Requests the hub refused before routing, by reason.", ["reason"]
         )
-        self._reloads = Counter(
-            "hub_reloads_total", "Configuration reloads, applied or rejected.", ["outcome"], registry=self.registry
-        )
-        self._auth_failures = Counter(
-            "hub_auth_failures_total", "Token and JWKS failures, by kind.", ["kind"], registry=self.registry
-        )
+        self._reloads = counter("hub_reloads_total", "Configuration reloads, applied or rejected.", ["outcome"])
+        self._auth_failures = counter("hub_auth_failures_total", "Token and JWKS failures, by kind.", ["kind"])
         self.registry.register(_ChildCollector(children, sessions))
 
     def request(self, child: str | None, method: str, outcome: str, seconds: float) -> None:
         """A routed request or listing ended; `child` None for one the hub answered itself (label "hub")."""
         child_label = HUB if child is None else _cut(child)
-        method_label = _method(method)
+        method_label = method if method in MCP_METHODS else OTHER
         self._requests.labels(child_label, method_label, _cut(outcome)).inc()
         self._durations.labels(child_label, method_label).observe(max(seconds, 0.0))
 

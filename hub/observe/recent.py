@@ -1,17 +1,11 @@
 """What the status page shows of the calls: the last `LAST_CALLS` calls, and per child the last `WINDOW_MINUTES`
-minutes as per-minute counts, errors and latency quantiles.
+minutes as per-minute counts, errors (any outcome but `ok`, as in `hub logs`) and latency quantiles.
 
-It is fed from the one place every call-log line is made (`hub.relay.record.Record.line`), with the fields the call
-log's redactor has seen: a call is on the page exactly when it has a call-log line.
-
-Memory is bounded whatever the traffic: `LAST_CALLS` records, fields cut to `FIELD_CHARS` (arguments, kept only
-when the line carried them, to `ARGUMENT_CHARS`); per child, at most `WINDOW_MINUTES` minute buckets, each with a
-sparse latency histogram of at most `_BUCKETS` log-spaced cells (a quantile read from it is within 5 % of the true
-one); at most `MAX_SERIES` children, further ones counted under "other". A child with no call in the window is
-forgotten.
-
-An error is any outcome other than `ok`, as in `hub logs`. Time is the injected `clock` (wall-clock seconds); a
-clock that goes back counts in the newest minute. Used on the event loop only: there is no lock.
+Fed by the one place every call-log line is made (`hub.relay.record.Record.line`), with the redacted fields: a call
+is on the page exactly when it has a call-log line. Memory is bounded whatever the traffic: fields are cut, each
+child keeps at most `WINDOW_MINUTES` minutes, each a sparse latency histogram of log-spaced cells (a quantile read
+from it is within 5 % of the true one), at most `MAX_SERIES` children (further ones count as "other"), and a child
+without a call in the window is forgotten. A clock that goes back counts in the newest minute. Event loop only.
 """
 
 from __future__ import annotations
@@ -19,7 +13,7 @@ from __future__ import annotations
 import json
 import math
 import time
-from collections import deque
+from collections import Counter, deque
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
@@ -29,8 +23,7 @@ WINDOW_MINUTES = 60
 MAX_SERIES = 256
 # A string field of a record is cut to this many characters (the call log already cuts them to 1,000).
 FIELD_CHARS = 300
-# Logged arguments are kept as compact JSON cut to this many characters (a request may be megabytes).
-ARGUMENT_CHARS = 1000
+ARGUMENT_CHARS = 1000  # logged arguments, as compact JSON
 OTHER = "other"
 HUB = "hub"
 # Latency histogram: cell i holds durations in [_BASE * _FACTOR**i, _BASE * _FACTOR**(i+1)) milliseconds.
@@ -61,15 +54,14 @@ class _Minute:
     errors: int = 0
     low: float = math.inf
     high: float = 0.0
-    cells: dict[int, int] = field(default_factory=dict)
+    cells: Counter[int] = field(default_factory=Counter)
 
     def add(self, duration_ms: float, error: bool) -> None:
         self.calls += 1
         self.errors += error
         self.low = min(self.low, duration_ms)
         self.high = max(self.high, duration_ms)
-        cell = _cell(duration_ms)
-        self.cells[cell] = self.cells.get(cell, 0) + 1
+        self.cells[_cell(duration_ms)] += 1
 
 
 @dataclass(frozen=True)
@@ -96,15 +88,10 @@ def _cell(duration_ms: float) -> int:
     return min(int(math.log(duration_ms / _BASE) / _LOG_FACTOR), _BUCKETS - 1)
 
 
-def _cut(value: Any) -> Any:
-    if isinstance(value, str) and len(value) > FIELD_CHARS:
-        return value[: FIELD_CHARS - 3] + "..."
+def _cut(value: Any, limit: int = FIELD_CHARS) -> Any:
+    if isinstance(value, str) and len(value) > limit:
+        return value[: limit - 3] + "..."
     return value
-
-
-def _json(value: Any) -> str:
-    text = json.dumps(value, separators=(",", ":"), ensure_ascii=False, default=repr)
-    return text if len(text) <= ARGUMENT_CHARS else text[: ARGUMENT_CHARS - 3] + "..."
 
 
 def _quantile(cells: Mapping[int, int], total: int, q: float, low: float, high: float) -> float:
@@ -135,6 +122,10 @@ class Recent:
         outcome = str(line.get("outcome"))
         duration = float(line.get("duration_ms") or 0.0)
         arguments = line.get("arguments")
+        if arguments is not None:  # compact JSON: a request may be megabytes
+            arguments = _cut(
+                json.dumps(arguments, separators=(",", ":"), ensure_ascii=False, default=repr), ARGUMENT_CHARS
+            )
         self._calls.append(
             RecentCall(
                 now,
@@ -145,7 +136,7 @@ class Recent:
                 outcome,
                 duration,
                 _cut(line.get("error_message")),
-                None if arguments is None else _json(arguments),
+                arguments,
             )
         )
         minutes = self._minutes(HUB if child is None else str(child), now)
@@ -189,11 +180,10 @@ class Recent:
         kept = [m for m in self._series.get(name, ()) if m.minute > minute - WINDOW_MINUTES]
         calls = sum(m.calls for m in kept)
         per_minute = [0] * WINDOW_MINUTES
-        cells: dict[int, int] = {}
+        cells: Counter[int] = Counter()
         for m in kept:
             per_minute[min(WINDOW_MINUTES - 1, m.minute - minute + WINDOW_MINUTES - 1)] += m.calls
-            for cell, count in m.cells.items():
-                cells[cell] = cells.get(cell, 0) + count
+            cells.update(m.cells)
         low = min((m.low for m in kept), default=0.0)
         high = max((m.high for m in kept), default=0.0)
         return ChildWindow(

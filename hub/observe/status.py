@@ -1,12 +1,7 @@
-"""The status page's numbers, as one JSON-ready snapshot (`GET /status.json`, and what `GET /` renders).
-
-Read where the work is done, at the moment of the request (the hub's health and readiness, the namespace, the
-recent-calls recorder). Every text that came from a host or a child goes through the call log's redactor, so the
-page shows no more than the log does. Token cost is the listing's, counted as `hub cost` counts it; tools found only
-through search cost nothing until found.
-
-What it reads is named by the protocols `StatusSource` and `ToolListing`, so this module imports neither the app
-nor the relay: observe sits below them.
+"""The status page's numbers, as one JSON-ready snapshot (`GET /status.json`, and what `GET /` renders), read at
+the moment of the request. Every text from a host or a child goes through the call log's redactor, so the page shows
+no more than the log does. Token cost is the listing's, counted as `hub cost` counts it (tools found only through
+search cost nothing). What it reads is named by protocols of its own: observe sits below the app and the relay.
 """
 
 from __future__ import annotations

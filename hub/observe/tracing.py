@@ -1,38 +1,20 @@
-"""OpenTelemetry traces for the hub, an optional extra (`pip install 'mcp-hub-aggregator[otel]'`).
+"""OpenTelemetry traces for the hub, an optional extra (for users: docs/team.md, "Traces").
 
-`Tracing.from_environment()` is None unless the OpenTelemetry SDK is installed and the standard variables ask for
-traces: `OTEL_SDK_DISABLED` is not "true", `OTEL_TRACES_EXPORTER` (default "otlp") is not "none", and either an OTLP
-endpoint is set (`OTEL_EXPORTER_OTLP_TRACES_ENDPOINT`, or `OTEL_EXPORTER_OTLP_ENDPOINT` plus "/v1/traces") or the
-exporter list names "console". OTLP goes over HTTP with protobuf bodies; another `OTEL_EXPORTER_OTLP_PROTOCOL`
-(grpc, http/json) turns OTLP off with a warning rather than sending protobuf to a port that does not speak it. The
-console exporter writes to stderr, never stdout (stdout carries the protocol in stdio mode). Read from the mapping
-given (default `os.environ`): that decision, the endpoint, `OTEL_EXPORTER_OTLP_[TRACES_]HEADERS` and
-`OTEL_SERVICE_NAME` (default "hub"). Read by the SDK itself from the process environment: `OTEL_RESOURCE_ATTRIBUTES`
-(through `Resource.create`), the exporter's timeout, compression and certificates, `OTEL_BSP_*`, `OTEL_TRACES_SAMPLER`
-(default: follow the parent's sampled flag, else sample everything).
+`Tracing.from_environment()` is None unless the SDK is installed and the standard variables ask for traces
+(`OTEL_SDK_DISABLED`, `OTEL_TRACES_EXPORTER` "otlp" or "console", an OTLP endpoint). OTLP goes over HTTP with
+protobuf bodies; another `OTEL_EXPORTER_OTLP_PROTOCOL` turns it off with a warning rather than send protobuf to a
+port that does not speak it. The console exporter writes to stderr: in stdio mode stdout is the protocol.
 
-Its own `TracerProvider`, never the global one: the hub may be embedded in an application (or run twice in one test
-process) that has, or will set, a global provider of its own; setting it is once-only and process-wide, and taking
-it over would send that application's spans to our exporter or ours to theirs. The provider is built without the
-SDK's exit hook (which waits unbounded on an unreachable collector): `shutdown()` ends it in bounded time. Spans are
-never made "current" either: the hub's requests are interleaved asyncio tasks, and the context they run in is not
-the request's.
+The hub has its own `TracerProvider`, never the global one (which is once-only and process-wide: an embedding
+application's spans must not reach our exporter, nor ours theirs), built without the SDK's exit hook (which waits
+unbounded on an unreachable collector): `shutdown()` ends it in bounded time. Spans are never made "current": the
+hub's requests are interleaved asyncio tasks, and the context they run in is not the request's.
 
-One `RequestSpan` per routed request (`start`), following the OpenTelemetry semantic conventions for MCP server
-spans (kind SERVER): named `"{mcp.method.name} {target}"` for a tool (tools/call) or a prompt (prompts/get), else
-`"{mcp.method.name}"` (a resource URI is high cardinality: it is the attribute `mcp.resource.uri`, not in the name);
-`mcp.session.id`, `gen_ai.tool.name` with `gen_ai.operation.name="execute_tool"`, `gen_ai.prompt.name`;
-`jsonrpc.protocol.version` is not set (recommended only when it is not "2.0"). At the end, `error.type` is the
-JSON-RPC code as a string (then `rpc.response.status_code` too) or "tool_error". The hub's own attributes are under
-its own prefix, not the conventions' `mcp.*`: `hub.child`, `hub.outcome`.
-
-The parent is the W3C trace context in the request's `params._meta` (`traceparent`, `tracestate`), the conventions'
-propagation for MCP: one HTTP request can carry several MCP messages, and stdio has no headers. `child_meta()` puts
-this span there as the parent for the child, so the child's server span joins the same trace.
-
-Strings from a host (method, tool and prompt names, URIs, session ids, error messages) are cut to `VALUE_LIMIT`
-characters. No OpenTelemetry package is imported until it is used, so a hub without the extra, or without the
-variables, pays nothing at start-up.
+One `RequestSpan` per routed request, following the OpenTelemetry semantic conventions for MCP server spans; its
+parent is the W3C trace context in the request's `params._meta` (one HTTP request can carry several MCP messages,
+and stdio has no headers), and `child_meta()` names it as the parent for the child. The hub's own attributes are
+`hub.child` and `hub.outcome`. Strings from a host are cut to `VALUE_LIMIT` characters. No OpenTelemetry package is
+imported until it is used: a hub without the extra, or without the variables, pays nothing at start-up.
 """
 
 from __future__ import annotations
@@ -62,7 +44,13 @@ TRACEPARENT_LIMIT = 512  # the W3C propagator's own limit; longer ones are dropp
 TRACESTATE_LIMIT = 8192
 DEFAULT_TRACES_PATH = "v1/traces"
 SUPPORTED_PROTOCOL = "http/protobuf"
-RESOURCE_METHODS = frozenset({"resources/read", "resources/subscribe", "resources/unsubscribe"})
+# The conventions' attribute for a request's target; a tool's or a prompt's name is in the span's name too (a
+# resource URI, high cardinality, is not).
+TARGET_ATTRIBUTES = {
+    "tools/call": "gen_ai.tool.name",
+    "prompts/get": "gen_ai.prompt.name",
+    **dict.fromkeys(("resources/read", "resources/subscribe", "resources/unsubscribe"), "mcp.resource.uri"),
+}
 
 
 class Tracing:
@@ -143,8 +131,7 @@ class Tracing:
         ambient one."""
         from opentelemetry.context import Context
 
-        if not host_meta:
-            return Context()
+        host_meta = host_meta or {}
         traceparent = host_meta.get("traceparent")
         if not isinstance(traceparent, str) or len(traceparent) > TRACEPARENT_LIMIT:
             return Context()
@@ -208,15 +195,9 @@ def _request_attributes(method: str, target: str | None, session_id: str | None)
         attributes["mcp.session.id"] = _cut(session_id)
     if method == "tools/call":
         attributes["gen_ai.operation.name"] = "execute_tool"
-        if target:
-            attributes["gen_ai.tool.name"] = target
-            return attributes, target
-    elif method == "prompts/get" and target:
-        attributes["gen_ai.prompt.name"] = target
-        return attributes, target
-    elif method in RESOURCE_METHODS and target:
-        attributes["mcp.resource.uri"] = target
-    return attributes, None
+    if target and method in TARGET_ATTRIBUTES:
+        attributes[TARGET_ATTRIBUTES[method]] = target
+    return attributes, target if method in ("tools/call", "prompts/get") else None
 
 
 def _wanted_exporters(env: Mapping[str, str]) -> frozenset[str]:
@@ -288,4 +269,4 @@ def _is_jsonrpc_code(error_type: str) -> bool:
 
 
 def _cut(value: str) -> str:
-    return value if len(value) <= VALUE_LIMIT else value[:VALUE_LIMIT]
+    return value[:VALUE_LIMIT]

@@ -1,36 +1,16 @@
-"""Which host a child's own request (sampling, elicitation, roots) or log message belongs to.
-
-Nothing on the wire ties a child's `sampling/createMessage` to the `tools/call` that caused it (the SDKs'
-`related_request_id` only picks the HTTP stream a request goes out on; neither stdio nor the client transport
-shows it). A `roots/list` is about the host session, never about a call (decision 017): it goes to the session that
-owns the connection (or owns every call in flight on it), on that session's own channel, which outlives any call,
-whatever is in flight; only a 2026-07-28 host's call, which has no session, takes it as an input-required round.
-Each connection to a child keeps the host requests in flight on it (`Connection.inflight`, oldest first), and any
-other request of a child's goes to:
-
-- a request that names a task the hub runs (`relatedTask`), the host session that created it (hub.relay.tasks);
-- the one session all of them belong to, on the stream of its newest request (a 2026-07-28 host's request belongs
-  to no session and gets it as an input-required round instead);
-- with none in flight, the session that owns the connection (`sessions: per-host`), or the one host session there
-  is (always so over stdio); with several sessions, or none yet, the child gets an error (naming the fix,
-  `sessions: per-host`; a host that declares roots when it connects has the children told
-  `notifications/roots/list_changed`, so that they ask again: `hub.host.session`);
-- with several sessions in flight, nobody: the hub cannot tell which one caused it, so it refuses (naming the fix)
-  rather than ask the wrong person.
-
-A URL-mode elicitation's completion (`notifications/elicitation/complete`, 2025-11-25) goes to the one session
-that was asked the matching `elicitation/create`, or whose call was answered with error -32042 naming it in
-`data.elicitations`, whatever is in flight when it comes; an id the hub saw neither way goes to the session that
-owns the connection, or the one session there is, else to nobody (logged): never to a session that did not ask.
-
-A log message follows the same rule, except that with nothing in flight it goes to every handshake-era session (a
-shared child belongs to all), and with several sessions in flight to none (one user's data must not reach another's
-session): the hub logs it instead.
+"""Which host a child's own request (sampling, elicitation, roots), log message or URL-mode elicitation's completion
+belongs to. Nothing on the wire ties it to the host request that caused it, so it goes, in this order, to: the
+session that created the task it names (`relatedTask`); for `roots/list`, the session itself (decision 017); the one
+session whose requests are in flight on the connection (a 2026-07-28 host's call gets it as an input-required
+round); with none in flight, the session that owns the connection or the only one there is. With several sessions
+it cannot tell, so it refuses (naming `sessions: per-host`) rather than ask the wrong one, and a log message is not
+forwarded. The rules, for users: docs/protocols.md, "Which host session a child's request belongs to".
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
 from typing import Any
 from weakref import WeakKeyDictionary
 
@@ -53,6 +33,7 @@ ROUND_METHODS = frozenset({"tools/call", "prompts/get", "resources/read"})
 # roots/list_changed, whatever call is in flight): asked on the session's own channel (decision 017).
 SESSION_ASKS = frozenset({"roots/list"})
 Spawn = Callable[..., None]  # runs a coroutine function with its arguments in the relay's task group
+Ask = Callable[[str, dict[str, Any], float], Awaitable[dict[str, Any]]]  # a session's or a host request's `ask`
 ForTask = Callable[[Connection, Request, str], bool]  # whether a request belongs to a task the hub runs (handled)
 # URL-mode elicitations kept per connection until they complete (the oldest is forgotten past this).
 URL_ELICITATIONS_KEPT = 1024
@@ -67,11 +48,11 @@ def _level(params: dict[str, Any]) -> str:
     return level if isinstance(level, str) else quote(level)
 
 
+@dataclass(frozen=True)
 class Ambiguous:
     """Requests of several host sessions are in flight on one connection: no single owner."""
 
-    def __init__(self, sessions: int) -> None:
-        self.sessions = sessions
+    sessions: int
 
 
 def owner_of(inflight: dict[Call, None]) -> Call | Ambiguous | None:
@@ -87,6 +68,16 @@ def owner_of(inflight: dict[Call, None]) -> Call | Ambiguous | None:
 def _in_round(call: Call) -> bool:
     """A 2026-07-28 host's call (or one parked between its rounds): what the child asks becomes an input round."""
     return call.request is None or call.modern_host
+
+
+async def ask_host(ask: Ask, connection: Connection, request: Request, limit_s: float) -> None:
+    """Ask a host the child's `request` and answer the child with what the host says, or with its error."""
+    try:
+        result = await ask(request.method, request.params, limit_s)
+    except AskFailed as failure:
+        connection.respond(request.id, error=failure.error)
+        return
+    connection.respond(request.id, result)
 
 
 class Attribution:
@@ -139,7 +130,7 @@ class Attribution:
             connection.respond(request.id, error=refusal(kind, child.name))
         else:
             self._asking(connection, request, session)
-            self._spawn(self._ask, session.ask, connection, request, child.config.timeout)
+            self._spawn(ask_host, session.ask, connection, request, child.config.timeout)
 
     def _during_call(self, call: Call, connection: Connection, request: Request, kind: str) -> None:
         host = call.request
@@ -157,7 +148,7 @@ class Attribution:
             connection.respond(request.id, error=refusal(kind, call.child.name))
         else:
             self._asking(connection, request, host.session)
-            self._spawn(self._ask, host.ask, connection, request, call.window)
+            self._spawn(ask_host, host.ask, connection, request, call.window)
 
     def _asking(self, connection: Connection, request: Request, session: SessionPort) -> None:
         """A URL-mode elicitation about to be asked of `session`: its completion will be that session's."""
@@ -194,15 +185,6 @@ class Attribution:
             _log.info("child_elicitation_complete_unrouted", child=child.name, elicitation=quote(elicitation))
             return
         session.notify(ELICITATION_COMPLETE, params)
-
-    @staticmethod
-    async def _ask(ask: Any, connection: Connection, request: Request, limit_s: float) -> None:
-        try:
-            result = await ask(request.method, request.params, limit_s)
-        except AskFailed as failure:
-            connection.respond(request.id, error=failure.error)
-            return
-        connection.respond(request.id, result)
 
     def child_log(self, child: Child, connection: Connection, params: dict[str, Any]) -> None:
         logger = params.get("logger")

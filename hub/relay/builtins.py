@@ -1,9 +1,6 @@
-"""The hub's own tools and its instructions: `hub_health`, `hub_search_tools`, `hub_call_tool`, and the text a host
-gets at initialize, written in one place.
-
-`hub_call_tool` is not a second way in: the router turns it into the named tool's own `tools/call` (`Forwarded`)
-and routes that exactly as if the host had sent it, so every rule of a call applies unchanged. The names of the
-two search tools are the catalog's, whose listings show them whatever the policy says.
+"""The hub's own tools (`hub_health`, `hub_search_tools`, `hub_call_tool`) and its instructions. `hub_call_tool` is
+not a second way in: the router turns it into the named tool's own `tools/call` (`Forwarded`), routed exactly as if
+the host had sent it, so every rule of a call applies unchanged.
 """
 
 from __future__ import annotations
@@ -11,6 +8,7 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from hub.access.identity import Identity
@@ -18,9 +16,9 @@ from hub.access.policy import Policy, View
 from hub.config.schema import ServerConfig
 from hub.config.settings import HubSettings
 from hub.protocol import errors, revisions
-from hub.protocol.jsonrpc import RequestId, encode
+from hub.protocol.jsonrpc import encode
 from hub.relay.catalog import CALL_TOOL, SEARCH_TOOL, Namespace
-from hub.relay.ports import HostRequest, SessionPort
+from hub.relay.ports import HostRequest
 from hub.relay.record import Record
 from hub.relay.search import DEFAULT_LIMIT, MAX_LIMIT
 from hub.upstream.child import Child
@@ -90,42 +88,23 @@ class Forwarded:
         # A 2026-07-28 host's next round of the call (requestState, inputResponses) travels as for any tool.
         kept = {k: v for k, v in params.items() if k not in ("name", "arguments")}
         self.params: dict[str, Any] = {**kept, "name": name, "arguments": inner or {}}
-        self.version = request.version
-        self.id: RequestId = request.id
-        self.method = request.method
-        self.session: SessionPort = request.session
-        self.progress_token: RequestId | None = request.progress_token
-        self.log_level: str | None = request.log_level
-        self.declared = request.declared
-        self.client_capabilities = request.client_capabilities
-        self.respond = request.respond
-        self.fail = request.fail
-        self.drop = request.drop
-        self.notify = request.notify
-        self.log = request.log
-        self.ask = request.ask
+        self.real = request
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.real, name)
 
 
+@dataclass(frozen=True)
 class Builtins:
-    """The hub's own tools as a host lists and calls them, and its instructions."""
+    """The hub's own tools as a host lists and calls them, and its instructions, made of what the hub holds now."""
 
-    def __init__(
-        self,
-        settings: Callable[[], HubSettings],
-        servers: Callable[[], Iterable[ServerConfig]],
-        namespace: Callable[[], Namespace],
-        children: Callable[[], Mapping[str, Child]],
-        policy: Callable[[], Policy],
-        health: Callable[[], dict[str, Any]],
-        record: Record,
-    ) -> None:
-        self._settings = settings
-        self._servers = servers
-        self._namespace = namespace
-        self._children = children
-        self._policy = policy
-        self._health = health
-        self._record = record
+    _settings: Callable[[], HubSettings]
+    _servers: Callable[[], Iterable[ServerConfig]]
+    _namespace: Callable[[], Namespace]
+    _children: Callable[[], Mapping[str, Child]]
+    _policy: Callable[[], Policy]
+    _health: Callable[[], dict[str, Any]]
+    _record: Record
 
     def tools(self) -> tuple[dict[str, Any], ...]:
         """The hub's own tools: hub_health unless turned off; the search tools when some tools are not listed."""
@@ -140,10 +119,9 @@ class Builtins:
         return frozenset(str(t["name"]) for t in self.tools())
 
     def instructions(self, view: View) -> str:
-        """What the hub tells a host at initialize: one line per server the caller may use (`view`: its policy),
-        naming its prefix and the tools the caller may call, within INSTRUCTIONS_LIMIT, so that a host's tool search
-        and the model know what is behind the one entry. A child's own instructions are not passed on: they are
-        its text, unchecked, and would reach the model as the hub's."""
+        """What the hub tells a host at initialize, so that the model knows what is behind the one entry: one line
+        per server the caller's `view` may use, with the tools it may call, within INSTRUCTIONS_LIMIT. A child's own
+        instructions are not passed on: unchecked, they would reach the model as the hub's."""
         namespace = self._namespace()
         searching = search_exposed(self._settings(), self._servers())
         owned: dict[str, list[str]] = {}
@@ -172,11 +150,8 @@ class Builtins:
         self._answer(request, HEALTH_TOOL, json.dumps(report, indent=2), report, started, rule)
 
     def search(self, request: HostRequest, rule: str | None) -> None:
-        """hub_search_tools: the best matches among the tools the caller's policy shows, as full definitions.
-
-        Raises:
-            errors.ArgumentRefused: its arguments are not a query and a limit.
-        """
+        """hub_search_tools: the best matches among the tools the caller's policy shows, as full definitions;
+        `errors.ArgumentRefused` when its arguments are not a query and a limit."""
         started = time.perf_counter()
         arguments = request.params.get("arguments") or {}  # an object: checked as the request was routed
         query = arguments.get("query")
@@ -206,11 +181,9 @@ class Builtins:
         self._record.line(request, "hub", tool, None, started, "ok", size=len(body), rule=rule)
 
     def visible_health(self, identity: Identity) -> dict[str, Any]:
-        """The health report as `identity` may see it: the servers (and collisions) of names its policy shows, and
-        under a policy `caller`: who the hub takes the caller for (name, groups, how proved) and the names of the
-        rules that match it, so a host whose listing is short can say why. Not what the policy hid, nor how many:
-        a name the caller may not use is answered like one that does not exist (`hub list` and the log say more,
-        to the operator)."""
+        """The health report as `identity` may see it: the servers and collisions of names its policy shows, and
+        under a policy `caller` (who the hub takes it for, the rules that match it), so a host whose listing is short
+        can say why; never what the policy hid, nor how many (`hub list` and the log tell the operator)."""
         report = self._health()
         view = self._policy().view(identity)
         if view.open:

@@ -1,11 +1,8 @@
 """The merged namespace: an immutable snapshot of what the host sees, rebuilt whenever a child's listing changes.
 
-Collisions (two children exposing one name) are resolved by config order: the child declared first in
-servers.yaml keeps the name, later ones are left out of the listing and reported (log, `hub list`,
-`hub check`). Adding a server therefore never renames or takes over an existing one's tools.
-
-A listing is encoded once per namespace and protocol revision, and kept on the namespace it was made from: it is
-valid exactly as long as that namespace is the current one, and never answers for another.
+Collisions are resolved by config order: the child declared first in servers.yaml keeps the name, later ones are
+left out and reported, so adding a server never takes over an existing one's names. A listing is encoded once per
+namespace, protocol revision and view, and kept on the namespace it was made from: valid exactly as long as it is.
 """
 
 from __future__ import annotations
@@ -42,9 +39,8 @@ LISTS = {
 }
 SEARCH_TOOL = "hub_search_tools"
 CALL_TOOL = "hub_call_tool"
-# Listed and usable whatever the policy says of their own names (hub.relay.builtins): what a search returns is
-# filtered by the caller's policy, and the call hub_call_tool makes is decided as the named tool's own, so a policy
-# that allows `icinga_*` finds and calls exactly `icinga_*` through them, and nothing else.
+# Listed whatever the policy says of their own names: a search's results, and the call hub_call_tool makes, are
+# decided by the caller's policy as the found or named tool's own (hub.relay.builtins).
 GATEWAY_TOOLS = frozenset({SEARCH_TOOL, CALL_TOOL})
 _log = structlog.get_logger("hub")
 
@@ -143,8 +139,8 @@ class Namespace(Listing):
 
     @functools.cached_property
     def _index(self) -> ToolIndex:
-        """The search index of this namespace's tools, made on its first search (a namespace never changes). A tool
-        for its app alone (`hub.relay.apps.app_only`) is never offered to the model, so never found."""
+        """The search index of this namespace's tools, made on its first search; a tool for its app alone is never
+        offered to the model, so never found."""
         return ToolIndex([t for t in self.tools if t.get("name") not in self.app_only])
 
     @functools.cached_property
@@ -220,6 +216,7 @@ class Namespace(Listing):
 
 _DEFAULT_SETTINGS = HubSettings()
 _NO_HINT = CacheHint(0, private=False)  # a kind no child lists: only the hub's own items, the same for everyone
+_KEYS = {"tool": "name", "prompt": "name", "resource": "uri", "template": "uriTemplate"}  # an item's exposed key
 
 
 class _Merger:
@@ -228,15 +225,10 @@ class _Merger:
     def __init__(self, reserved: frozenset[str], lock: Lock | None, settings: HubSettings) -> None:
         self.lock = lock
         self.settings = settings
-        self.name_budget = settings.name_budget
         self.unlisted: set[str] = set()
-        self.items: dict[str, list[dict[str, Any]]] = {"tool": [], "prompt": [], "resource": [], "template": []}
-        self.routes: dict[str, dict[str, Route]] = {
-            "tool": {n: Route("hub", n) for n in reserved},
-            "prompt": {},
-            "resource": {},
-            "template": {},
-        }
+        self.items: dict[str, list[dict[str, Any]]] = {kind: [] for kind in _KEYS}
+        self.routes: dict[str, dict[str, Route]] = {kind: {} for kind in _KEYS}
+        self.routes["tool"].update({n: Route("hub", n) for n in reserved})
         self.collisions: list[Collision] = []
         self.renamed: list[Renamed] = []
         self.hidden: dict[str, int] = {}
@@ -247,8 +239,8 @@ class _Merger:
         self.rejected: list[RejectedTool] = []
         self.hints: dict[str, CacheHint] = {}
 
-    def add(self, kind: str, item: dict[str, Any], exposed: str, route: Route, key: str) -> bool:
-        routes = self.routes[kind]
+    def add(self, kind: str, item: dict[str, Any], exposed: str, route: Route) -> bool:
+        routes, key = self.routes[kind], _KEYS[kind]
         if exposed in routes:
             self.collisions.append(Collision(kind, exposed, routes[exposed].child, route.child))
             return False
@@ -269,13 +261,15 @@ class _Merger:
             return
         shaped = shape_tool(child.config, child.name, tool)
         always = self.settings.always_prefix
-        exposed = expose_tool_name(child.prefix, shaped.suffix, self.name_budget, siblings, always_prefix=always)
+        exposed = expose_tool_name(
+            child.prefix, shaped.suffix, self.settings.name_budget, siblings, always_prefix=always
+        )
         if exposed != expose_name(child.prefix, shaped.suffix, siblings, always_prefix=always):
             self.renamed.append(Renamed(child.name, name, exposed))
         if shaped.held_back is not None:
             self.held_back.setdefault(exposed, (shaped.held_back, "read_only"))
         elif not self._quarantines(child, "tool", tool, exposed) and self.add(
-            "tool", expose_app_uris(shaped.definition, child.prefix), exposed, Route(child.name, name), "name"
+            "tool", expose_app_uris(shaped.definition, child.prefix), exposed, Route(child.name, name)
         ):
             self.rules[exposed] = shaped.rules
             if not self._listed(child, name, exposed):
@@ -311,15 +305,11 @@ class _Merger:
             name = str(prompt.get("name", ""))
             exposed = expose_name(prefix, name, prompts, always_prefix=self.settings.always_prefix)
             if not self._quarantines(child, "prompt", prompt, exposed):
-                self.add("prompt", prompt, exposed, Route(child.name, name), "name")
-        for resource in listing.resources:
-            uri = str(resource.get("uri", ""))
-            self.add("resource", resource, expose_uri(prefix, uri), Route(child.name, uri), "uri")
-        for template in listing.templates:
-            uri_template = str(template.get("uriTemplate", ""))
-            self.add(
-                "template", template, expose_uri(prefix, uri_template), Route(child.name, uri_template), "uriTemplate"
-            )
+                self.add("prompt", prompt, exposed, Route(child.name, name))
+        for kind, items in (("resource", listing.resources), ("template", listing.templates)):
+            for item in items:
+                uri = str(item.get(_KEYS[kind], ""))
+                self.add(kind, item, expose_uri(prefix, uri), Route(child.name, uri))
         # Only an unprefixed child's URIs need its templates to be routed.
         self.templates[child.name] = () if prefix else _parse_templates(listing.templates)
 
@@ -347,10 +337,12 @@ class _Merger:
 
 
 def _parse_templates(templates: tuple[dict[str, Any], ...]) -> tuple[Any, ...]:
+    from mcp.shared.uri_template import UriTemplate
+
     parsed = []
     for template in templates:
         try:
-            parsed.append(_parse_template(str(template.get("uriTemplate", ""))))
+            parsed.append(UriTemplate.parse(str(template.get("uriTemplate", ""))))
         except Exception:  # a template we cannot parse still lists; it just routes by prefix only
             continue
     return tuple(parsed)
@@ -393,12 +385,6 @@ def build_namespace(
 
 
 _BUILTIN_RULES = ToolRules(read_only=True)  # the hub's own tools only read
-
-
-def _parse_template(text: str) -> Any:
-    from mcp.shared.uri_template import UriTemplate
-
-    return UriTemplate.parse(text)
 
 
 class Catalog:

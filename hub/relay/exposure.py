@@ -1,14 +1,8 @@
-"""What the operator's config makes of one child tool: the definition the host sees, whether it is read-only or
-destructive, the arguments the hub fixes or constrains, whether a call needs the user's confirmation, and whether
-the tool is held back.
-
-Effective annotations: the operator's `overrides` first, then the child's own, then the protocol's defaults (a tool
-without annotations is neither read-only nor safe: readOnlyHint false, destructiveHint true). What a child says of
-its own tools is untrusted, so `read_only: true` hides every tool the operator has not confirmed unless the child
-marks it read-only; the docs show how an operator asserts it (docs/safety.md).
-
-`check_arguments` is the one check of a call's arguments against the config; it runs on every `tools/call` before
-the call leaves the hub, so a refused argument never reaches the child.
+"""What the operator's config makes of one child tool (docs/safety.md): the definition the host sees, whether it is
+read-only or destructive, the arguments the hub fixes or constrains, whether a call needs the user's confirmation,
+and whether the tool is held back. Effective annotations are the operator's `overrides`, then the child's own (which
+are untrusted: `read_only: true` hides what neither confirms read-only), then the protocol's defaults.
+`check_arguments` runs on every `tools/call` before it leaves the hub: a refused argument never reaches the child.
 """
 
 from __future__ import annotations
@@ -53,9 +47,8 @@ NO_RULES = ToolRules()
 
 @dataclass(frozen=True)
 class ShapedTool:
-    """A child tool as the operator's config exposes it. `suffix` is the name the config gives it, which
-    `hub.relay.naming.expose_tool_name` exposes under the child's prefix; `held_back` says why it is not exposed at
-    all (None: it is)."""
+    """A child tool as the operator's config exposes it: `suffix` is its name under the child's prefix; `held_back`
+    says why it is not exposed at all (None: it is)."""
 
     definition: dict[str, Any]
     suffix: str
@@ -74,8 +67,8 @@ def effective_hints(annotations: Any, overrides: list[ToolOverride]) -> dict[str
 
 
 def shape_tool(config: ServerConfig, child: str, tool: dict[str, Any]) -> ShapedTool:
-    """The host's view of the child's `tool` under `config`: the overrides whose key matches its name (in the order
-    written), read_only and confirm."""
+    """The host's view of the child's `tool` under `config`: its overrides (in the order written), read_only and
+    confirm."""
     name = str(tool.get("name", ""))
     found = _overrides_of(config, name)
     hints = effective_hints(tool.get("annotations"), found)
@@ -95,17 +88,14 @@ def shape_tool(config: ServerConfig, child: str, tool: dict[str, Any]) -> Shaped
             current = current if isinstance(current, str) else None
             definition["description"] = edit if isinstance(edit, str) else edit.apply(current)
         if override.annotations:
-            own = definition.get("annotations")
-            definition["annotations"] = {**(own if isinstance(own, dict) else {}), **override.annotations}
+            definition["annotations"] = _merged(definition.get("annotations"), override.annotations)
         if override.meta:
-            own = definition.get("_meta")
-            definition["_meta"] = {**(own if isinstance(own, dict) else {}), **override.meta}
+            definition["_meta"] = _merged(definition.get("_meta"), override.meta)
     confirm = (config.confirm == "destructive" and destructive) or (
         isinstance(config.confirm, tuple) and any(fnmatch.fnmatchcase(name, g) for g in config.confirm)
     )
     if confirm:
-        own = definition.get("_meta")
-        definition["_meta"] = {**(own if isinstance(own, dict) else {}), REQUIRES_USER_INTERACTION: True}
+        definition["_meta"] = _merged(definition.get("_meta"), {REQUIRES_USER_INTERACTION: True})
     if fixed or constraints:
         definition["inputSchema"] = _schema(definition.get("inputSchema"), fixed, constraints)
     rules = ToolRules(read_only, confirm, fixed, constraints)
@@ -123,6 +113,11 @@ def tool_suffixes(config: ServerConfig, tools: Iterable[dict[str, Any]]) -> froz
     `hub.relay.naming.expose_name` weighs, so that a tool's exposed name depends on the child's listing and the
     config's names alone, never on a filter, a policy or another tool's quarantine."""
     return frozenset(_suffix(name, _overrides_of(config, name)) for name in (str(t.get("name", "")) for t in tools))
+
+
+def _merged(own: Any, extra: Mapping[str, Any]) -> dict[str, Any]:
+    """`own` (if it is an object) with `extra` over it."""
+    return {**(own if isinstance(own, dict) else {}), **extra}
 
 
 def _overrides_of(config: ServerConfig, name: str) -> list[ToolOverride]:
@@ -144,8 +139,7 @@ def _schema(schema: Any, fixed: Mapping[str, Any], constraints: Mapping[str, Arg
     for argument in fixed:
         properties.pop(argument, None)
     for argument, constraint in constraints.items():
-        own = properties.get(argument)
-        properties[argument] = {**(own if isinstance(own, dict) else {}), **constraint.keywords()}
+        properties[argument] = _merged(properties.get(argument), constraint.keywords())
     shaped = {**schema, "properties": properties}
     required = schema.get("required")
     if isinstance(required, list):

@@ -1,17 +1,7 @@
-"""How a child's names and URIs are exposed to the host (docs/decisions/021-tool-names.md): tools and prompts become
-`<prefix>_<name>`, except a name that starts with `<prefix>_` already, which stays as it is (`git_status` of server
-`git` is `git_status`, not `git_git_status`) unless the child also has the name without it (then the doubled form,
-see `expose_name`); resource URIs and URI templates become `<prefix>+<uri>` (a valid URI: `+` is allowed in a scheme,
-so `time+file:///x` is still a URI), except MCP Apps' `ui://` URIs, which must keep their scheme: `ui://<rest>`
-becomes `ui://<prefix>+<rest>` (the prefix goes in front of the authority, where `+` is allowed too). A prefix
-cannot contain `_` or `+`, so every exposed name of a prefixed child starts with `<prefix>_` and two children with
-different prefixes never expose the same name. Routing never parses names (the catalog keeps a table from exposed
-name to child and original name): the functions here build the exposed forms.
-
-Exposed tool names must match `^[A-Za-z0-9_-]{1,64}$`, the strictest rule among real hosts and LLM APIs, and fit
-`hub.name_budget` (by default 54: hosts put their own prefix, such as Claude Code's `mcp__hub__`, before a tool's
-name and hold the whole to 64). A name that does not fit is made to fit deterministically (see `expose_tool_name`)
-and the change is logged.
+"""How a child's names and URIs are exposed to the host (docs/namespace.md, decision 021): tools and prompts as
+`<prefix>_<name>`, resource URIs and templates as `<prefix>+<uri>`, and MCP Apps' `ui://` URIs, which must keep
+their scheme, as `ui://<prefix>+<rest>`. A prefix holds neither `_` nor `+`, so children with different prefixes
+never expose the same name. Routing never parses names (the catalog keeps a table): these functions build them.
 """
 
 from __future__ import annotations
@@ -33,13 +23,10 @@ _INVALID_CHARS = re.compile(r"[^A-Za-z0-9_-]")
 def expose_name(prefix: str, name: str, siblings: Container[str] = (), *, always_prefix: bool = False) -> str:
     """The host-facing form of a child's tool or prompt `name`, before any fitting to the host alphabet.
 
-    `siblings` are the child's names of the same kind (every tool, or every prompt, its listing has, under the
-    names the config gives them). `<prefix>_<name>`, except that a name starting with `<prefix>_` is exposed as it
-    is, unless the child also has that name without `<prefix>_` among its `siblings`: then it keeps the doubled form
-    (`status` and `git_status` of server `git` become `git_status` and `git_git_status`). The result is one-to-one
-    over a child's names (a skipped name never equals another's prefixed form, whose suffix would be a sibling), it
-    depends only on the child's own listing, and every result of a prefixed child starts with `<prefix>_`.
-    `always_prefix` (`hub.always_prefix`) puts the prefix before every name.
+    `<prefix>_<name>`, except that a name starting with `<prefix>_` stays as it is unless its `siblings` (the
+    child's names of the same kind) have it without the prefix: `status` and `git_status` of server `git` become
+    `git_status` and `git_git_status`. So it is one-to-one over a child's names and depends on its own listing
+    alone. `always_prefix` (`hub.always_prefix`) puts the prefix before every name.
     """
     if not prefix:
         return name
@@ -57,12 +44,11 @@ def expose_tool_name(
     *,
     always_prefix: bool = False,
 ) -> str:
-    """The host-facing name of a child's tool (`expose_name`), always matching `TOOL_NAME_RE` and at most `budget`
-    characters.
+    """The host-facing name of a child's tool (`expose_name`), matching `TOOL_NAME_RE` (the strictest rule among
+    hosts and LLM APIs) within `budget` characters (`hub.name_budget`: hosts add a prefix of their own).
 
     Characters outside `[A-Za-z0-9_-]` become `-`; a name longer than `budget` is cut and given an 8-hex-digit hash
-    of the full original, so that two long names stay distinct and the result depends on nothing but the name and
-    its siblings (the same across restarts).
+    of the full original, so that long names stay distinct and the same across restarts.
     """
     budget = min(budget, MAX_TOOL_NAME)
     exposed = expose_name(prefix, name, siblings, always_prefix=always_prefix)
@@ -75,24 +61,24 @@ def expose_tool_name(
     return f"{cleaned[: budget - 9]}-{digest}"
 
 
+def _scheme(uri: str) -> str:
+    """What goes before the prefix: `ui://`, for hosts render only `ui://` apps; else nothing."""
+    return UI_SCHEME if uri.startswith(UI_SCHEME) else ""
+
+
 def expose_uri(prefix: str, uri: str) -> str:
     if not prefix:
         return uri
-    if uri.startswith(UI_SCHEME):  # hosts render only `ui://` apps: the prefix goes inside the scheme
-        return f"{UI_SCHEME}{prefix}{URI_SEPARATOR}{uri[len(UI_SCHEME) :]}"
-    return f"{prefix}{URI_SEPARATOR}{uri}"
+    scheme = _scheme(uri)
+    return f"{scheme}{prefix}{URI_SEPARATOR}{uri[len(scheme) :]}"
 
 
 def split_uri(exposed: str, prefixes: frozenset[str]) -> tuple[str, str]:
     """Split an exposed URI into (prefix, child URI); prefix '' if it carries none of ours."""
-    if exposed.startswith(UI_SCHEME):
-        head, sep, rest = exposed[len(UI_SCHEME) :].partition(URI_SEPARATOR)
-        if sep and head in prefixes:
-            return head, UI_SCHEME + rest
-        return "", exposed
-    head, sep, rest = exposed.partition(URI_SEPARATOR)
+    scheme = _scheme(exposed)
+    head, sep, rest = exposed[len(scheme) :].partition(URI_SEPARATOR)
     if sep and head in prefixes:
-        return head, rest
+        return head, scheme + rest
     return "", exposed
 
 

@@ -1,18 +1,10 @@
-"""Finding tools by what they do: BM25F over each tool's name, title and description, and parameters.
-
-A host whose servers are behind `exposure: search` (or `hybrid`) sees `hub_search_tools(query, limit)` instead of
-their tools; it returns full definitions, which the host then calls through `hub_call_tool` (or by name). The
-index is built once per namespace, over every routed tool; each search keeps only what the caller's policy shows,
-so search and listing obey one predicate.
-
-Words: names and text split on anything that is not a letter or a digit (snake_case, kebab-case, dotted) and on
-camelCase, lowercased, stop words dropped, with a light suffix strip (plurals, -ing, -ed, a final e) so that
-"listing hosts", "list_host" and "listHosts" meet. Each tool has four fields, weighed (FIELD_WEIGHTS): its name
-(a query word in the name is the strongest sign), its title and description, its parameters' names, and their
-descriptions (which name examples such as 'Asia/Tokyo', so they weigh least). A query's words are extended by a
-short table of the words users say for what tool definitions say (folder: directory, PR: pull request), at a lower
-weight. The figures this ranking reaches are bench/search_eval.py's (docs/performance.md, "Finding tools");
-docs/decisions/020-search-ranking.md says why it is built so.
+"""Finding tools by what they do (`hub_search_tools`, for servers behind `exposure: search` or `hybrid`): BM25F over
+each tool's name, title and description, parameter names and parameter descriptions, weighed by FIELD_WEIGHTS.
+Words are split on non-alphanumerics and camelCase, lowercased, stop words dropped and lightly stemmed, so that
+"listing hosts", "list_host" and "listHosts" meet; a short synonym table adds the words tool definitions use for
+what users say, at a lower weight. The index is built once per namespace over every routed tool, and each search
+keeps what the caller's policy shows. Why it is built so: docs/decisions/020-search-ranking.md; its figures:
+bench/search_eval.py.
 """
 
 from __future__ import annotations
@@ -93,13 +85,8 @@ def _stem(word: str) -> str:
 
 def tokens(text: str) -> list[str]:
     """The words of `text` as the index and the queries see them."""
-    words = []
-    for chunk in _WORD.findall(text):
-        for part in _CAMEL.split(chunk):
-            word = part.lower()
-            if word and word not in _STOP:
-                words.append(_stem(word))
-    return words
+    words = (part.lower() for chunk in _WORD.findall(text) for part in _CAMEL.split(chunk))
+    return [_stem(word) for word in words if word and word not in _STOP]
 
 
 _SYNONYM_WORDS = {_stem(k): tokens(v) for k, v in _SYNONYMS.items() if " " not in k}
@@ -108,11 +95,8 @@ _SYNONYM_PHRASES = [(re.compile(rf"\b{re.escape(k)}\b"), tokens(v)) for k, v in 
 
 def query_weights(query: str) -> dict[str, float]:
     """Each word of the query with its weight: 1 for the query's own, SYNONYM_WEIGHT for a word the table adds."""
-    weights: dict[str, float] = {}
-    words = tokens(query)
-    for word in words:
-        weights[word] = 1.0
-    added = [w for word in words for w in _SYNONYM_WORDS.get(word, ())]
+    weights = dict.fromkeys(tokens(query), 1.0)
+    added = [w for word in weights for w in _SYNONYM_WORDS.get(word, ())]
     added += [w for phrase, extra in _SYNONYM_PHRASES if phrase.search(query.lower()) for w in extra]
     for word in added:
         weights.setdefault(word, SYNONYM_WEIGHT)
@@ -144,11 +128,6 @@ def fields(tool: dict[str, Any]) -> dict[str, list[str]]:
         "params": tokens(" ".join(name for name, _ in parameters)),
         "param_text": tokens(" ".join(description for _, description in parameters)),
     }
-
-
-def document(tool: dict[str, Any]) -> list[str]:
-    """Every word a tool is found by, in any field."""
-    return [word for words in fields(tool).values() for word in words]
 
 
 class ToolIndex:

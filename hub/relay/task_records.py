@@ -1,11 +1,7 @@
-"""A hub-owned task (decision [015](../../docs/decisions/015-hub-owned-tasks.md)): its record in the shared state,
-its sealed id, and how a host of either era sees it.
-
-The record names the task's child and the child's own task id, the identity that created it, the replica that runs
-it (`owner`), and the task's state as the hub last saw it (`status`, `statusMessage`, `createdAt`, `lastUpdatedAt`,
-`ttl`, `pollInterval`); once it is over, `final` and the answer `tasks/result` gives (`result` or `error`). The id a
-host holds is the record's key, the child, the child's task id and the identity, sealed under the replicas' shared
-key: it cannot be made, and it opens for the identity that created it only (any other gets "not found").
+"""A hub-owned task's record in the shared state, its sealed id, and how a host of either era sees it (decision
+[015](../../docs/decisions/015-hub-owned-tasks.md)). The id a host holds seals the record's key, the child, the
+child's task id and the identity under the replicas' shared key: it cannot be made, and it opens for the identity
+that created it only (any other gets "not found").
 """
 
 from __future__ import annotations
@@ -20,11 +16,10 @@ from hub.protocol.jsonrpc import METHOD_NOT_FOUND
 from hub.protocol.revisions import CLIENT_CAPABILITIES_KEY
 from hub.upstream.child import Child
 
-# The methods of tasks, of both eras (2025-11-25: get, result, list, cancel; the 2026-07-28 extension: get, update,
-# cancel).
-TASK_METHODS = frozenset({"tasks/get", "tasks/result", "tasks/list", "tasks/cancel", "tasks/update"})
+# The methods of tasks: the 2026-07-28 extension's, 2025-11-25's, and both.
 MODERN_TASK_METHODS = frozenset({"tasks/get", "tasks/update", "tasks/cancel"})
 HANDSHAKE_TASK_METHODS = frozenset({"tasks/get", "tasks/result", "tasks/list", "tasks/cancel"})
+TASK_METHODS = MODERN_TASK_METHODS | HANDSHAKE_TASK_METHODS
 TASKS_EXTENSION = "io.modelcontextprotocol/tasks"
 # What the hub declares to a handshake-era host when a child runs tasks.
 TASKS_CAPABILITY: dict[str, Any] = {"list": {}, "cancel": {}, "requests": {"tools": {"call": {}}}}
@@ -45,12 +40,10 @@ class TaskRefused(errors.HubError):
     tool_result = False
 
 
-class TaskNeeded(errors.HubError):
+class TaskNeeded(TaskRefused):
     """A 2026-07-28 host that did not declare the tasks extension called a tool that runs only as a task."""
 
-    outcome = "not_task_capable"
     code = MISSING_CAPABILITY
-    tool_result = False
 
 
 def not_found() -> errors.BadRequest:
@@ -62,15 +55,19 @@ def now_iso() -> str:
     return datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
+def _at(value: Any, *keys: str) -> Any:
+    """`value[key][key]...`, or None where a level is not an object."""
+    for key in keys:
+        value = value.get(key) if isinstance(value, dict) else None
+    return value
+
+
 def child_runs_tasks(capabilities: dict[str, Any]) -> bool:
     """Whether a child's capabilities say it takes task-augmented tools/call (2025-11-25) or the extension."""
-    tasks = capabilities.get("tasks")
-    requests = tasks.get("requests") if isinstance(tasks, dict) else None
-    tools = requests.get("tools") if isinstance(requests, dict) else None
-    if isinstance(tools, dict) and tools.get("call") is not None:
-        return True
-    extensions = capabilities.get("extensions")
-    return isinstance(extensions, dict) and extensions.get(TASKS_EXTENSION) is not None
+    return (
+        _at(capabilities, "tasks", "requests", "tools", "call") is not None
+        or _at(capabilities, "extensions", TASKS_EXTENSION) is not None
+    )
 
 
 def task_support(child: Child, original: str) -> str:
@@ -78,32 +75,23 @@ def task_support(child: Child, original: str) -> str:
     connection = child.shared
     if connection is None or not child_runs_tasks(connection.capabilities):
         return "forbidden"
-    for tool in child.listing.tools:
-        if tool.get("name") == original:
-            execution = tool.get("execution")
-            value = execution.get("taskSupport") if isinstance(execution, dict) else None
-            return value if value in ("optional", "required") else "forbidden"
-    return "forbidden"
+    tool = next((t for t in child.listing.tools if t.get("name") == original), None)
+    value = _at(tool, "execution", "taskSupport")
+    return value if value in ("optional", "required") else "forbidden"
 
 
 def tasks_offered(children: Iterable[Child]) -> bool:
     """Whether the hub declares `tasks`: a child runs them, or one is still starting (what it runs is not known
     yet; a task asked of a tool that cannot run one is refused as the spec says)."""
-    for child in children:
-        if not child.settled.is_set():
-            return True
-        connection = child.shared
-        if connection is not None and child_runs_tasks(connection.capabilities):
-            return True
-    return False
+    return any(
+        not child.settled.is_set() or (child.shared is not None and child_runs_tasks(child.shared.capabilities))
+        for child in children
+    )
 
 
 def declares_extension(params: dict[str, Any]) -> bool:
     """Whether a 2026-07-28 request's envelope declares the tasks extension."""
-    meta = params.get("_meta")
-    capabilities = meta.get(CLIENT_CAPABILITIES_KEY) if isinstance(meta, dict) else None
-    extensions = capabilities.get("extensions") if isinstance(capabilities, dict) else None
-    return isinstance(extensions, dict) and extensions.get(TASKS_EXTENSION) is not None
+    return _at(params, "_meta", CLIENT_CAPABILITIES_KEY, "extensions", TASKS_EXTENSION) is not None
 
 
 def seal_id(key: bytes, record: dict[str, Any]) -> str:

@@ -1,8 +1,6 @@
-"""The replica that created a task runs it: it asks the child how the task is (`tasks/get`, at the child's
-pollInterval, bounded), fetches its answer once it is over (`tasks/result`) and keeps both in the shared state,
-cancels it at the child, tells the owning host session of each change (`notifications/tasks/status`), and writes the
-call log's line when it ends (hub.relay.record). A task does not outlive its child's connection: when that ends
-(the child restarted, or was removed) the task fails, saying why. Decision 015.
+"""The replica that created a task runs it (decision 015): it polls the child's task, keeps its state and answer in
+the shared state, cancels it at the child, tells the owning host session of each change, and writes the call log's
+line when it ends. A task does not outlive its child's connection: when that ends, the task fails, saying why.
 """
 
 from __future__ import annotations
@@ -18,12 +16,12 @@ from anyio.abc import TaskGroup
 
 from hub.protocol import errors
 from hub.protocol.jsonrpc import INTERNAL_ERROR, INVALID_REQUEST, Request
+from hub.relay.attribution import ask_host
 from hub.relay.call import refusal
-from hub.relay.hosts import Hosts, Session
+from hub.relay.hosts import Hosts
 from hub.relay.naming import expose_uri, map_uris
-from hub.relay.ports import AskFailed
 from hub.relay.record import Record
-from hub.relay.task_records import RELATED_TASK, TERMINAL, absorb, failed, keep_seconds, now_iso, shown
+from hub.relay.task_records import RELATED_TASK, TERMINAL, absorb, failed, keep_seconds, not_found, now_iso, shown
 from hub.state import SharedState
 from hub.upstream.child import Child
 from hub.upstream.connection import Connection
@@ -62,6 +60,9 @@ class Running:
     def key(self) -> str:
         return str(self.record["key"])
 
+    def input_requests(self) -> dict[str, dict[str, Any]]:
+        return {k: {"method": r.method, "params": r.params} for k, r in self.asks.items()}
+
 
 class TaskRunner:
     """The tasks this replica runs, and every write of their records (the other replicas write only a cancel and a
@@ -77,8 +78,6 @@ class TaskRunner:
         self._changed: dict[str, anyio.Event] = {}
         self._last_beat = -BEAT_EVERY
 
-    # ---- the shared state --------------------------------------------------------------------------------------
-
     async def store(self, record: dict[str, Any]) -> None:
         """Write a record; whoever waits on this replica for it to change is woken."""
         await self.state.put_task(record["key"], record, keep_seconds(record))
@@ -88,18 +87,13 @@ class TaskRunner:
 
     def changed(self, key: str) -> anyio.Event:
         """Set at the next write of `key`'s record on this replica."""
-        event = self._changed.get(key)
-        if event is None:
-            event = self._changed[key] = anyio.Event()
-        return event
+        return self._changed.setdefault(key, anyio.Event())
 
     async def beat(self) -> None:
         now = time.monotonic()
         if now - self._last_beat >= BEAT_EVERY:
             await self.state.beat(self.replica, BEAT_KEEP)
             self._last_beat = now
-
-    # ---- running --------------------------------------------------------------------------------------------
 
     async def run(self, task: Running) -> None:
         """Ask the child how the task is until it is over (or its record is gone); the relay's task group runs it."""
@@ -160,11 +154,11 @@ class TaskRunner:
         if task is None:
             return False
         named = {**(meta if isinstance(meta, dict) else {}), RELATED_TASK: {"taskId": task.record["id"]}}
-        params = {**request.params, "_meta": named}
+        relayed = Request(request.id, request.method, {**request.params, "_meta": named}, request.raw)
         session = next((s for s in self.hosts.sessions if s is task.session), None)
         if task.modern and kind in task.can_ask:  # the host gets it in tasks/get, answers it with tasks/update
             task.asked += 1
-            task.asks[f"{kind}-{task.asked}"] = Request(request.id, request.method, params, request.raw)
+            task.asks[f"{kind}-{task.asked}"] = relayed
             self.spawn(self._hold, task)
         elif session is None or task.modern:
             why = (
@@ -175,7 +169,7 @@ class TaskRunner:
         elif not session.declared(kind):
             connection.respond(request.id, error=refusal(kind, task.child.name))
         else:
-            self.spawn(self._ask, session, connection, request, params, task.child.config.timeout)
+            self.spawn(ask_host, session.ask, connection, relayed, task.child.config.timeout)
         return True
 
     async def _hold(self, task: Running) -> None:
@@ -185,7 +179,7 @@ class TaskRunner:
             if record is None or record.get("final"):
                 return
             task.record = record
-            record["inputRequests"] = {k: {"method": r.method, "params": r.params} for k, r in task.asks.items()}
+            record["inputRequests"] = task.input_requests()
             record.update(status="input_required", lastUpdatedAt=now_iso())
             await self.store(record)
 
@@ -200,17 +194,8 @@ class TaskRunner:
             answer = answers[key]
             task.connection.respond(task.asks.pop(key).id, answer if isinstance(answer, dict) else {})
         if used:
-            task.record["inputRequests"] = {k: {"method": r.method, "params": r.params} for k, r in task.asks.items()}
+            task.record["inputRequests"] = task.input_requests()
         return bool(used)
-
-    @staticmethod
-    async def _ask(
-        session: Session, connection: Connection, request: Request, params: dict[str, Any], limit_s: float
-    ) -> None:
-        try:
-            connection.respond(request.id, await session.ask(request.method, params, limit_s))
-        except AskFailed as failure:
-            connection.respond(request.id, error=failure.error)
 
     async def _stopped(self, task: Running) -> None:
         """The hub stops while it runs the task: the task fails, saying so, and the child is told to cancel it."""
@@ -255,7 +240,8 @@ class TaskRunner:
             changed = await self._answered(task)
             changed = absorb(record, got) or changed
             if record.get("status") in TERMINAL:
-                await self._finish(task)
+                await self._outcome(task)
+                await self._end(task)
             elif changed:
                 await self.store(record)
                 self._notify(task)
@@ -266,7 +252,7 @@ class TaskRunner:
         async with task.lock:
             record = await self.state.get_task(task.key)
             if record is None:
-                raise errors.BadRequest("Failed to retrieve task: Task not found")
+                raise not_found()
             task.record = record
             if record.get("status") in TERMINAL:
                 raise errors.BadRequest(f"Cannot cancel task: already in terminal status '{record['status']}'")
@@ -276,8 +262,6 @@ class TaskRunner:
     async def fail(self, task: Running, why: str) -> None:
         failed(task.record, why, INTERNAL_ERROR)
         await self._end(task)
-
-    # ---- the task's end -----------------------------------------------------------------------------------------
 
     async def _cancel_at_child(self, task: Running, message: str | None) -> None:
         record = task.record
@@ -291,10 +275,6 @@ class TaskRunner:
             record.update(status="cancelled", lastUpdatedAt=now_iso())
             if message is not None or not record.get("statusMessage"):
                 record["statusMessage"] = message or "The task was cancelled by request."
-        await self._outcome(task)
-        await self._end(task)
-
-    async def _finish(self, task: Running) -> None:
         await self._outcome(task)
         await self._end(task)
 

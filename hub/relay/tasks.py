@@ -1,18 +1,8 @@
-"""Tasks through the hub (decision [015](../../docs/decisions/015-hub-owned-tasks.md)): the hub owns the task it
-hands out.
-
-A task-augmented `tools/call` passes route and admission like any call (policy, quotas, pins; its call-log line) and
-goes to the child task-augmented; the child's task becomes a task of the hub's own, stored in the shared state
-(hub.state) before the host gets its sealed id (hub.relay.task_records). The replica that created it runs it
-(hub.relay.task_runner); any replica answers `tasks/get`, `tasks/result`, `tasks/list` and `tasks/cancel` (and, for
-a 2026-07-28 host, the extension's `tasks/get`, `tasks/update`, `tasks/cancel`) from the shared state, for the
-identity that created the task only, as its policy allows the tool now.
-
-Eras: a 2025-11-25 host asks for a task with `params.task`; a 2026-07-28 host that declares the tasks extension gets
-one for a tool whose server requires it (the server decides, as the extension says), whatever its server's era.
-`tasks/result` and `tasks/list` do not exist in the extension; `tasks/update` carries a 2026-07-28 host's answers to
-the child's requests for its task (shown in `tasks/get` as `inputRequests`), through the shared state to the replica
-running it.
+"""Tasks through the hub: the hub owns the task it hands out (decision
+[015](../../docs/decisions/015-hub-owned-tasks.md)). A task-augmented `tools/call` is routed and admitted like any
+call; the child's task becomes a record in the shared state (hub.relay.task_records) before the host gets its sealed
+id; the replica that created it runs it (hub.relay.task_runner); any replica answers the host's task requests of
+either era from the shared state, for the identity that created the task only, as its policy allows the tool now.
 """
 
 from __future__ import annotations
@@ -29,10 +19,10 @@ import structlog
 
 from hub.access.identity import Identity
 from hub.protocol import errors, revisions
-from hub.protocol.jsonrpc import INTERNAL_ERROR, RequestId, encode
+from hub.protocol.jsonrpc import INTERNAL_ERROR, encode
 from hub.relay.call import Call, answer_error
 from hub.relay.hosts import Hosts
-from hub.relay.ports import HostRequest, SessionPort
+from hub.relay.ports import HostRequest
 from hub.relay.record import Record
 from hub.relay.task_records import (
     HANDSHAKE_TASK_METHODS,
@@ -51,21 +41,21 @@ from hub.relay.task_records import (
     task_support,
     with_related,
 )
-from hub.relay.task_runner import Running, TaskRunner, outcome
+from hub.relay.task_runner import Running, Spawn, TaskRunner, outcome
 from hub.state import SharedState
 from hub.upstream.child import Child
 
 RESULT_WAIT = 300.0  # tasks/result waits this long at most for the task to end
 STORE_POLL = 1.0  # a replica that does not run the task reads its record again this often while it waits
-Spawn = Callable[..., None]
 Allowed = Callable[[Identity, str], bool]  # whether the identity's policy allows the exposed tool now
 
 _log = structlog.get_logger("hub.relay")
 
 
 class TaskCreation:
-    """A task-augmented tools/call on its way (`hub.relay.ports.HostRequest`): the call answers it with the child's
-    CreateTaskResult, which becomes the hub's own task before the host gets it; any other answer passes through."""
+    """A task-augmented tools/call on its way (`hub.relay.ports.HostRequest`, the real request's in all else): the
+    call answers it with the child's CreateTaskResult, which becomes the hub's own task before the host gets it; any
+    other answer passes through."""
 
     def __init__(self, request: HostRequest, tasks: Tasks, child: Child, exposed: str, rule: str | None) -> None:
         self.real = request
@@ -74,49 +64,9 @@ class TaskCreation:
         self.exposed = exposed
         self.rule = rule
         self.call: Call | None = None  # set once the call is made
-        self.params: dict[str, Any] = request.params
-        self.version = request.version
 
-    @property
-    def id(self) -> RequestId:
-        return self.real.id
-
-    @property
-    def method(self) -> str:
-        return self.real.method
-
-    @property
-    def session(self) -> SessionPort:
-        return self.real.session
-
-    @property
-    def progress_token(self) -> RequestId | None:
-        return self.real.progress_token
-
-    @property
-    def log_level(self) -> str | None:
-        return self.real.log_level
-
-    def declared(self, capability: str) -> bool:
-        return self.real.declared(capability)
-
-    def client_capabilities(self) -> dict[str, Any]:
-        return self.real.client_capabilities()
-
-    def fail(self, error: dict[str, Any]) -> None:
-        self.real.fail(error)
-
-    def drop(self) -> None:
-        self.real.drop()
-
-    def notify(self, method: str, params: dict[str, Any]) -> None:
-        self.real.notify(method, params)
-
-    def log(self, params: dict[str, Any]) -> None:
-        self.real.log(params)
-
-    async def ask(self, method: str, params: dict[str, Any], limit_s: float) -> dict[str, Any]:
-        return await self.real.ask(method, params, limit_s)
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.real, name)
 
     def respond(self, result: dict[str, Any] | bytes) -> None:
         try:
@@ -146,8 +96,6 @@ class Tasks:
         self.allowed = allowed
         self.replica = replica
         self.runner = TaskRunner(state, record, hosts, replica, spawn)
-
-    # ---- creation (the router's call step) -------------------------------------------------------------------
 
     def asked(self, request: HostRequest, child: Child, exposed: str, original: str) -> bool:
         """Whether this admitted tools/call creates a task. Raises what the spec says for a task the tool cannot
@@ -217,22 +165,14 @@ class Tasks:
             return
         modern = revisions.is_modern(request.version)
         meta = revisions.unstamp(answer).get("_meta")
-        if modern:
-            shaped = {**shown(record, modern=True), "resultType": "task"}
-            if isinstance(meta, dict):
-                shaped["_meta"] = meta
-            request.respond(encode(revisions.stamp(shaped, "tools/call")))
-        else:
-            created: dict[str, Any] = {"task": shown(record, modern=False)}
-            if isinstance(meta, dict):
-                created["_meta"] = meta
-            request.respond(encode(created))
+        shaped = {**shown(record, modern=True), "resultType": "task"} if modern else {"task": shown(record, False)}
+        if isinstance(meta, dict):
+            shaped["_meta"] = meta
+        request.respond(encode(revisions.stamp(shaped, "tools/call") if modern else shaped))
         running = Running(record, creation.child, call.connection, request.session, modern)
         running.can_ask = frozenset(k for k in ("sampling", "elicitation", "roots") if request.declared(k))
         self.runner.running[record["key"]] = running  # before the first poll: a tasks/get may come at once
         self.spawn(self.runner.run, running)
-
-    # ---- the host's task requests --------------------------------------------------------------------------------
 
     def handle(self, request: HostRequest) -> None:
         self.spawn(self._serve, request)
