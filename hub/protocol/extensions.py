@@ -20,9 +20,7 @@ UI = "io.modelcontextprotocol/ui"
 # The extensions the hub knows how to relay, by name: the client settings it declares for each to a child that serves
 # every host (the shared connection), where no one host's settings can be passed on. Add one here once the relay
 # carries what it needs (its methods routed, its fields and URIs renamed).
-RELAYABLE: dict[str, dict[str, Any]] = {
-    UI: {"mimeTypes": ["text/html;profile=mcp-app"]},
-}
+RELAYABLE: dict[str, dict[str, Any]] = {UI: {"mimeTypes": ["text/html;profile=mcp-app"]}}
 
 # Methods that belong to an extension, by method name (or by prefix, ending in "/"): a request for one that the hub
 # does not serve is refused naming the extension. The `ui/` methods run between an app and its host; none of them

@@ -1,27 +1,10 @@
 """JSON-RPC 2.0 framing for both sides of the hub: decoding a line, telling what it is, encoding an answer.
 
-Every byte sequence a peer can send ends as one of the kinds below, never as an exception out of this module:
-
-- `Request` / `Notification` / `Response`: a well-formed message (`params` an object or absent);
-- `Invalid`: not a message we can act on. It keeps the request id when one was usable, so that the caller can answer
-  with the error code JSON-RPC names (-32700 parse error, -32600 invalid request, -32602 invalid params) and the
-  reason; without a usable id the caller logs it instead (nothing can be answered).
-
-Decoding is bounded: a line is at most the reader's limit (the readers cut longer ones before they get here), and
-JSON nested deeper than the interpreter allows is an error, not a crash. A message that cannot be decoded still
-keeps its id where one is usable, so that its sender gets an answer rather than waiting for its own timeout:
-
-- bytes that are not UTF-8 (outside the id), or `NaN` / `Infinity` (which Python reads and JSON does not have):
-  -32700, with the id read from the rest of the message;
-- nesting too deep to decode: the message's top level is read member by member; the id is kept when it comes
-  before the member that is too deep, or is the message's last member. Too deep in `params` is -32602, anywhere
-  else -32600.
-
-Encoding never fails on what decoding let through: a lone surrogate (a JavaScript peer that cut an emoji in half)
-is written as its `\\uXXXX` escape. What cannot be written as JSON (nesting too deep, a number out of range such
-as `1e999`, which decodes to infinity) is an `EncodeError`, never `NaN` or `Infinity` on the wire. Toward a child
-the hub writes strictly (`encode_strict`): a lone surrogate is valid JSON text but not Unicode, and a child's
-decoder may choke on it without answering, so it is a `LoneSurrogate` naming where it is, and nothing is written.
+Every byte sequence a peer can send ends as a `Request`, `Notification`, `Response` or `Invalid`, never as an
+exception out of this module. `Invalid` keeps the request id wherever the fault does not touch it, with the code
+JSON-RPC names, so that its sender gets an answer rather than waiting for its own timeout (the rules: "Bad input" in
+docs/operations.md). Encoding never fails on what decoding let through: a lone surrogate is written as its escape;
+what cannot be JSON (too deep, `1e999`) is an `EncodeError`. Toward a child the hub writes strictly (`encode_strict`).
 """
 
 from __future__ import annotations

@@ -130,7 +130,7 @@ class Admission:
             )
         else:
             shown = json.dumps(self._redact(arguments if arguments is not None else {}), indent=2, default=repr)
-            asked = question(exposed, route.child, arguments, shown)
+            asked = question(exposed, route.child, shown)
             if modern:
                 round_ = {
                     "resultType": "input_required",

@@ -95,7 +95,7 @@ class Router:
     def route(self, request: HostRequest, waited: bool = False) -> None:
         """Answer a routed request (now, or when its call ends). `waited`: its children still starting were waited
         for once already."""
-        self.flight.arrived()
+        self.flight.last_request = time.monotonic()
         method, params = request.method, request.params
         namespace = self.catalog.namespace
         try:
@@ -377,16 +377,18 @@ class Router:
 
     def park(self, call: Call) -> str:
         assert call.token is not None
-        self.flight.park(call.token, call)
+        self.flight.parked[call.token] = call
+        self.flight.ended(call)  # out of flight
         return self.seals.seal_parked(call.session.identity.name, call.exposed, call.token, call.window)
 
     def unpark(self, call: Call) -> None:
-        self.flight.unpark(call.token)
+        if call.token is not None:
+            self.flight.parked.pop(call.token, None)
 
     def _resume(self, request: HostRequest, name: str, payload: dict[str, Any] | None) -> None:
         """The host is back with the answers of a parked call's round."""
         token = self.seals.parked_token(payload, request.session.identity.name, name)
-        call = self.flight.parked(token)
+        call = self.flight.parked.get(token)
         route = self.catalog.namespace.tool_routes.get(name)
         if call is None or call.done or route != Route(call.child.name, call.original):
             raise unknown_round(name)
