@@ -74,7 +74,6 @@ class Call:
         self.params = params
         config = child.config
         self.window = child.timeout_for(original) if self.method == "tools/call" else config.timeout
-        self.max_timeout = max(config.max_timeout, self.window)
         self.deadline = math.inf
         self.ceiling = math.inf
         self.began = time.perf_counter()
@@ -104,8 +103,6 @@ class Call:
         """Whose the child's requests during this call are: its host session, or, for a 2026-07-28 request (which
         belongs to no session), the call itself."""
         return self if self.token is not None or self.modern_host else self.session
-
-    # ---- admission and sending --------------------------------------------------------------------------------
 
     def start(self, connection: Connection | None = None) -> None:
         """Send the call on `connection` (by default the child's shared one) now, or queue it for a slot; a refusal
@@ -150,7 +147,7 @@ class Call:
         self.connection.inflight[self] = None  # sent again (an input round): it keeps its place
         now = time.monotonic()
         if self.ceiling == math.inf:
-            self.ceiling = now + self.max_timeout
+            self.ceiling = now + max(self.child.config.max_timeout, self.window)
         self.deadline = min(now + self.window, self.ceiling)
         self.router.deadlines.add(self)
 
@@ -198,22 +195,19 @@ class Call:
         name = self.child.name
         if self.child_id is None:  # still waiting for a slot
             self.child.slots.withdraw(self)
-            self.finish(
-                errors.Busy(
-                    f"server '{name}' is busy: the call waited {self.window:g}s for one of its "
-                    f"{self.child.slots.concurrency} slots (max_concurrency) and was given up",
-                    {"server": name},
-                )
+            error: errors.HubError = errors.Busy(
+                f"server '{name}' is busy: the call waited {self.window:g}s for one of its "
+                f"{self.child.slots.concurrency} slots (max_concurrency) and was given up",
+                {"server": name},
             )
         else:
             elapsed = time.perf_counter() - self.began
-            self.finish(
-                errors.TimedOut(
-                    f"server '{name}' did not answer within {elapsed:.3g}s (timeout {self.window:g}s); the request "
-                    "was cancelled",
-                    {"server": name},
-                )
+            error = errors.TimedOut(
+                f"server '{name}' did not answer within {elapsed:.3g}s (timeout {self.window:g}s); the request was "
+                "cancelled",
+                {"server": name},
             )
+        self.finish(error)
 
     def cancel(self, reason: str | None) -> None:
         """The host cancelled the request: the child is told, and the host gets no answer."""
@@ -225,8 +219,6 @@ class Call:
         if self.request is not None:
             self.request.drop()
         self._end("cancelled")  # with the request kept: the router forgets it, and the call log names it
-
-    # ---- the answer ---------------------------------------------------------------------------------------------
 
     def _deliver(self, result: dict[str, Any], exact: bytes | None) -> None:
         child, method = self.child, self.method

@@ -6,12 +6,10 @@ naming the child and why; a call to a child still starting with the hub waits fo
 from __future__ import annotations
 
 import time
-from collections.abc import Awaitable, Callable, Coroutine
+from collections.abc import Awaitable, Callable
 from typing import Any
 
-import anyio
 import structlog
-from anyio.abc import TaskStatus
 
 from hub.access.policy import ALLOWED
 from hub.config.settings import HubSettings
@@ -22,7 +20,7 @@ from hub.relay.builtins import HEALTH_TOOL, Builtins, Forwarded
 from hub.relay.call import Call, answer_error
 from hub.relay.catalog import CALL_TOOL, GATEWAY_TOOLS, SEARCH_TOOL, Catalog, Route
 from hub.relay.deadlines import Deadlines
-from hub.relay.exposure import NO_RULES, ToolRules
+from hub.relay.exposure import NO_RULES
 from hub.relay.hosts import Hosts
 from hub.relay.inflight import InFlight
 from hub.relay.ports import HostRequest
@@ -62,6 +60,9 @@ class Router:
         self._wait_for_start = starting  # bounded wait for children still starting with the hub
         self.flight = InFlight()
         self.deadlines: Deadlines = self.flight.deadlines  # read by every call: a plain attribute, not a property
+        self.run = self.flight.run  # the relay's tasks (hub.relay.inflight), started with `task_group.start`
+        self.spawn = self.flight.spawn
+        self.wait_idle = self.flight.wait_idle
         self.redact = redact  # `redact_output`: a result with the secrets the hub knows replaced
         self.tasks = Tasks(  # the tasks the hub hands out (hub.relay.tasks), for any identity its policy allows
             admission.shared,
@@ -72,16 +73,6 @@ class Router:
             lambda identity, tool: admission.decide(identity, tool, catalog.namespace.writes(tool)).allowed,
         )
 
-    async def run(self, *, task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
-        """The relay's tasks (hub.relay.inflight), until cancelled; started with `task_group.start`."""
-        await self.flight.run(task_status=task_status)
-
-    def spawn(self, func: Callable[..., Coroutine[Any, Any, Any]], *args: Any) -> None:
-        self.flight.spawn(func, *args)
-
-    async def wait_idle(self) -> None:
-        await self.flight.wait_idle()
-
     @property
     def in_flight(self) -> int:
         return self.flight.count
@@ -89,8 +80,6 @@ class Router:
     @property
     def last_request(self) -> float:
         return self.flight.last_request
-
-    # ---- route --------------------------------------------------------------------------------------------------
 
     def route(self, request: HostRequest, waited: bool = False) -> None:
         """Answer a routed request (now, or when its call ends). `waited`: its children still starting were waited
@@ -216,8 +205,6 @@ class Router:
         await self._wait_for_start(starting)
         self.route(request, waited=True)
 
-    # ---- admission ----------------------------------------------------------------------------------------------
-
     def _dispatch(
         self, request: HostRequest, waited: bool, kind: str, exposed: str, route: Route | None, params: dict[str, Any]
     ) -> None:
@@ -241,7 +228,7 @@ class Router:
             )
         rules = namespace.tool_rules.get(exposed, NO_RULES) if kind == "tool" else NO_RULES
         if rules.confirm or self.admission.per_minute(request) is not None:
-            self.flight.stage(request, self._admit, request, route, exposed, params, decision.rule, rules)
+            self.flight.stage(request, self._admit, request, route, exposed, params, decision.rule)
             return
         if rules is not NO_RULES:
             try:
@@ -252,32 +239,23 @@ class Router:
         self.start_call(request, route, exposed, params, decision.rule)
 
     async def _admit(
-        self,
-        request: HostRequest,
-        route: Route,
-        exposed: str,
-        params: dict[str, Any],
-        rule: str | None,
-        rules: ToolRules,
+        self, request: HostRequest, route: Route, exposed: str, params: dict[str, Any], rule: str | None
     ) -> None:
         """The admission steps that wait, as a staged step: the identity's rate window before anything else of the
         request, then its arguments and, for a tool under `confirm:`, its user's explicit yes."""
+        rules = self.catalog.namespace.tool_rules.get(exposed, NO_RULES) if request.method == "tools/call" else NO_RULES
         try:
             if self.admission.per_minute(request) is not None:
                 await self.admission.take_rate(request.session.identity)
             params = self.admission.arguments(exposed, params, rules)
-            confirmed = None
             if rules.confirm:
                 if not await self.admission.confirmed(request, route, exposed, rule):
                     return  # a 2026-07-28 host was sent the question; its answer comes as a request of its own
                 params = {k: v for k, v in params.items() if k not in ("requestState", "inputResponses")}
-                confirmed = "accepted"
             # Refused too if its identity reached its limit in flight while it waited.
-            self.start_call(request, route, exposed, params, rule, confirmed)
+            self.start_call(request, route, exposed, params, rule, "accepted" if rules.confirm else None)
         except errors.HubError as error:
             self.refuse(request, error, route.child, rule)
-
-    # ---- the call -----------------------------------------------------------------------------------------------
 
     def start_call(
         self,
