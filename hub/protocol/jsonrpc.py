@@ -387,12 +387,11 @@ def _answer_shaped(data: dict[str, Any]) -> bool:
     return "method" not in data and ("result" in data or "error" in data)
 
 
+_KINDS = {type(None): "null", bool: "a boolean", int: "a number", float: "a number", str: "a string", list: "an array"}
+
+
 def _kind(value: Any) -> str:
-    if value is None:
-        return "null"
-    return {bool: "a boolean", int: "a number", float: "a number", str: "a string", list: "an array"}.get(
-        type(value), "an object"
-    )
+    return _KINDS.get(type(value), "an object")
 
 
 def _first_line(exc: Exception) -> str:

@@ -112,11 +112,8 @@ def has_envelope(params: Mapping[str, Any]) -> bool:
 
 
 def read_envelope(params: Mapping[str, Any]) -> Envelope:
-    """The envelope of a 2026-07-28 request.
-
-    Raises:
-        EnvelopeError: a required key is missing or malformed (-32602), or the version is not served (-32022).
-    """
+    """The envelope of a 2026-07-28 request; EnvelopeError if a required key is missing or malformed (-32602), or
+    the version is not served (-32022)."""
     meta = params.get("_meta")
     if type(meta) is not dict:
         raise EnvelopeError(INVALID_PARAMS, f"params._meta must be an object carrying {PROTOCOL_VERSION_KEY!r}")

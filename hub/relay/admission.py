@@ -108,12 +108,9 @@ class Admission:
             self._in_flight.pop(quota, None)  # nothing kept for an identity with nothing in flight
 
     async def confirmed(self, request: HostRequest, route: Route, exposed: str, rule: str | None) -> bool:
-        """True on the user's explicit yes; False when a 2026-07-28 host was answered with the question (its
-        answer comes as a request of its own, with the round's sealed state).
-
-        Raises:
-            errors.NotConfirmed: no; no way to ask (the host declared no elicitation); a round's state not accepted.
-        """
+        """True on the user's explicit yes; False when a 2026-07-28 host was answered with the question (its answer
+        comes as a request of its own, with the round's sealed state). NotConfirmed on a no, when the host cannot be
+        asked (it declared no elicitation), or for a round's state that is not accepted."""
         arguments = request.params.get("arguments")  # the host's own, which the user is shown and the state binds
         identity = request.session.identity.name
         state = request.params.get("requestState")

@@ -92,7 +92,7 @@ class Call:
         self._asked = 0
         self._declared: dict[str, bool] = {}  # the parked host request's capabilities
         self._final: tuple[bytes | None, errors.HubError | None, str] | None = None  # answered while parked
-        self._resend: dict[str, Any] | None = None  # an input round's resend, waiting for a slot
+        self._resend: dict[str, Any] | None = None  # the last input round's params, sent in place of the call's
 
     @property
     def modern_host(self) -> bool:
@@ -112,11 +112,11 @@ class Call:
         except errors.HubError as error:
             self.finish(error)
             return
-        self._take_slot(self.params)
+        self._take_slot()
 
-    def _take_slot(self, params: dict[str, Any]) -> None:
-        """The one admission to the child's slots, for the call and each input round's resend: `params` is sent
-        now if a slot is free, else when one is (`admitted`); a full queue refuses it as Busy."""
+    def _take_slot(self) -> None:
+        """The one admission to the child's slots, for the call and each input round's resend: sent now if a slot
+        is free, else when one is (`admitted`); a full queue refuses it as Busy."""
         try:
             admitted = self.child.slots.take(self)
         except errors.Busy as busy:
@@ -124,7 +124,7 @@ class Call:
             return
         if admitted:
             self.holds_slot = True
-            self._send(params)
+            self._send()
         elif self.deadline == math.inf:  # waiting for a slot counts against the same deadline
             self.deadline = time.monotonic() + self.window
             self.router.deadlines.add(self)
@@ -134,10 +134,11 @@ class Call:
         if self.done:  # cancelled while it waited
             self._release()
             return
-        self._send(self.params if self._resend is None else self._resend)
+        self._send()
 
-    def _send(self, params: dict[str, Any]) -> None:
+    def _send(self) -> None:
         assert self.connection is not None
+        params = self.params if self._resend is None else self._resend
         level = self.request.log_level if self.request is not None and self.modern_host else self.child.log_level
         try:
             self.child_id = self.connection.send(self.method, params, self, progress=True, log_level=level)
@@ -322,8 +323,8 @@ class Call:
         params = {**self.params, "inputResponses": responses}
         if "requestState" in result:
             params["requestState"] = result["requestState"]
-        self._resend = params  # what `admitted` sends if the resend has to wait for a slot
-        self._take_slot(params)  # re-admitted; a full queue refuses the round as it would a call
+        self._resend = params
+        self._take_slot()  # re-admitted; a full queue refuses the round as it would a call
 
     async def _ask_host(self, method: Any, params: dict[str, Any]) -> dict[str, Any]:
         kind = ASKS.get(method) if isinstance(method, str) else None

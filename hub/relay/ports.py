@@ -31,11 +31,8 @@ class SessionPort(Protocol):
     def log(self, params: dict[str, Any]) -> None: ...  # a child's log message for it, outside any request
 
     async def ask(self, method: str, params: dict[str, Any], limit_s: float) -> dict[str, Any]:
-        """A request to the host outside any request of its own (a child's roots/list, say).
-
-        Raises:
-            AskFailed: the host answered with an error, did not answer in time, or cannot be asked.
-        """
+        """A request to the host outside any request of its own (a child's roots/list, say); AskFailed if the host
+        answered with an error, did not answer in time, or cannot be asked."""
 
 
 class HostRequest(Protocol):
@@ -64,8 +61,5 @@ class HostRequest(Protocol):
     def log(self, params: dict[str, Any]) -> None: ...  # a child's log message during it, if the host wants it
 
     async def ask(self, method: str, params: dict[str, Any], limit_s: float) -> dict[str, Any]:
-        """A request to the host on this request's stream (sampling, elicitation, roots).
-
-        Raises:
-            AskFailed: as `SessionPort.ask`, or the request was answered first.
-        """
+        """A request to the host on this request's stream (sampling, elicitation, roots); AskFailed as
+        `SessionPort.ask`, or if the request was answered first."""
