@@ -35,7 +35,6 @@ class InFlight:
         self._staged: dict[Key, tuple[anyio.CancelScope, HostRequest]] = {}
         self.parked: dict[str, Call] = {}  # by token, until the host comes back with the round's answers
         self._idle: anyio.Event | None = None  # set when the last call in flight ends (`wait_idle`)
-        self.last_request = 0.0  # when the last routed request arrived (monotonic): the drain waits for quiet
         self._tg: TaskGroup | None = None
 
     async def run(self, *, task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:

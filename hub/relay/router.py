@@ -63,6 +63,7 @@ class Router:
         self.run = self.flight.run  # the relay's tasks (hub.relay.inflight), started with `task_group.start`
         self.spawn = self.flight.spawn
         self.wait_idle = self.flight.wait_idle
+        self.last_request = 0.0  # when the last routed request arrived (monotonic): the drain waits for quiet
         self.redact = redact  # `redact_output`: a result with the secrets the hub knows replaced
         self.tasks = Tasks(  # the tasks the hub hands out (hub.relay.tasks), for any identity its policy allows
             admission.shared,
@@ -77,14 +78,10 @@ class Router:
     def in_flight(self) -> int:
         return self.flight.count
 
-    @property
-    def last_request(self) -> float:
-        return self.flight.last_request
-
     def route(self, request: HostRequest, waited: bool = False) -> None:
         """Answer a routed request (now, or when its call ends). `waited`: its children still starting were waited
         for once already."""
-        self.flight.last_request = time.monotonic()
+        self.last_request = time.monotonic()
         method, params = request.method, request.params
         namespace = self.catalog.namespace
         try:
