@@ -2,11 +2,11 @@
 
     HubError                       the message names the cause and, where there is one, the fix
     ├── BadRequest                 the host's request has params it cannot have (-32602)
-    │   └── ArgumentRefused        an argument the config fixes or constrains, refused before the call leaves
+    │   └── ArgumentRefused        an argument the config fixes or constrains: an isError result the model reads
     ├── InvalidRequest             the host's request is not valid as a request (-32600: an id already in flight)
     ├── UnknownName                no child serves this tool, prompt or resource (-32602)
-    │   └── Denied                 the caller's policy hides it: answered exactly as an unknown name, logged as denied
-    ├── HeldBack                   the config holds the tool back: not read-only, or changed since its pin
+    │   └── Denied                 the caller's policy hides it: answered as an unknown name, logged as denied
+    ├── HeldBack                   the config holds the tool back (read_only, or quarantined: changed since its pin)
     ├── NotConfirmed               the host's user did not confirm a call that needs it, or could not be asked
     ├── Unavailable                the child is not ready, or its connection ended during the request
     ├── Busy                       the child has max_concurrency requests in flight and max_queue waiting
@@ -55,9 +55,6 @@ class UnknownName(HubError):
 
 
 class Denied(UnknownName):
-    """A name the caller may not use. The host gets what it would for a name that does not exist (no enumeration
-    of what others may use); the call log says `denied` and which rule decided."""
-
     outcome = "denied"
 
     def __init__(self, shown: HubError, rule: str | None) -> None:
@@ -68,9 +65,6 @@ class Denied(UnknownName):
 
 
 class ArgumentRefused(BadRequest):
-    """An argument value the operator's config does not allow. Answered to a tools/call as an isError result, as
-    the protocol asks for input errors, so that the model reads which argument and can correct it."""
-
     outcome = "invalid_arguments"
     tool_result = True
 
@@ -79,9 +73,6 @@ class ArgumentRefused(BadRequest):
 
 
 class HeldBack(HubError):
-    """A tool the config holds back (`read_only`, or `quarantined`: changed or new since servers.lock). Not listed;
-    a host that calls it anyway gets why, and the command that changes it."""
-
     code = INVALID_PARAMS
 
     def __init__(self, message: str, outcome: str) -> None:
@@ -90,8 +81,6 @@ class HeldBack(HubError):
 
 
 class NotConfirmed(HubError):
-    """A call that needs the user's confirmation and did not get it (declined, cancelled, or no way to ask)."""
-
     outcome = "not_confirmed"
 
 
@@ -121,11 +110,8 @@ class ChildError(HubError):
 
 
 def child_error(child: str, error: dict[str, Any]) -> HubError:
-    """A child's JSON-RPC error as the host gets it: its code and data, the message naming the child.
-
-    A child that answers "connection closed" (-32000, as the SDK's servers do when their stdin closes under a
-    request) is going away: that is the child being unavailable, not an error of the request.
-    """
+    """A child's JSON-RPC error as the host gets it: its code and data, the message naming the child. "Connection
+    closed" (-32000, an SDK server whose stdin closes under a request) is the child being unavailable."""
     code = error.get("code")
     message = error.get("message")
     if code == CONNECTION_CLOSED:

@@ -1,11 +1,9 @@
-"""MCP extensions (`capabilities.extensions`, SEP-2133) as the hub negotiates them, both ways.
+"""MCP extensions (`capabilities.extensions`, SEP-2133) as the hub negotiates them, both ways (decision 016).
 
-An extension is named `{vendor-prefix}/{name}` and declared in `capabilities.extensions` (client and server alike),
-a map of extension name to its settings object. The hub sits between a host and its children, so it declares on
-either side only what it can carry from one to the other: the extensions in `RELAYABLE`. A child is told the
-extensions its host declared (on a connection of that host's own) or, where one connection serves every host, what
-the hub relays (decision 016); a host is told the relayable extensions its children declared. An extension the hub
-does not know is declared on neither side: a child could otherwise rely on requests or fields the hub drops.
+The hub declares on either side only what it can carry from one to the other (`RELAYABLE`): a child is told the
+extensions its host declared (on a connection of that host's own) or, on the connection that serves every host, what
+the hub relays; a host is told the relayable extensions its children declared. An extension the hub does not know
+is declared on neither side: a child could otherwise rely on requests or fields the hub drops.
 """
 
 from __future__ import annotations
@@ -20,9 +18,7 @@ UI = "io.modelcontextprotocol/ui"
 # The extensions the hub knows how to relay, by name: the client settings it declares for each to a child that serves
 # every host (the shared connection), where no one host's settings can be passed on. Add one here once the relay
 # carries what it needs (its methods routed, its fields and URIs renamed).
-RELAYABLE: dict[str, dict[str, Any]] = {
-    UI: {"mimeTypes": ["text/html;profile=mcp-app"]},
-}
+RELAYABLE: dict[str, dict[str, Any]] = {UI: {"mimeTypes": ["text/html;profile=mcp-app"]}}
 
 # Methods that belong to an extension, by method name (or by prefix, ending in "/"): a request for one that the hub
 # does not serve is refused naming the extension. The `ui/` methods run between an app and its host; none of them
@@ -73,12 +69,9 @@ def server_capabilities(base: Mapping[str, Any], extensions: Mapping[str, Any]) 
 
 def owner(method: str) -> str | None:
     """The extension `method` belongs to (`METHODS`), if it is one's."""
-    found = METHODS.get(method)
-    if found is None:
-        found = next(
-            (name for prefix, name in METHODS.items() if prefix.endswith("/") and method.startswith(prefix)), None
-        )
-    return found
+    return METHODS.get(method) or next(
+        (name for prefix, name in METHODS.items() if prefix.endswith("/") and method.startswith(prefix)), None
+    )
 
 
 def method_not_found(method: str) -> str:
@@ -86,7 +79,7 @@ def method_not_found(method: str) -> str:
     extension's."""
     quoted = repr(method)[:200]
     extension = owner(method)
-    if extension is not None and extension == UI:
+    if extension == UI:
         return (
             f"Method not found: {quoted} belongs to the extension {extension!r}, between an app and its host; "
             "it never reaches a server"

@@ -1,10 +1,7 @@
 """The headers a 2026-07-28 Streamable HTTP request mirrors from its body, as the hub sends them to a server (a URL
-child, or the hub behind `hub connect`): `Mcp-Method`, `Mcp-Name` (the tool or prompt name, the resource URI) and,
-for a `tools/call`, one `Mcp-Param-{Name}` per argument whose input-schema property is marked `x-mcp-header`.
-
-Values that no header can carry as they are (non-ASCII, control characters, edge whitespace, the sentinel itself)
-travel base64-wrapped (`=?base64?...?=`). The encoding and the reading of `x-mcp-header` are the SDK's
-(`mcp.shared.inbound`, the same code its servers validate with), imported on first use.
+child, or the hub behind `hub connect`): `Mcp-Method`, `Mcp-Name` and, for a `tools/call`, one `Mcp-Param-{Name}`
+per argument whose input-schema property is marked `x-mcp-header`. The encoding (base64-wrapped where a header cannot
+carry a value as it is) and the reading of `x-mcp-header` are the SDK's (`mcp.shared.inbound`), imported on first use.
 """
 
 from __future__ import annotations
@@ -39,8 +36,8 @@ def routing_headers(method: str, params: Mapping[str, Any], param_map: HeaderMap
 
 
 def header_problem(schema: Any) -> str | None:
-    """What is wrong with the `x-mcp-header` annotations of a tool's input schema, None if nothing: the SDK's check,
-    the one its servers validate with. A tool with a problem is left out of listings, as the revision says."""
+    """What is wrong with the `x-mcp-header` annotations of a tool's input schema (the SDK's check), None if nothing.
+    A tool with a problem is left out of listings, as the revision says."""
     from mcp.shared.inbound import find_invalid_x_mcp_header
 
     return find_invalid_x_mcp_header(schema)
@@ -78,8 +75,7 @@ class ToolHeaders:
         self._names = frozenset(name for tool in listed if isinstance(name := tool.get("name"), str))
 
     def listed(self, name: object) -> bool:
-        """Whether the last listing `learn` was given has the tool `name` (a name that is no string: nothing to
-        learn, so yes)."""
+        """Whether the last listing `learn` was given has the tool `name` (a name that is no string: yes)."""
         return not isinstance(name, str) or name in self._names
 
     def of(self, tools: tuple[Mapping[str, Any], ...], name: str) -> HeaderMap | None:

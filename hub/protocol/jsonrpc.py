@@ -1,27 +1,10 @@
 """JSON-RPC 2.0 framing for both sides of the hub: decoding a line, telling what it is, encoding an answer.
 
-Every byte sequence a peer can send ends as one of the kinds below, never as an exception out of this module:
-
-- `Request` / `Notification` / `Response`: a well-formed message (`params` an object or absent);
-- `Invalid`: not a message we can act on. It keeps the request id when one was usable, so that the caller can answer
-  with the error code JSON-RPC names (-32700 parse error, -32600 invalid request, -32602 invalid params) and the
-  reason; without a usable id the caller logs it instead (nothing can be answered).
-
-Decoding is bounded: a line is at most the reader's limit (the readers cut longer ones before they get here), and
-JSON nested deeper than the interpreter allows is an error, not a crash. A message that cannot be decoded still
-keeps its id where one is usable, so that its sender gets an answer rather than waiting for its own timeout:
-
-- bytes that are not UTF-8 (outside the id), or `NaN` / `Infinity` (which Python reads and JSON does not have):
-  -32700, with the id read from the rest of the message;
-- nesting too deep to decode: the message's top level is read member by member; the id is kept when it comes
-  before the member that is too deep, or is the message's last member. Too deep in `params` is -32602, anywhere
-  else -32600.
-
-Encoding never fails on what decoding let through: a lone surrogate (a JavaScript peer that cut an emoji in half)
-is written as its `\\uXXXX` escape. What cannot be written as JSON (nesting too deep, a number out of range such
-as `1e999`, which decodes to infinity) is an `EncodeError`, never `NaN` or `Infinity` on the wire. Toward a child
-the hub writes strictly (`encode_strict`): a lone surrogate is valid JSON text but not Unicode, and a child's
-decoder may choke on it without answering, so it is a `LoneSurrogate` naming where it is, and nothing is written.
+Every byte sequence a peer can send ends as a `Request`, `Notification`, `Response` or `Invalid`, never as an
+exception out of this module. `Invalid` keeps the request id wherever the fault does not touch it, with the code
+JSON-RPC names, so that its sender gets an answer rather than waiting for its own timeout (the rules: "Bad input" in
+docs/operations.md). Encoding never fails on what decoding let through: a lone surrogate is written as its escape;
+what cannot be JSON (too deep, `1e999`) is an `EncodeError`. Toward a child the hub writes strictly (`encode_strict`).
 """
 
 from __future__ import annotations
@@ -82,11 +65,8 @@ class EncodeError(ValueError):
 
 
 def encode(value: Any) -> bytes:
-    """Compact UTF-8 JSON; lone surrogates are escaped rather than refused.
-
-    Raises:
-        EncodeError: `value` is nested too deeply to encode, or holds a float JSON cannot write (infinity).
-    """
+    """Compact UTF-8 JSON; lone surrogates are escaped rather than refused. EncodeError: `value` is nested too
+    deeply to encode, or holds a float JSON cannot write (infinity)."""
     try:
         try:
             return _UTF8.encode(value).encode()
@@ -107,13 +87,9 @@ class LoneSurrogate(EncodeError):
 
 
 def encode_strict(value: Any) -> bytes:
-    """Compact UTF-8 JSON, as a peer that decodes strictly can read it: one encoding, and only when it fails on a
-    lone surrogate are the message's strings walked to name where.
-
-    Raises:
-        LoneSurrogate: a string or key in `value` holds a lone surrogate.
-        EncodeError: as `encode`.
-    """
+    """Compact UTF-8 JSON, as a peer that decodes strictly can read it (a lone surrogate is valid JSON text but not
+    Unicode: a child's decoder may choke on it without answering). LoneSurrogate names where one is; EncodeError as
+    `encode`."""
     try:
         return _UTF8.encode(value).encode()
     except UnicodeEncodeError:
@@ -125,8 +101,7 @@ def encode_strict(value: Any) -> bytes:
 
 
 def surrogate_path(value: Any) -> str:
-    """Where a string holding a lone surrogate is in `value`: `a.b[2].c` (a key that holds one is named with its
-    escape), or "" when none does."""
+    """Where a string (or key) holding a lone surrogate is in `value`: `a.b[2].c`, or "" when none does."""
     stack: list[tuple[Any, str]] = [(value, "")]
     while stack:
         item, path = stack.pop()
@@ -194,12 +169,9 @@ class Response:
 
 @dataclass(frozen=True, slots=True)
 class Invalid:
-    """What cannot be handled, and why. `id` is set when the peer can be answered (`code` says how).
-
-    What it was meant as, when that shows: `response`, an answer (no method, a result or an error) to a request
-    of ours under `id`: it is not answered back (its sender would take that for the answer to a request of its own
-    with the same id), the request it answers fails instead; `request`, a request (it has a method) of the peer's.
-    """
+    """What cannot be handled, and why. `id` is set when the peer can be answered (`code` says how). `response`: it
+    was meant as an answer to a request of ours under `id`, so it is not answered back (its sender would take that
+    for an answer of its own), the request it answers fails instead; `request`: it was meant as a request."""
 
     code: int
     reason: str
@@ -233,11 +205,8 @@ def parse(line: bytes) -> Message | list[Message]:
 
 
 def parse_answer(line: bytes) -> Message | list[Message]:
-    """`parse` for a child's line: a result of the usual shape also gives its result's exact bytes.
-
-    A result forwarded unchanged is then written without encoding it again (for a large result most of the hub's
-    work). The bytes are given only for `{"jsonrpc":"2.0","id":N,"result":{...}}` with nothing after the result.
-    """
+    """`parse` for a child's line; a result of the usual shape, `{"jsonrpc":"2.0","id":N,"result":{...}}` with
+    nothing after it, also gives its exact bytes, so that it is forwarded unchanged without encoding it again."""
     if line.startswith(_RESULT_LINE):
         if len(line) >= LARGE_ANSWER:
             large = _large_result(line)
@@ -264,11 +233,9 @@ def parse_answer(line: bytes) -> Message | list[Message]:
 
 
 def _large_result(line: bytes) -> Response | None:
-    """A large result of the usual shape, decoded by pydantic-core's parser (jiter): twice as fast as `json` on a
-    long text, which `json` decodes escape by escape. The result's bytes are the line between the head and its last
-    `}`, and they must decode whole as one object: a member after the result is trailing data, refused. None for
-    anything it refuses (not UTF-8, `NaN`, too deep, not of this shape): `parse_answer`'s own decoding then says
-    what it is, as for any line, so only a result both parsers read whole takes this way."""
+    """A large result of the usual shape, decoded by pydantic-core's parser (jiter), faster than `json` on a long
+    text. Its bytes (between the head and the line's last `}`) must decode whole as one object; None for anything
+    refused (not UTF-8, `NaN`, too deep, trailing data), which `parse_answer`'s own decoding then names."""
     head = _RESULT_HEAD_BYTES.match(line)
     body = line.rstrip()
     if head is None or not body.endswith(b"}"):
@@ -291,8 +258,7 @@ _LEADING_ID = re.compile(
 
 
 def leading_id(head: bytes) -> RequestId | None:
-    """The id of a message cut short (over a size limit), if it comes first: `{"jsonrpc":"2.0","id":...` or
-    `{"id":...`. Only the first bytes of the message are needed."""
+    """The id of a message cut short (over a size limit), if it comes first: `{"jsonrpc":"2.0","id":...`."""
     found = _LEADING_ID.match(head)
     if found is None:
         return None
@@ -322,8 +288,8 @@ def _with_id(kept: str, replaced: str, reason: str) -> Invalid:
 
 
 def _too_deep(text: str) -> Message:
-    """A line nested beyond what the decoder can take, answered as the module's docstring says (most writers put
-    the id first or last); the error names the member that is too deep."""
+    """A line nested beyond what the decoder can take: the id is kept when it comes before the member too deep or
+    is the last member (most writers put it first or last); the error names that member (-32602 for `params`)."""
     members, deep = _top_level(text)
     if deep is None:
         return Invalid(PARSE_ERROR, "parse error: the message is nested too deeply to decode")
@@ -421,12 +387,11 @@ def _answer_shaped(data: dict[str, Any]) -> bool:
     return "method" not in data and ("result" in data or "error" in data)
 
 
+_KINDS = {type(None): "null", bool: "a boolean", int: "a number", float: "a number", str: "a string", list: "an array"}
+
+
 def _kind(value: Any) -> str:
-    if value is None:
-        return "null"
-    return {bool: "a boolean", int: "a number", float: "a number", str: "a string", list: "an array"}.get(
-        type(value), "an object"
-    )
+    return _KINDS.get(type(value), "an object")
 
 
 def _first_line(exc: Exception) -> str:
@@ -471,8 +436,8 @@ def _id(request_id: RequestId | None) -> bytes:
 
 
 def batch_refusals(items: list[Message]) -> list[bytes]:
-    """The answers to a JSON-RPC batch, which MCP does not have: each request in it (and each invalid message with
-    an id) is told so; notifications and answers in it get nothing."""
+    """The answers to a JSON-RPC batch, which MCP does not have: each request (or invalid message with an id) in it
+    is told so."""
     lines = []
     refusal = "invalid request: JSON-RPC batches are not supported; send one message per line"
     for item in items:

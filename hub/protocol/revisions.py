@@ -1,13 +1,10 @@
 """The protocol revisions: which exist, what the hub says about itself in each, and how a result is shaped for one.
 
-Two eras. The handshake era (2024-11-05 ... 2025-11-25): `initialize`, then requests on a session that remembers
-the client's capabilities; the server may send the client requests and notifications of its own. The 2026-07-28
-era: no handshake; every request carries its own envelope in `params._meta` (version, capabilities, client info,
-log level), results carry `resultType` and the server's identity, and the server sends nothing on its own except
-on a `subscriptions/listen` stream.
-
-Model types per revision come from `mcp_types`, imported on first use: a host's `initialize` is answered before
-they are loaded, and the children are started meanwhile (see hub/cli/start.py).
+The handshake era (2024-11-05 ... 2025-11-25): `initialize`, then requests on a session that remembers the client's
+capabilities, and the server may send requests and notifications of its own. The 2026-07-28 era: no handshake; every
+request carries its envelope in `params._meta`, results carry `resultType` and the server's identity, and the server
+sends nothing on its own except on a `subscriptions/listen` stream. Model types per revision come from `mcp_types`,
+imported on first use (`load_models`), so that a host's `initialize` is answered before they are loaded.
 """
 
 from __future__ import annotations
@@ -65,14 +62,10 @@ def is_modern(version: str | None) -> bool:
     return version in MODERN_VERSIONS
 
 
-def negotiate(requested: Any) -> str:
-    """The handshake version the hub answers an `initialize` with: the host's, if the hub speaks it."""
-    return requested if requested in HANDSHAKE_VERSIONS else LATEST_HANDSHAKE
-
-
 def initialize_result(requested: Any, instructions: str | None = None) -> dict[str, Any]:
+    """The answer to `initialize`: in the host's handshake version, if the hub speaks it."""
     result: dict[str, Any] = {
-        "protocolVersion": negotiate(requested),
+        "protocolVersion": requested if requested in HANDSHAKE_VERSIONS else LATEST_HANDSHAKE,
         "capabilities": SERVER_CAPABILITIES,
         "serverInfo": SERVER_INFO,
     }
@@ -119,11 +112,8 @@ def has_envelope(params: Mapping[str, Any]) -> bool:
 
 
 def read_envelope(params: Mapping[str, Any]) -> Envelope:
-    """The envelope of a 2026-07-28 request.
-
-    Raises:
-        EnvelopeError: a required key is missing or malformed (-32602), or the version is not served (-32022).
-    """
+    """The envelope of a 2026-07-28 request; EnvelopeError if a required key is missing or malformed (-32602), or
+    the version is not served (-32022)."""
     meta = params.get("_meta")
     if type(meta) is not dict:
         raise EnvelopeError(INVALID_PARAMS, f"params._meta must be an object carrying {PROTOCOL_VERSION_KEY!r}")
@@ -155,11 +145,8 @@ def envelope_meta(log_level: str | None, capabilities: dict[str, Any] | None = N
 
 
 def child_meta(host_meta: Mapping[str, Any] | None) -> dict[str, Any]:
-    """The host's `_meta` as a child gets it: vendor keys kept; the progress token and protocol keys dropped.
-
-    The child gets the hub's own progress token (the hub relays progress under the host's), and the reserved keys
-    describe the host's connection, not the hub's connection to the child.
-    """
+    """The host's `_meta` as a child gets it: vendor keys kept; the progress token (the child gets the hub's own)
+    and the protocol keys (they describe the host's connection, not the hub's to the child) dropped."""
     if not host_meta:
         return {}
     return {k: v for k, v in host_meta.items() if k != "progressToken" and not k.startswith(META_PREFIX)}
@@ -169,10 +156,8 @@ def child_meta(host_meta: Mapping[str, Any] | None) -> dict[str, Any]:
 
 
 def stamp(result: dict[str, Any], method: str) -> dict[str, Any]:
-    """A result as a 2026-07-28 host must get it: `resultType`, the hub's identity, and cache hints.
-
-    A child's own stamp is replaced by the hub's (the host talks to the hub); its other `_meta` keys are kept.
-    """
+    """A result as a 2026-07-28 host must get it: `resultType`, the hub's identity (replacing a child's; its other
+    `_meta` keys kept), and cache hints."""
     shaped = dict(result)
     shaped.setdefault("resultType", "complete")
     if method in CACHEABLE and shaped["resultType"] == "complete":
@@ -197,16 +182,13 @@ def unstamp(result: dict[str, Any]) -> dict[str, Any]:
 
 
 def load_models() -> None:
-    """Import the per-revision models (`mcp_types`: most of the hub's start-up CPU). Called in a worker thread as the
-    children start, so that the two overlap: a host's first listing needs both."""
+    """Import the per-revision models (most of the hub's start-up CPU), in a worker thread as the children start."""
     from mcp_types import methods  # noqa: F401
 
 
 def sieve_items(method: str, key: str, version: str, items: tuple[dict[str, Any], ...]) -> tuple[list[Any], list[str]]:
-    """Each listed item as `version` defines it (fields it does not know dropped), and the problems met.
-
-    Item by item, so that one child's malformed tool costs that tool only; it is left out and named.
-    """
+    """Each listed item as `version` defines it (fields it does not know dropped), and the problems met: item by
+    item, so that one child's malformed tool costs that tool only (left out and named)."""
     from mcp_types import methods
     from pydantic import ValidationError
 

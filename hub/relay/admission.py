@@ -1,11 +1,8 @@
 """Admission: whether a routed request may become a call, decided before anything of it starts (the checks and
-their order: docs/architecture.md).
-
-Each check either passes (the policy's `Decision`: allowed, by which rule; the checked params) or raises the
+their order: docs/architecture.md). Each check passes (the policy's `Decision`; the checked params) or raises the
 `HubError` the host is answered with; none sends anything to a child. The two that wait (the identity's rate window
-in the shared state, `hub.state.rate`; the user's answer to a confirmation) are awaited in the router's staged step
-(`hub.relay.inflight`). One identity's burst must not take a shared hub's capacity from everyone else: its limits
-(`Policy.limits_for`) count every routed request but subscriptions; listings are not counted.
+in the shared state, `hub.state.rate`; the user's answer to a confirmation) are awaited in the router's staged step.
+An identity's limits (`Policy.limits_for`) count every routed request but subscriptions; listings are not counted.
 """
 
 from __future__ import annotations
@@ -56,7 +53,6 @@ class Admission:
         self._timeout_of = timeout_of  # a child's `timeout` by name (None: removed): how long a user is asked
 
     def decide(self, identity: Identity, exposed: str, writes: bool) -> Decision:
-        """The caller's policy on a name: allowed or not, and by which rule."""
         return self.policy().decide(identity, exposed, writes=writes)
 
     def per_minute(self, request: HostRequest) -> int | None:
@@ -67,12 +63,7 @@ class Admission:
         return policy.limits_for(request.session.identity).requests_per_minute
 
     async def take_rate(self, identity: Identity) -> None:
-        """Take the request from its identity's window (hub.state: this process's or the replicas') before
-        anything else of it.
-
-        Raises:
-            RateLimited: over the identity's limit.
-        """
+        """Take the request from its identity's window (this process's or the replicas'); RateLimited if over."""
         limits = self.policy().limits_for(identity)
         if limits.requests_per_minute is not None:
             taken = await self.shared.take(identity.name, limits.requests_per_minute)
@@ -90,11 +81,8 @@ class Admission:
         return {**params, "arguments": check_arguments(rules, exposed, params.get("arguments"))}
 
     def take_quota(self, request: HostRequest) -> str | None:
-        """Count the call against its identity's limits in this process; the identity to release it for, or None.
-
-        Raises:
-            RateLimited: over its limit in flight.
-        """
+        """Count the call against its identity's limits in this process; the identity to `release` it for, or None.
+        RateLimited if over its limit in flight."""
         policy = self.policy()
         if not policy.limited or request.method in SUBSCRIPTIONS:
             return None
@@ -113,69 +101,54 @@ class Admission:
         return name
 
     def release(self, quota: str) -> None:
-        """One call that `take_quota` counted has ended."""
         in_flight = self._in_flight.get(quota, 0) - 1
         if in_flight > 0:
             self._in_flight[quota] = in_flight
         else:
             self._in_flight.pop(quota, None)  # nothing kept for an identity with nothing in flight
 
-    # ---- the confirmation step ---------------------------------------------------------------------------------
-
-    def can_confirm(self, request: HostRequest, exposed: str, child: str) -> None:
-        """Refuse now a call that needs its user's yes from a host that cannot be asked.
-
-        Raises:
-            errors.NotConfirmed: the host declared no elicitation, and this is no 2026-07-28 round's answer.
-        """
-        modern = revisions.is_modern(request.version)
-        if not (modern and isinstance(request.params.get("requestState"), str)) and not request.declared("elicitation"):
-            raise errors.NotConfirmed(
-                f"the tool {exposed!r} needs its user's confirmation (`confirm:` of server '{child}'), "
-                "and this host cannot ask for it: it did not declare the elicitation capability. Call it from a "
-                "host that supports elicitation, or ask the hub's operator"
-            )
-
     async def confirmed(self, request: HostRequest, route: Route, exposed: str, rule: str | None) -> bool:
-        """True on the user's explicit yes; False when a 2026-07-28 host was answered with the question (its
-        answer comes as a request of its own, with the round's sealed state).
-
-        Raises:
-            errors.NotConfirmed: no, or no way to ask, or a round's state that is not accepted.
-        """
+        """True on the user's explicit yes; False when a 2026-07-28 host was answered with the question (its answer
+        comes as a request of its own, with the round's sealed state). NotConfirmed on a no, when the host cannot be
+        asked (it declared no elicitation), or for a round's state that is not accepted."""
         arguments = request.params.get("arguments")  # the host's own, which the user is shown and the state binds
         identity = request.session.identity.name
         state = request.params.get("requestState")
-        refused = errors.NotConfirmed(f"the user did not confirm the call of {exposed!r}; it was not run")
-        if revisions.is_modern(request.version) and isinstance(state, str):
+        modern = revisions.is_modern(request.version)
+        if modern and isinstance(state, str):
             await self.seals.open(state, identity, exposed, arguments)
             responses = request.params.get("inputResponses")
-            if not said_yes(responses.get(INPUT_KEY) if isinstance(responses, dict) else None):
-                raise refused
-            return True
-        shown = json.dumps(self._redact(arguments if arguments is not None else {}), indent=2, default=repr)
-        asked = question(exposed, route.child, arguments, shown)
-        if revisions.is_modern(request.version):
-            answer = {
-                "resultType": "input_required",
-                "inputRequests": {INPUT_KEY: {"method": "elicitation/create", "params": asked}},
-                "requestState": await self.seals.seal(identity, exposed, arguments),
-            }
-            body = encode(revisions.stamp(answer, request.method))
-            request.respond(body)
-            self._record.line(
-                request, route.child, exposed, route.original, time.perf_counter(), "input_required", None,
-                len(body), None, rule, None, "asked",
-            )  # fmt: skip
-            return False
-        limit = self._timeout_of(route.child)
-        try:
-            answer = await request.ask("elicitation/create", asked, STATE_TTL if limit is None else limit)
-        except AskFailed as failure:
-            why = failure.error.get("message")
+            answer = responses.get(INPUT_KEY) if isinstance(responses, dict) else None
+        elif not request.declared("elicitation"):
             raise errors.NotConfirmed(
-                f"the user could not be asked to confirm {exposed!r} ({why}); it was not run"
-            ) from None
+                f"the tool {exposed!r} needs its user's confirmation (`confirm:` of server '{route.child}'), "
+                "and this host cannot ask for it: it did not declare the elicitation capability. Call it from a "
+                "host that supports elicitation, or ask the hub's operator"
+            )
+        else:
+            shown = json.dumps(self._redact(arguments if arguments is not None else {}), indent=2, default=repr)
+            asked = question(exposed, route.child, shown)
+            if modern:
+                round_ = {
+                    "resultType": "input_required",
+                    "inputRequests": {INPUT_KEY: {"method": "elicitation/create", "params": asked}},
+                    "requestState": await self.seals.seal(identity, exposed, arguments),
+                }
+                body = encode(revisions.stamp(round_, request.method))
+                request.respond(body)
+                self._record.line(
+                    request, route.child, exposed, route.original, time.perf_counter(), "input_required", None,
+                    len(body), None, rule, None, "asked",
+                )  # fmt: skip
+                return False
+            limit = self._timeout_of(route.child)
+            try:
+                answer = await request.ask("elicitation/create", asked, STATE_TTL if limit is None else limit)
+            except AskFailed as failure:
+                why = failure.error.get("message")
+                raise errors.NotConfirmed(
+                    f"the user could not be asked to confirm {exposed!r} ({why}); it was not run"
+                ) from None
         if not said_yes(answer):
-            raise refused
+            raise errors.NotConfirmed(f"the user did not confirm the call of {exposed!r}; it was not run")
         return True

@@ -1,13 +1,5 @@
-"""MCP Apps (the `io.modelcontextprotocol/ui` extension) through the hub: what the catalog does to a child's tools
-so that a host can render and drive their apps (docs/namespace.md, docs/decisions/014-app-calls-by-own-name.md).
-
-- A tool's `_meta.ui.resourceUri` (and the older `_meta["ui/resourceUri"]`) is renamed as the child's `ui://`
-  resources are (`hub.relay.naming.expose_uri`: inside the `ui://` scheme), so that the host reads the app by the
-  URI the tool advertises.
-- An app calls its server's tools by the server's own names, through its host: `OwnNames` finds the one tool of
-  that own name the caller may use, or says that there is none or more than one (then the call is refused).
-- A tool whose `_meta.ui.visibility` leaves out `"model"` is for its app only: listed with its marking (the host
-  hides it from the model), never offered by `hub_search_tools`.
+"""MCP Apps (the `io.modelcontextprotocol/ui` extension) through the hub: app resource URIs renamed as the child's
+`ui://` resources are, an app's call by its server's own tool name, app-only tools (docs/namespace.md, decision 014).
 """
 
 from __future__ import annotations
@@ -27,8 +19,8 @@ def expose_app_uris(tool: dict[str, Any], prefix: str) -> dict[str, Any]:
 
 
 def app_only(tool: dict[str, Any]) -> bool:
-    """Whether the tool is for its app alone (`_meta.ui.visibility` without `"model"`): the model is never offered
-    it. No visibility, or one that is not a list, means the default: model and app."""
+    """Whether the tool is for its app alone (`_meta.ui.visibility` without `"model"`): listed with its marking, never
+    offered to the model. No visibility, or one that is not a list, means the default: model and app."""
     meta = tool.get("_meta")
     ui = meta.get("ui") if isinstance(meta, dict) else None
     visibility = ui.get("visibility") if isinstance(ui, dict) else None
@@ -36,11 +28,10 @@ def app_only(tool: dict[str, Any]) -> bool:
 
 
 class AmbiguousOwnName(Exception):
-    """More than one tool the caller may use has this own name: the hub does not guess which was meant."""
+    """More than one tool the caller may use has this own name (`exposed`): the hub does not guess which was meant."""
 
     def __init__(self, name: str, exposed: tuple[str, ...]) -> None:
         super().__init__(name)
-        self.name = name
         self.exposed = exposed
 
 

@@ -1,15 +1,9 @@
 """One host request routed to a child, from the child's slots to its one answer and call-log line (the call's
-contract: docs/architecture.md). Each rule is applied here once, for every transport and protocol era:
-
-- at the deadline (the timeout, moved by each progress of the child, never past max_timeout) the child is told the
-  request is cancelled and the host gets an error naming the child; on the host's cancel the host gets no answer;
-- the answer is the child's bytes as they came wherever nothing needs changing;
-- a 2026-07-28 child's `input_required` answer becomes real requests to a handshake-era host; a handshake-era
-  child's request during a 2026-07-28 host's call becomes an `input_required` answer, and the call is parked until
-  the host comes back with the answers (`hub.relay.rounds`).
-
-The child's frames for the call arrive through `Exchange` callbacks from the connection's reader; nothing here
-waits, except the tasks that ask the host something. The relay around a call is `CallOwner` (the router).
+contract: docs/architecture.md), the same for every transport and protocol era. The child's frames for the call
+arrive through `Exchange` callbacks from the connection's reader; nothing here waits, except the tasks that ask the
+host something. Input rounds go both ways: a 2026-07-28 child's `input_required` answer becomes real requests to a
+handshake-era host; a handshake-era child's request during a 2026-07-28 host's call becomes an `input_required`
+answer, and the call is parked until the host comes back with the answers (`hub.relay.rounds`).
 """
 
 from __future__ import annotations
@@ -57,24 +51,12 @@ class CallOwner(Protocol):
 
     @property
     def deadlines(self) -> Deadlines: ...
-
-    def spawn(self, func: Callable[..., Coroutine[Any, Any, Any]], *args: Any) -> None:
-        """Run a task of the call's (asking the host) in the relay's task group."""
-
-    def park(self, call: Call) -> str:
-        """The call answered its request with an input round: kept by its token, out of flight; the sealed
-        requestState of the round (hub.relay.rounds)."""
-
+    def spawn(self, func: Callable[..., Coroutine[Any, Any, Any]], *args: Any) -> None: ...  # in the relay's tasks
+    def park(self, call: Call) -> str: ...  # kept by its token, out of flight; its round's sealed requestState
     def unpark(self, call: Call) -> None: ...
-
-    def ended(self, call: Call) -> None:
-        """The call is answered (or cancelled): forgotten, its quota released."""
-
+    def ended(self, call: Call) -> None: ...  # answered (or cancelled): forgotten, its quota released
     def log_call(self, call: Call, outcome: str, error: errors.HubError | None, size: int) -> None: ...
-
-    def redact(self, value: Any) -> Any:
-        """A result with the secrets the hub knows replaced (`redact_output`)."""
-
+    def redact(self, value: Any) -> Any: ...  # a result with the secrets the hub knows replaced (`redact_output`)
     def settings(self) -> HubSettings: ...
 
 
@@ -92,7 +74,6 @@ class Call:
         self.params = params
         config = child.config
         self.window = child.timeout_for(original) if self.method == "tools/call" else config.timeout
-        self.max_timeout = max(config.max_timeout, self.window)
         self.deadline = math.inf
         self.ceiling = math.inf
         self.began = time.perf_counter()
@@ -111,7 +92,7 @@ class Call:
         self._asked = 0
         self._declared: dict[str, bool] = {}  # the parked host request's capabilities
         self._final: tuple[bytes | None, errors.HubError | None, str] | None = None  # answered while parked
-        self._resend: dict[str, Any] | None = None  # an input round's resend, waiting for a slot
+        self._resend: dict[str, Any] | None = None  # the last input round's params, sent in place of the call's
 
     @property
     def modern_host(self) -> bool:
@@ -123,16 +104,19 @@ class Call:
         belongs to no session), the call itself."""
         return self if self.token is not None or self.modern_host else self.session
 
-    # ---- admission and sending --------------------------------------------------------------------------------
+    def start(self, connection: Connection | None = None) -> None:
+        """Send the call on `connection` (by default the child's shared one) now, or queue it for a slot; a refusal
+        answers the host at once."""
+        try:
+            self.connection = connection or self.child.connection()
+        except errors.HubError as error:
+            self.finish(error)
+            return
+        self._take_slot()
 
-    def start(self, connection: Connection) -> None:
-        """Send the call on `connection` now, or queue it for a slot; a refusal answers the host at once."""
-        self.connection = connection
-        self._take_slot(self.params)
-
-    def _take_slot(self, params: dict[str, Any]) -> None:
-        """The one admission to the child's slots, for the call and each input round's resend: `params` is sent
-        now if a slot is free, else when one is (`admitted`); a full queue refuses it as Busy."""
+    def _take_slot(self) -> None:
+        """The one admission to the child's slots, for the call and each input round's resend: sent now if a slot
+        is free, else when one is (`admitted`); a full queue refuses it as Busy."""
         try:
             admitted = self.child.slots.take(self)
         except errors.Busy as busy:
@@ -140,7 +124,7 @@ class Call:
             return
         if admitted:
             self.holds_slot = True
-            self._send(params)
+            self._send()
         elif self.deadline == math.inf:  # waiting for a slot counts against the same deadline
             self.deadline = time.monotonic() + self.window
             self.router.deadlines.add(self)
@@ -150,10 +134,11 @@ class Call:
         if self.done:  # cancelled while it waited
             self._release()
             return
-        self._send(self.params if self._resend is None else self._resend)
+        self._send()
 
-    def _send(self, params: dict[str, Any]) -> None:
+    def _send(self) -> None:
         assert self.connection is not None
+        params = self.params if self._resend is None else self._resend
         level = self.request.log_level if self.request is not None and self.modern_host else self.child.log_level
         try:
             self.child_id = self.connection.send(self.method, params, self, progress=True, log_level=level)
@@ -163,7 +148,7 @@ class Call:
         self.connection.inflight[self] = None  # sent again (an input round): it keeps its place
         now = time.monotonic()
         if self.ceiling == math.inf:
-            self.ceiling = now + self.max_timeout
+            self.ceiling = now + max(self.child.config.max_timeout, self.window)
         self.deadline = min(now + self.window, self.ceiling)
         self.router.deadlines.add(self)
 
@@ -197,8 +182,7 @@ class Call:
         self._deliver(result, response.exact)
 
     def failed(self, error: errors.HubError) -> None:
-        if not self.done:
-            self.finish(error)
+        self.finish(error)
 
     def expire(self) -> None:
         if self.done:
@@ -209,24 +193,22 @@ class Call:
             _log.info("parked_call_uncollected", child=self.child.name, name=self.exposed)
             self._end("uncollected")
             return
+        name = self.child.name
         if self.child_id is None:  # still waiting for a slot
             self.child.slots.withdraw(self)
-            self.finish(
-                errors.Busy(
-                    f"server '{self.child.name}' is busy: the call waited {self.window:g}s for one of its "
-                    f"{self.child.slots.concurrency} slots (max_concurrency) and was given up",
-                    {"server": self.child.name},
-                )
+            error: errors.HubError = errors.Busy(
+                f"server '{name}' is busy: the call waited {self.window:g}s for one of its "
+                f"{self.child.slots.concurrency} slots (max_concurrency) and was given up",
+                {"server": name},
             )
-            return
-        elapsed = time.perf_counter() - self.began
-        self.finish(
-            errors.TimedOut(
-                f"server '{self.child.name}' did not answer within {elapsed:.3g}s (timeout {self.window:g}s); "
-                "the request was cancelled",
-                {"server": self.child.name},
+        else:
+            elapsed = time.perf_counter() - self.began
+            error = errors.TimedOut(
+                f"server '{name}' did not answer within {elapsed:.3g}s (timeout {self.window:g}s); the request was "
+                "cancelled",
+                {"server": name},
             )
-        )
+        self.finish(error)
 
     def cancel(self, reason: str | None) -> None:
         """The host cancelled the request: the child is told, and the host gets no answer."""
@@ -239,44 +221,31 @@ class Call:
             self.request.drop()
         self._end("cancelled")  # with the request kept: the router forgets it, and the call log names it
 
-    # ---- the answer ---------------------------------------------------------------------------------------------
-
     def _deliver(self, result: dict[str, Any], exact: bytes | None) -> None:
-        connection = self.connection
-        child_modern = connection is not None and connection.modern
-        if self.child.prefix and self.method in RENAMES_URIS and (exact is None or _URI_KEY.search(exact) is not None):
-            prefix = self.child.prefix
-            try:
-                renamed = map_uris(result, lambda uri: expose_uri(prefix, uri))
-            except RecursionError:  # a result nested deeper than renaming can walk: this call fails, not the reader
-                self.finish(
-                    errors.Unavailable(
-                        f"server '{self.child.name}' sent a result the hub cannot forward: it is nested too deeply"
-                    )
-                )
-                return
-            if renamed is not result:
-                result, exact = renamed, None
-        if self.method in WRAPPED and self.child.config.redact_output:
-            result, exact = self.router.redact(result), None
-        if self.method in WRAPPED and self._wraps():
-            source = f"{self.child.name}/{self.original}" if self.method == "tools/call" else self.child.name
-            result, exact = wrap_result(result, self.method, source), None
-        if self.modern_host:
-            result, exact = revisions.stamp(result, self.method), None
-        elif child_modern:
-            result, exact = revisions.unstamp(result), None
+        child, method = self.child, self.method
         try:
+            if child.prefix and method in RENAMES_URIS and (exact is None or _URI_KEY.search(exact) is not None):
+                prefix = child.prefix
+                renamed = map_uris(result, lambda uri: expose_uri(prefix, uri))
+                if renamed is not result:
+                    result, exact = renamed, None
+            if method in WRAPPED:
+                if child.config.redact_output:
+                    result, exact = self.router.redact(result), None
+                if (child.config.output or self.router.settings().output) == "wrap":
+                    source = f"{child.name}/{self.original}" if method == "tools/call" else child.name
+                    result, exact = wrap_result(result, method, source), None
+            if self.modern_host:
+                result, exact = revisions.stamp(result, method), None
+            elif self.connection is not None and self.connection.modern:
+                result, exact = revisions.unstamp(result), None
             body = exact if exact is not None else encode(result)
-        except ValueError as exc:
-            self.finish(errors.Unavailable(f"server '{self.child.name}' sent a result the hub cannot forward: {exc}"))
+        except (RecursionError, ValueError) as exc:  # a result the hub cannot forward: this call fails, not the reader
+            why = "it is nested too deeply" if isinstance(exc, RecursionError) else str(exc)
+            self.finish(errors.Unavailable(f"server '{child.name}' sent a result the hub cannot forward: {why}"))
             return
-        outcome = "tool_error" if self.method == "tools/call" and result.get("isError") is True else "ok"
+        outcome = "tool_error" if method == "tools/call" and result.get("isError") is True else "ok"
         self.finish(None, body, outcome)
-
-    def _wraps(self) -> bool:
-        own = self.child.config.output
-        return (self.router.settings().output if own is None else own) == "wrap"
 
     def finish(self, error: errors.HubError | None, body: bytes | None = None, outcome: str = "ok") -> None:
         """The call's one answer (`body`, or what `error` maps to), then its one call-log line."""
@@ -354,8 +323,8 @@ class Call:
         params = {**self.params, "inputResponses": responses}
         if "requestState" in result:
             params["requestState"] = result["requestState"]
-        self._resend = params  # what `admitted` sends if the resend has to wait for a slot
-        self._take_slot(params)  # re-admitted; a full queue refuses the round as it would a call
+        self._resend = params
+        self._take_slot()  # re-admitted; a full queue refuses the round as it would a call
 
     async def _ask_host(self, method: Any, params: dict[str, Any]) -> dict[str, Any]:
         kind = ASKS.get(method) if isinstance(method, str) else None

@@ -1,10 +1,6 @@
-"""Deadlines of the calls in flight: one heap and one task, whatever the number of calls.
-
-A call's deadline moves when its child reports progress (up to a ceiling), so an entry is checked when it comes
-due and pushed back if the call's deadline has moved meanwhile. Entries of calls that ended stay until they come
-due (they are dropped then), so that a new call rarely has to wake the watcher; but not in numbers: once they are
-most of the heap (calls end far sooner than their timeout), the heap is rebuilt without them, so that it holds
-(and keeps alive) no more than about twice the calls in flight.
+"""Deadlines of the calls in flight: one heap and one task, whatever the number of calls. An entry is checked when it
+comes due, and pushed back if its call's deadline moved meanwhile (progress). Entries of ended calls stay until they
+come due, so that a new call rarely wakes the watcher; once they are most of the heap, it is rebuilt without them.
 """
 
 from __future__ import annotations
@@ -24,8 +20,7 @@ COMPACT_AFTER = 256
 class Timed(Protocol):
     deadline: float  # time.monotonic() seconds; math.inf once it has ended
 
-    def expire(self) -> None:
-        """The deadline has passed (and was not moved)."""
+    def expire(self) -> None: ...  # the deadline has passed (and was not moved)
 
 
 class Deadlines:

@@ -1,10 +1,7 @@
-"""The host sessions the hub serves, and what reaches them outside any request of theirs.
-
-Handshake-era sessions get notifications on their own channel (stdio's wire, an HTTP session's GET stream);
-2026-07-28 hosts only on `subscriptions/listen` streams (`Listener`). Bursts of list changes from children are
-coalesced into one notification per kind. Resource subscriptions are counted here across sessions and listen
-streams alike (a handshake host's `resources/subscribe`, a 2026-07-28 host's `resourceSubscriptions`), so that a
-child is subscribed once, on the first host subscription of a URI, and unsubscribed on the last.
+"""The host sessions the hub serves, and what reaches them outside any request of theirs: handshake-era sessions on
+their own channel, 2026-07-28 hosts on `subscriptions/listen` streams (`Listener`). Bursts of list changes are
+coalesced into one notification per kind. Resource subscriptions are counted across sessions and listen streams, so
+that a child is subscribed on the first host subscription of a URI and unsubscribed on the last.
 """
 
 from __future__ import annotations
@@ -21,16 +18,11 @@ from hub.relay.ports import SessionPort
 # Several children changing at once (a reload, a burst of list_changed) make one notification per kind.
 BROADCAST_DEBOUNCE = 0.05
 
-LIST_CHANGED = {
-    "tools": "notifications/tools/list_changed",
-    "prompts": "notifications/prompts/list_changed",
-    "resources": "notifications/resources/list_changed",
-}
+LIST_CHANGED = {kind: f"notifications/{kind}/list_changed" for kind in ("tools", "prompts", "resources")}
 
 
 class Session(SessionPort, Protocol):
-    def notify(self, method: str, params: dict[str, Any]) -> None:
-        """A notification on the session's own channel (not about any request)."""
+    def notify(self, method: str, params: dict[str, Any]) -> None: ...  # on its own channel, about no request
 
 
 class Listener(Protocol):
@@ -38,13 +30,9 @@ class Listener(Protocol):
 
     @property
     def identity(self) -> Identity: ...
-
     @property
-    def uris(self) -> frozenset[str]:
-        """The exposed URIs whose updates it asked for (and may read)."""
-
+    def uris(self) -> frozenset[str]: ...  # the exposed URIs whose updates it asked for (and may read)
     def wants(self, method: str, uri: str | None) -> bool: ...
-
     def send(self, method: str, params: dict[str, Any]) -> None: ...
 
 
@@ -70,15 +58,7 @@ class Hosts:
         """Forget a session that ended; the URIs that nobody is subscribed to any more."""
         if session in self.sessions:
             self.sessions.remove(session)
-        left = []
-        for uri, subscribers in list(self._subscriptions.items()):
-            if session in subscribers:
-                subscribers.discard(session)
-                if not subscribers:
-                    del self._subscriptions[uri]
-                    if not self._held(uri):
-                        left.append(uri)
-        return left
+        return [uri for uri in list(self._subscriptions) if self.unsubscribe(session, uri)]
 
     def listen(self, listener: Listener) -> None:
         """A 2026-07-28 listen stream starts: it gets list changes, and updates of its URIs (each child serving one
@@ -98,7 +78,6 @@ class Hosts:
                 self._child(uri, False)
 
     def _held(self, uri: str) -> bool:
-        """Whether any session or listen stream holds a subscription to `uri`."""
         return bool(self._subscriptions.get(uri)) or any(uri in listener.uris for listener in self.listeners)
 
     def _child(self, uri: str, subscribe: bool) -> None:
@@ -145,19 +124,15 @@ class Hosts:
     def views_changed(self, changed: Callable[[Identity], bool]) -> None:
         """A reload changed the policy: the sessions whose identity now sees other names (only those) are told
         that every list changed."""
-        told = 0
-        for session in list(self.sessions):
-            if changed(session.identity):
-                told += 1
-                for method in LIST_CHANGED.values():
-                    session.notify(method, {})
-        for listener in list(self.listeners):
-            if changed(listener.identity):
-                told += 1
-                for method in LIST_CHANGED.values():
-                    if listener.wants(method, None):
-                        listener.send(method, {})
-        self._log.info("policy_changed", hosts_told=told)
+        sessions = [session for session in self.sessions if changed(session.identity)]
+        listeners = [listener for listener in self.listeners if changed(listener.identity)]
+        for method in LIST_CHANGED.values():
+            for session in sessions:
+                session.notify(method, {})
+            for listener in listeners:
+                if listener.wants(method, None):
+                    listener.send(method, {})
+        self._log.info("policy_changed", hosts_told=len(sessions) + len(listeners))
 
     def resource_updated(self, uri: str) -> None:
         self._tell(self._subscriptions.get(uri, ()), "notifications/resources/updated", {"uri": uri}, uri)
@@ -170,7 +145,7 @@ class Hosts:
                 session.log(params)
 
     def _tell(self, sessions: Iterable[Session], method: str, params: dict[str, Any], uri: str | None) -> None:
-        """These sessions, and every listener that wants it."""
+        """These sessions, and every listener that wants it, get the notification."""
         for session in list(sessions):
             session.notify(method, params)
         for listener in list(self.listeners):

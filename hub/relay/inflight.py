@@ -9,7 +9,6 @@ of the host's waits on it, and its deadline bounds it.
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable, Coroutine
 from typing import Any
 
@@ -23,8 +22,6 @@ from hub.relay.deadlines import Deadlines
 from hub.relay.ports import HostRequest
 
 _log = structlog.get_logger("hub")
-
-
 Key = tuple[object, RequestId]
 
 
@@ -36,9 +33,8 @@ class InFlight:
         self.calls: dict[Key, Call] = {}
         # Admitted requests in a step that waits before their call (the replicas' count, the user's confirmation).
         self._staged: dict[Key, tuple[anyio.CancelScope, HostRequest]] = {}
-        self._parked: dict[str, Call] = {}
+        self.parked: dict[str, Call] = {}  # by token, until the host comes back with the round's answers
         self._idle: anyio.Event | None = None  # set when the last call in flight ends (`wait_idle`)
-        self.last_request = 0.0  # when the last routed request arrived (monotonic): the drain waits for quiet
         self._tg: TaskGroup | None = None
 
     async def run(self, *, task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
@@ -56,9 +52,6 @@ class InFlight:
         if self._tg is None:
             raise RuntimeError("the relay is not running: start InFlight.run with task_group.start first")
         self._tg.start_soon(_guarded, func, args)
-
-    def arrived(self) -> None:
-        self.last_request = time.monotonic()
 
     def taken(self, request: HostRequest) -> bool:
         """Whether the request's id is in flight on its connection already."""
@@ -106,18 +99,6 @@ class InFlight:
         if request is not None:
             self.calls.pop((request.session, request.id), None)
         self._tell_idle()
-
-    def park(self, token: str, call: Call) -> None:
-        """The call answered its request with an input round: kept by its token until the host comes back."""
-        self._parked[token] = call
-        self.ended(call)  # out of flight
-
-    def unpark(self, token: str | None) -> None:
-        if token is not None:
-            self._parked.pop(token, None)
-
-    def parked(self, token: str) -> Call | None:
-        return self._parked.get(token)
 
     @property
     def count(self) -> int:

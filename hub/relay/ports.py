@@ -10,8 +10,8 @@ from hub.protocol.jsonrpc import RequestId
 
 
 class AskFailed(Exception):
-    """A request to the host failed: the host answered with an error, or could not be asked. `error` is the
-    JSON-RPC error the child gets for its own request."""
+    """A request to the host failed: an error answer, no answer in time, or no way to ask. `error` is the JSON-RPC
+    error the child gets for its own request."""
 
     def __init__(self, error: dict[str, Any]) -> None:
         super().__init__(error.get("message"))
@@ -22,29 +22,17 @@ class SessionPort(Protocol):
     """One host connection: a stdio host, an HTTP session, or a 2026-07-28 request of its own."""
 
     @property
-    def label(self) -> str:
-        """How the call log names it."""
-
+    def label(self) -> str: ...  # how the call log names it
     @property
-    def identity(self) -> Identity:
-        """Who the session acts for: what policy decides on, what the call log names."""
-
+    def identity(self) -> Identity: ...  # who it acts for: what policy decides on, what the call log names
     @property
-    def modern(self) -> bool:
-        """A 2026-07-28 host: no requests to it, no notifications outside a listen stream."""
-
-    def declared(self, capability: str) -> bool:
-        """Whether the host declared a client capability (sampling, elicitation, roots)."""
-
-    def log(self, params: dict[str, Any]) -> None:
-        """A child's log message for this host, outside any request."""
+    def modern(self) -> bool: ...  # a 2026-07-28 host: no requests to it, no notifications outside a listen stream
+    def declared(self, capability: str) -> bool: ...  # a client capability it declared (sampling, elicitation, roots)
+    def log(self, params: dict[str, Any]) -> None: ...  # a child's log message for it, outside any request
 
     async def ask(self, method: str, params: dict[str, Any], limit_s: float) -> dict[str, Any]:
-        """A request to the host outside any request of its own (a child's roots/list, say).
-
-        Raises:
-            AskFailed: the host answered with an error, did not answer in time, or cannot be asked.
-        """
+        """A request to the host outside any request of its own (a child's roots/list, say); AskFailed if the host
+        answered with an error, did not answer in time, or cannot be asked."""
 
 
 class HostRequest(Protocol):
@@ -54,46 +42,24 @@ class HostRequest(Protocol):
 
     @property
     def id(self) -> RequestId: ...
-
     @property
     def method(self) -> str: ...
-
     @property
     def params(self) -> dict[str, Any]: ...
-
     @property
     def session(self) -> SessionPort: ...
-
     @property
     def progress_token(self) -> RequestId | None: ...
-
     @property
-    def log_level(self) -> str | None:
-        """A 2026-07-28 request's own log opt-in."""
-
+    def log_level(self) -> str | None: ...  # a 2026-07-28 request's own log opt-in
     def declared(self, capability: str) -> bool: ...
-
-    def client_capabilities(self) -> dict[str, Any]:
-        """The capabilities the host declared: its session's, or a 2026-07-28 request's own envelope."""
-
-    def respond(self, result: dict[str, Any] | bytes) -> None:
-        """The answer: a result, or its encoded bytes. Once only; anything after is dropped."""
-
-    def fail(self, error: dict[str, Any]) -> None:
-        """The answer: a JSON-RPC error."""
-
-    def drop(self) -> None:
-        """No answer: the host cancelled the request (over HTTP its stream is closed)."""
-
-    def notify(self, method: str, params: dict[str, Any]) -> None:
-        """A notification about this request (progress), on its stream."""
-
-    def log(self, params: dict[str, Any]) -> None:
-        """A child's log message during this request, on its stream, if the host wants it."""
+    def client_capabilities(self) -> dict[str, Any]: ...  # its session's, or a 2026-07-28 request's own envelope
+    def respond(self, result: dict[str, Any] | bytes) -> None: ...  # the answer, or its bytes; once: later ones dropped
+    def fail(self, error: dict[str, Any]) -> None: ...  # the answer: a JSON-RPC error
+    def drop(self) -> None: ...  # no answer: the host cancelled the request (over HTTP its stream is closed)
+    def notify(self, method: str, params: dict[str, Any]) -> None: ...  # about this request (progress), on its stream
+    def log(self, params: dict[str, Any]) -> None: ...  # a child's log message during it, if the host wants it
 
     async def ask(self, method: str, params: dict[str, Any], limit_s: float) -> dict[str, Any]:
-        """A request to the host on this request's stream (sampling, elicitation, roots).
-
-        Raises:
-            AskFailed: as `SessionPort.ask`, or the request was answered first.
-        """
+        """A request to the host on this request's stream (sampling, elicitation, roots); AskFailed as
+        `SessionPort.ask`, or if the request was answered first."""

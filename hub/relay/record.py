@@ -1,9 +1,6 @@
 """The record of what the hub answered: the one sink for the call-log line, the recent calls (`hub.observe.recent`),
-the metrics (`hub.observe.metrics`) and the request spans (`hub.observe.tracing`).
-
-Every routed request ends in exactly one `line` (a call, a refusal, a built-in tool's answer, a cancelled step, an
-input round), and every listing in one `listing`, with its real duration. The observers are chosen when the hub is
-built (`Observers`); nothing is attached later.
+the metrics (`hub.observe.metrics`) and the request spans (`hub.observe.tracing`). Every routed request ends in
+exactly one `line`, every listing in one `listing`; the observers are chosen when the hub is built (`Observers`).
 """
 
 from __future__ import annotations
@@ -74,10 +71,9 @@ class Record:
         return self.tracing.start(request.method, target, request.session.label, meta)
 
     def listing(self, method: str, began: float, explanation: Explanation | None = None) -> None:
-        """A listing the hub answered itself (from `time.perf_counter()` `began`): counted in the metrics, as the
-        call log is for routed requests. One that the policy left empty for its identity (`explanation`: what it
-        hid, and by which rule) is also logged, as `listing_hidden_by_policy` at info: a host cannot show prose
-        with an empty list, so the hub's log says who asked, their groups and the rule (names only, no secret)."""
+        """A listing the hub answered itself (from `time.perf_counter()` `began`), counted in the metrics. One that
+        the policy left empty for its identity (`explanation`) is logged as `listing_hidden_by_policy`: a host cannot
+        show prose with an empty list, so the log says who asked, their groups and the rule (names only)."""
         if self.metrics is not None:
             self.metrics.request(None, method, "ok", time.perf_counter() - began)
         if explanation is not None and explanation.empty and explanation.hidden:
@@ -126,9 +122,7 @@ class Record:
             fields["trace_id"] = span.trace_id
             kind = "tool_error" if outcome == "tool_error" else None if error is None else str(error.code)
             span.end(outcome, kind, message=None if error is None else error.message)
-        self._call_log(fields)
-        if self.recent is not None:  # after the call log: its fields redacted as the line was
-            self.recent.record(fields)
+        self._write(fields)
         metrics = self.metrics
         if metrics is not None:
             metrics.request(child, request.method, outcome, fields["duration_ms"] / 1000)
@@ -162,8 +156,11 @@ class Record:
         error = task.get("error")
         if isinstance(error, dict):
             fields["error_code"], fields["error_message"] = error.get("code"), cut(error.get("message"))
+        self._write(fields)
+
+    def _write(self, fields: dict[str, Any]) -> None:
         self._call_log(fields)
-        if self.recent is not None:
+        if self.recent is not None:  # after the call log: its fields redacted as the line was
             self.recent.record(fields)
 
 

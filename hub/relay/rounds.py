@@ -1,17 +1,14 @@
 """Input rounds with a 2026-07-28 host: the one sealed `requestState` scheme, and the question a confirmation asks.
 
 Such a host has no stream the hub could send a request on, so what the hub must ask it is an `input_required`
-answer, and the host sends the request again with the answers and the round's state. A round is **parked**
-(`PARKED`: a handshake-era child asked something during the call, `hub.relay.call.Call.hold`) or **confirm**
-(`CONFIRM`: a tool under `confirm:` needs its user's yes, `hub.relay.admission`).
-
-Both are sealed here, one way: AES-GCM under the shared state's key (`hub.state`, `hub.access.sealed`) for
-one purpose (ROUNDS_PURPOSE), behind one prefix (ROUND_PREFIX), with one payload whose short keys mean one thing
-each: `k` the kind, `r` the replica that sealed it, `i` the identity, `n` the exposed tool, `a` a digest of the
-arguments (confirm), `t` the parked call's token (parked), `e` the expiry (wall clock), `u` a nonce. A state opens
-only under the key that sealed it, for its identity and tool, before its expiry, and once: a confirm round's nonce
-is spent in the shared state (`use_nonce`, across replicas); a parked round is collected by its parked call, which
-takes one round at a time and is gone when the call ends.
+answer, and the host sends the request again with the answers and the round's state. A round is `PARKED` (a
+handshake-era child asked something during the call, `hub.relay.call.Call.hold`) or `CONFIRM` (a tool under
+`confirm:` needs its user's yes, `hub.relay.admission`). Both are sealed one way (AES-GCM under the shared state's
+key, `hub.access.sealed`), with one payload: `k` the kind, `r` the replica that sealed it, `i` the identity, `n` the
+exposed tool, `a` a digest of the arguments (confirm), `t` the parked call's token (parked), `e` the expiry (wall
+clock), `u` a nonce. A state opens only under the key that sealed it, for its identity and tool, before its expiry,
+and once: a confirm round's nonce is spent in the shared state (across replicas); a parked round is collected by
+its parked call, which takes one round at a time and is gone when the call ends.
 """
 
 from __future__ import annotations
@@ -33,8 +30,7 @@ CONFIRM = "confirm"
 INPUT_KEY = "confirm"  # the key of the one input request in a confirmation round
 ANSWER_FIELD = "confirm"  # the form's boolean field
 STATE_TTL = 300.0  # seconds a confirmation round may take before its state expires
-# Arguments shown to the user are cut so that the question stays readable.
-SHOWN_ARGUMENTS = 2000
+SHOWN_ARGUMENTS = 2000  # arguments shown to the user are cut so that the question stays readable
 
 
 class Seals:
@@ -49,28 +45,18 @@ class Seals:
         self.replica = replica
         self._own_key = secrets.token_bytes(32)
 
-    def _known_key(self) -> bytes:
-        return self.state.known_key or self._own_key
-
-    def _payload(self, kind: str, identity: str, exposed: str, expiry: float) -> dict[str, Any]:
-        return {"k": kind, "r": self.replica, "i": identity, "n": exposed, "a": "", "t": "", "e": expiry,
-                "u": secrets.token_urlsafe(12)}  # fmt: skip
-
-    # ---- confirm -----------------------------------------------------------------------------------------------
+    def _sealed(self, key: bytes, kind: str, identity: str, exposed: str, ttl: float, a: str = "", t: str = "") -> str:
+        payload = {"k": kind, "r": self.replica, "i": identity, "n": exposed, "a": a, "t": t, "e": time.time() + ttl,
+                   "u": secrets.token_urlsafe(12)}  # fmt: skip
+        return ROUND_PREFIX + sealed.seal(key, payload, ROUNDS_PURPOSE)
 
     async def seal(self, identity: str, exposed: str, arguments: Any) -> str:
         """A confirmation round's state: this identity, tool and arguments, for STATE_TTL seconds."""
-        payload = self._payload(CONFIRM, identity, exposed, time.time() + self._ttl)
-        payload["a"] = digest(arguments)
-        return ROUND_PREFIX + sealed.seal(await self.state.seal_key(), payload, ROUNDS_PURPOSE)
+        return self._sealed(await self.state.seal_key(), CONFIRM, identity, exposed, self._ttl, a=digest(arguments))
 
     async def open(self, state: str, identity: str, exposed: str, arguments: Any) -> None:
-        """Accept a confirmation round's state once, for this identity, tool and arguments, before its expiry.
-
-        Raises:
-            errors.NotConfirmed: naming what is wrong (tampered, another call's, expired, or already used).
-            errors.Unavailable: the shared state cannot be reached.
-        """
+        """Accept a confirmation round's state once, for this identity, tool and arguments, before its expiry; else
+        errors.NotConfirmed naming what is wrong (errors.Unavailable: the shared state cannot be reached)."""
         key = await self.state.seal_key()
         payload = sealed.unseal(key, state.removeprefix(ROUND_PREFIX), ROUNDS_PURPOSE)
         if payload is None or payload.get("k") != CONFIRM:
@@ -83,25 +69,18 @@ class Seals:
         if not await self.state.use_nonce(str(payload.get("u")), float(expiry)):
             raise _refused(exposed, "its requestState was used already (a confirmation is good for one call)")
 
-    # ---- parked ------------------------------------------------------------------------------------------------
-
     def seal_parked(self, identity: str, exposed: str, token: str, window: float) -> str:
         """A parked call's round: the replica holding the call, its token, the identity, the tool, an expiry."""
-        payload = self._payload(PARKED, identity, exposed, time.time() + window)
-        payload["t"] = token
-        return ROUND_PREFIX + sealed.seal(self._known_key(), payload, ROUNDS_PURPOSE)
+        return self._sealed(self.state.known_key or self._own_key, PARKED, identity, exposed, window, t=token)
 
     def peek(self, state: str) -> dict[str, Any] | None:
         """The payload of a state this hub sealed (under the key known now), or None: to tell the kinds apart
         before routing. Nothing is accepted by it."""
-        return sealed.unseal(self._known_key(), state.removeprefix(ROUND_PREFIX), ROUNDS_PURPOSE)
+        return sealed.unseal(self.state.known_key or self._own_key, state.removeprefix(ROUND_PREFIX), ROUNDS_PURPOSE)
 
     def parked_token(self, payload: dict[str, Any] | None, identity: str, exposed: str) -> str:
-        """The token of the parked call a round's payload (`peek`) names, for this identity and tool.
-
-        Raises:
-            errors.BadRequest: the round is unknown, another's, expired, or held by another replica.
-        """
+        """The token of the parked call a round's payload (`peek`) names, for this identity and tool; else
+        errors.BadRequest (the round is unknown, another's, expired, or held by another replica)."""
         if payload is None or payload.get("k") != PARKED or (payload.get("n"), payload.get("i")) != (exposed, identity):
             raise unknown_round(exposed)
         owner = str(payload.get("r"))
@@ -117,10 +96,7 @@ class Seals:
         return str(payload.get("t"))
 
 
-# ---- the question a confirmation asks -------------------------------------------------------------------------
-
-
-def question(exposed: str, child: str, arguments: Any, shown: str) -> dict[str, Any]:
+def question(exposed: str, child: str, shown: str) -> dict[str, Any]:
     """The elicitation/create params (form mode) asking the user to confirm the call. `shown` is the arguments as
     the user sees them (with secrets redacted)."""
     text = shown if len(shown) <= SHOWN_ARGUMENTS else shown[: SHOWN_ARGUMENTS - 3] + "..."

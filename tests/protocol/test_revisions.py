@@ -20,7 +20,6 @@ from hub.protocol.revisions import (
     EnvelopeError,
     child_meta,
     has_envelope,
-    negotiate,
     read_envelope,
     stamp,
     unstamp,
@@ -31,12 +30,12 @@ MODERN = revisions.LATEST_MODERN
 
 @pytest.mark.parametrize("version", revisions.HANDSHAKE_VERSIONS)
 def test_a_handshake_version_the_hub_speaks_is_kept(version: str) -> None:
-    assert negotiate(version) == version
+    assert revisions.initialize_result(version)["protocolVersion"] == version
 
 
 @pytest.mark.parametrize("requested", ["1999-01-01", MODERN, None, 20250618, ["2025-06-18"]])
 def test_anything_else_is_answered_with_the_latest_handshake_version(requested: Any) -> None:
-    assert negotiate(requested) == revisions.LATEST_HANDSHAKE == "2025-11-25"
+    assert revisions.initialize_result(requested)["protocolVersion"] == revisions.LATEST_HANDSHAKE == "2025-11-25"
 
 
 def test_the_initialize_result_names_the_hub_and_its_capabilities() -> None:
