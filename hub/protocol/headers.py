@@ -19,6 +19,11 @@ TASK_NAMED = {"tasks/get": "taskId", "tasks/update": "taskId", "tasks/cancel": "
 # A tool's `x-mcp-header` properties: property path -> the header's name part.
 HeaderMap = dict[tuple[str, ...], str]
 
+# The SDK's `X_MCP_HEADER_KEY` (a test checks they are equal). A schema without this text anywhere has no annotation
+# to check, so the SDK, whose package loads its client and server whole (16 MB, 0.2 s), is imported only for a
+# schema that has one: most hubs never load it.
+MARK = "x-mcp-header"
+
 
 def routing_headers(method: str, params: Mapping[str, Any], param_map: HeaderMap | None = None) -> dict[str, str]:
     """A request's `Mcp-Method` and `Mcp-Name` headers and, with `param_map` (its tool's), its `Mcp-Param-*`."""
@@ -38,6 +43,8 @@ def routing_headers(method: str, params: Mapping[str, Any], param_map: HeaderMap
 def header_problem(schema: Any) -> str | None:
     """What is wrong with the `x-mcp-header` annotations of a tool's input schema (the SDK's check), None if nothing.
     A tool with a problem is left out of listings, as the revision says."""
+    if MARK not in str(schema):
+        return None
     from mcp.shared.inbound import find_invalid_x_mcp_header
 
     return find_invalid_x_mcp_header(schema)
@@ -46,13 +53,13 @@ def header_problem(schema: Any) -> str | None:
 def header_maps(tools: Iterable[Mapping[str, Any]]) -> dict[str, HeaderMap]:
     """The `x-mcp-header` properties of each listed tool that has any, by tool name. A tool whose annotations are
     invalid gets none (it is not to be listed at all; a call to it carries no `Mcp-Param-*` header)."""
-    from mcp.shared.inbound import X_MCP_HEADER_KEY, x_mcp_header_map
-
     maps: dict[str, HeaderMap] = {}
     for tool in tools:
         name, schema = tool.get("name"), tool.get("inputSchema")
-        if not isinstance(name, str) or not isinstance(schema, dict) or X_MCP_HEADER_KEY not in str(schema):
+        if not isinstance(name, str) or not isinstance(schema, dict) or MARK not in str(schema):
             continue
+        from mcp.shared.inbound import x_mcp_header_map
+
         if header_problem(schema) is None:
             found = x_mcp_header_map(schema)
             if found:

@@ -3,11 +3,13 @@ examples and against the SDK's own server-side validation."""
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from typing import Any
 
 from mcp.shared.inbound import validate_mcp_param_headers
 
-from hub.protocol.headers import ToolHeaders, header_maps, routing_headers
+from hub.protocol.headers import MARK, ToolHeaders, header_maps, routing_headers
 from hub.protocol.jsonrpc import result_line
 
 SCHEMA: dict[str, Any] = {
@@ -93,3 +95,24 @@ def test_tool_headers_know_which_tools_the_last_listing_had() -> None:
     headers.learn(TOOLS)
     assert headers.listed("plain") and headers.listed("execute_sql") and not headers.listed("new_tool")
     assert headers.listed({"not": "a name"})  # nothing a listing could teach
+
+
+def test_the_mark_the_hub_looks_for_is_the_sdks_key() -> None:
+    from mcp.shared.inbound import X_MCP_HEADER_KEY
+
+    assert MARK == X_MCP_HEADER_KEY
+
+
+def test_schemas_without_the_mark_are_checked_without_loading_the_sdk() -> None:
+    """The SDK's package loads its client and server whole: a hub whose tools have no `x-mcp-header` (most) must
+    not pay for it on its first listing. A schema with the mark is still checked by the SDK, and refused."""
+    code = (
+        "import sys\n"
+        "from hub.protocol.headers import header_maps, header_problem\n"
+        "plain = {'type': 'object', 'properties': {'q': {'type': 'string', 'description': 'x-mcp-head'}}}\n"
+        "assert header_problem(plain) is None and header_maps([{'name': 't', 'inputSchema': plain}]) == {}\n"
+        "assert 'mcp' not in sys.modules, 'the SDK was loaded for a schema without the mark'\n"
+        f"assert header_problem({INVALID!r}) is not None\n"
+        "assert 'mcp' in sys.modules\n"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True, timeout=60)
