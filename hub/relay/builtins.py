@@ -18,7 +18,7 @@ from hub.config.settings import HubSettings
 from hub.protocol import errors, revisions
 from hub.protocol.jsonrpc import encode
 from hub.relay.catalog import CALL_TOOL, SEARCH_TOOL, Namespace
-from hub.relay.ports import HostRequest
+from hub.relay.ports import HostRequest, StandIn
 from hub.relay.record import Record
 from hub.relay.search import DEFAULT_LIMIT, MAX_LIMIT
 from hub.upstream.child import Child
@@ -69,7 +69,7 @@ def search_exposed(settings: HubSettings, servers: Iterable[ServerConfig]) -> bo
     return settings.exposure != "full" or any(s.exposure not in (None, "full") for s in servers if s.enabled)
 
 
-class Forwarded:
+class Forwarded(StandIn):
     """A host's `hub_call_tool` request as the named tool's own `tools/call` (`hub.relay.ports.HostRequest`): the
     same request (id, session, stream, progress token, answer) with the inner name and arguments as its params.
     The router has checked that the outer `arguments` is an object (or absent)."""
@@ -87,11 +87,8 @@ class Forwarded:
             raise errors.ArgumentRefused(f"tool {CALL_TOOL!r}: argument 'arguments' must be an object", "arguments")
         # A 2026-07-28 host's next round of the call (requestState, inputResponses) travels as for any tool.
         kept = {k: v for k, v in params.items() if k not in ("name", "arguments")}
-        self.params: dict[str, Any] = {**kept, "name": name, "arguments": inner or {}}
-        self.real = request
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self.real, name)
+        super().__init__(request)
+        self.params = {**kept, "name": name, "arguments": inner or {}}
 
 
 @dataclass(frozen=True)

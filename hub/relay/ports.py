@@ -63,3 +63,57 @@ class HostRequest(Protocol):
     async def ask(self, method: str, params: dict[str, Any], limit_s: float) -> dict[str, Any]:
         """A request to the host on this request's stream (sampling, elicitation, roots); AskFailed as
         `SessionPort.ask`, or if the request was answered first."""
+
+
+class StandIn:
+    """A stand-in for a host request (`hub_call_tool`'s inner call, a task's creation): the real request in
+    everything a subclass does not override, each member spelled out so that the type checker sees them all."""
+
+    def __init__(self, real: HostRequest) -> None:
+        self.real = real
+        self.params: dict[str, Any] = real.params
+        self.version = real.version
+
+    @property
+    def id(self) -> RequestId:
+        return self.real.id
+
+    @property
+    def method(self) -> str:
+        return self.real.method
+
+    @property
+    def session(self) -> SessionPort:
+        return self.real.session
+
+    @property
+    def progress_token(self) -> RequestId | None:
+        return self.real.progress_token
+
+    @property
+    def log_level(self) -> str | None:
+        return self.real.log_level
+
+    def declared(self, capability: str) -> bool:
+        return self.real.declared(capability)
+
+    def client_capabilities(self) -> dict[str, Any]:
+        return self.real.client_capabilities()
+
+    def respond(self, result: dict[str, Any] | bytes) -> None:
+        self.real.respond(result)
+
+    def fail(self, error: dict[str, Any]) -> None:
+        self.real.fail(error)
+
+    def drop(self) -> None:
+        self.real.drop()
+
+    def notify(self, method: str, params: dict[str, Any]) -> None:
+        self.real.notify(method, params)
+
+    def log(self, params: dict[str, Any]) -> None:
+        self.real.log(params)
+
+    async def ask(self, method: str, params: dict[str, Any], limit_s: float) -> dict[str, Any]:
+        return await self.real.ask(method, params, limit_s)

@@ -22,7 +22,7 @@ from hub.protocol import errors, revisions
 from hub.protocol.jsonrpc import INTERNAL_ERROR, encode
 from hub.relay.call import Call, answer_error
 from hub.relay.hosts import Hosts
-from hub.relay.ports import HostRequest
+from hub.relay.ports import HostRequest, StandIn
 from hub.relay.record import Record
 from hub.relay.task_records import (
     HANDSHAKE_TASK_METHODS,
@@ -52,21 +52,18 @@ Allowed = Callable[[Identity, str], bool]  # whether the identity's policy allow
 _log = structlog.get_logger("hub.relay")
 
 
-class TaskCreation:
-    """A task-augmented tools/call on its way (`hub.relay.ports.HostRequest`, the real request's in all else): the
+class TaskCreation(StandIn):
+    """A task-augmented tools/call on its way (`hub.relay.ports.StandIn`: the real request in all else): the
     call answers it with the child's CreateTaskResult, which becomes the hub's own task before the host gets it; any
     other answer passes through."""
 
     def __init__(self, request: HostRequest, tasks: Tasks, child: Child, exposed: str, rule: str | None) -> None:
-        self.real = request
+        super().__init__(request)
         self.tasks = tasks
         self.child = child
         self.exposed = exposed
         self.rule = rule
         self.call: Call | None = None  # set once the call is made
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self.real, name)
 
     def respond(self, result: dict[str, Any] | bytes) -> None:
         try:
