@@ -28,6 +28,7 @@ def setup(tmp_path: Path) -> tuple[Path, Path]:
     }
     team.write_text(yaml.safe_dump({"servers": servers}))
     mine = {
+        "hub": {"startup_listing_wait": 60},  # the first listing waits (bounded) for the children on a loaded machine
         "include": ["team/ops.yaml"],
         "servers": {
             "icinga": {"timeout": 30},

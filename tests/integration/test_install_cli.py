@@ -27,7 +27,7 @@ from mcp import StdioServerParameters
 from tests.integration.test_connect import team_config
 from tests.integration.test_team import create_token
 from tests.support.keyring import keyring_package
-from tests.support.mcp_client import connect_hub
+from tests.support.mcp_client import Host, connect_hub, wait_for_tools
 from tests.support.paths import REPO
 from tests.support.processes import serve_hub_http
 from tests.support.waits import WAIT
@@ -103,9 +103,9 @@ async def test_import_install_and_the_host_starts_the_hub_from_its_entry(tmp_pat
     params = StdioServerParameters(
         command=entry["command"], args=entry["args"], env={"HOME": str(home), "PATH": "/usr/bin:/bin"}, cwd="/"
     )
-    async with connect_hub(params) as client:
-        names = {t.name for t in (await client.list_tools()).tools}
-        assert {"time_get_current_time", "git_status"} <= names
+    host = Host()
+    async with connect_hub(params, host) as client:
+        await wait_for_tools(client, host, {"time_get_current_time", "git_status"})  # however loaded the machine
         result = await client.call_tool("time_get_current_time", {"timezone": "UTC"})
         assert not result.is_error
         assert '"timezone": "UTC"' in result.content[0].text  # type: ignore[union-attr]

@@ -48,7 +48,7 @@ QUERIES = [
 async def client(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[Client]:
     tmp = tmp_path_factory.mktemp("search")
     document = {
-        "hub": {"exposure": "search"},
+        "hub": {"exposure": "search", "startup_listing_wait": 60},
         "policies": [{"name": "everyone", "subjects": ["*"], "allow": ["*"], "deny": ["fix_test_sampling"]}],
         "servers": {
             "everything": {"command": str(EVERYTHING), "tools": {"deny": ["get-env"]}},
@@ -62,6 +62,7 @@ async def client(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[Clie
     config = tmp / "servers.yaml"
     config.write_text(yaml.safe_dump(document, sort_keys=False))
     async with connect_host(hub_params(config, tmp / "hub.log")) as connected:
+        await connected.list_tools()  # waits (bounded) for both children to be up, whichever test runs first
         yield connected
 
 
