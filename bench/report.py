@@ -83,6 +83,13 @@ def payload_rows(r: dict[str, Any], sides: list[str]) -> Iterator[Row]:
     if pay:
         size = "1 MiB" if r.get("payload_bytes", 1 << 20) == 1 << 20 else f"{r['payload_bytes']:,} B"
         yield Row(f"{size} result, median", {s: _get(pay, s, "median_ms") for s in sides}, " ms", PAYLOAD)
+        if "floor" in pay:  # a relay that copies bytes as they come: the bound of cutting through (decision 022)
+            figure = (
+                f"{size} result, median, through a relay with no MCP logic (bench/relay_floor.py) in the hub column"
+            )
+            yield Row(
+                figure, {"direct": _get(pay, "direct", "median_ms"), "hub": _get(pay, "floor", "median_ms")}, " ms"
+            )
 
 
 def list_rows(r: dict[str, Any], sides: list[str]) -> Iterator[Row]:

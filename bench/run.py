@@ -72,15 +72,17 @@ async def calls_section(run: Run, front: str, kind: str, p: Params, log: Log) ->
         conns = [await stack.enter_async_context(direct(run, front, kind, p.tools))]
         conns += await open_hubs(stack, run, front, kind, 1, p.tools)
         echo = {"text": "hello"}
+        large = {"bytes": MIB}
+        res["payload_bytes"] = MIB
         if front == "stdio":  # the same calls through a relay with no MCP logic: what any extra hop costs
             async with floor(run, kind, p.tools) as f:
                 res["seq_echo"] = await sequential(run, [*conns, f], p, "echo", echo, p.seq_calls)
+                res["payload_1mib"] = await sequential(run, [*conns, f], p, "payload", large, p.payload_reps)
         else:
             res["seq_echo"] = await sequential(run, conns, p, "echo", echo, p.seq_calls)
+            res["payload_1mib"] = await sequential(run, conns, p, "payload", large, p.payload_reps)
         log("  echo median " + ", ".join(f"{c.label} {res['seq_echo'][c.label]['median_ms']} ms" for c in conns))
         res["throughput"] = await throughput(conns, p)
-        res["payload_bytes"] = MIB
-        res["payload_1mib"] = await sequential(run, conns, p, "payload", {"bytes": MIB}, p.payload_reps)
         res["memory_1"] = memory(conns)
     return res
 
