@@ -27,8 +27,6 @@ _ROUTING_HEADERS = (b"mcp-protocol-version", b"mcp-method", b"mcp-name")
 
 @dataclass(frozen=True)
 class Allowed:
-    """The Host and Origin values the front accepts."""
-
     hosts: list[str]
     origins: list[str]
 
@@ -63,7 +61,6 @@ class Checks:
         self._inbound: Any = None
 
     async def load(self) -> None:
-        """Import the SDK's checks (in a worker thread) and make them ready."""
         middleware, settings, inbound = await anyio.to_thread.run_sync(_imports)
         self._security = middleware(
             settings(
