@@ -175,9 +175,7 @@ class HttpFront:
 
     async def _mcp(self, scope: Scope, receive: Receive, send: Send) -> None:
         method = scope["method"]
-        refused = await self.checks.refused(scope)
-        if refused is not None:
-            await refused(scope, receive, send)
+        if await self.checks.refused(scope, receive, send):
             return
         headers = headers_of(scope)
         identity = await self._caller(scope, headers, send)
@@ -204,12 +202,11 @@ class HttpFront:
     async def _session(
         self, headers: dict[str, str], identity: Identity, send: Send, about: RequestId | None = None
     ) -> HttpSession | None:
-        """The request's session, if it is one of this caller's; else None, answered 404 (closed or expired, or
-        opened on another replica, named). Another identity's session id is not found: a session id that leaks does
-        not let anyone else act in that session."""
+        """The request's session, if it is one of this caller's (`Sessions.get`); else None, answered 404 (closed or
+        expired, or opened on another replica, named)."""
         session_id = headers.get("mcp-session-id", "")
-        session = self.sessions.get(session_id)
-        if session is not None and session.host.identity == identity:
+        session = self.sessions.get(session_id, identity)
+        if session is not None:
             return session
         why = "Session not found"
         owner, dot, _ = session_id.partition(".")
@@ -288,8 +285,8 @@ class HttpFront:
             await reply(send, 400, b"[" + b",".join(a.rstrip(b"\n") for a in answers) + b"]")
             return
         if parsed.response:
-            answered = self.sessions.get(headers.get("mcp-session-id", ""))
-            if answered is not None and answered.host.identity == identity:
+            answered = self.sessions.get(headers.get("mcp-session-id", ""), identity)
+            if answered is not None:
                 answered.host.handle(parsed, NOWHERE)
         await error(send, 400, parsed.reason, request_id(parsed), code=parsed.code)
 

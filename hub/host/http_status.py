@@ -76,9 +76,7 @@ class StatusPage:
         self.tokens = ListingTokens()
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        refused = await self.checks.refused(scope, json_post=False)
-        if refused is not None:
-            await refused(scope, receive, send)
+        if await self.checks.refused(scope, receive, send, json_post=False):
             return
         path, method = scope["path"], scope["method"]
         if path == "/login" and method in ("GET", "HEAD", "POST") and self.hub.auth_config is None:
