@@ -25,7 +25,7 @@ import json
 from starlette.types import Receive, Scope, Send
 
 from hub.access.identity import Identity
-from hub.host.http_auth import WELL_KNOWN, Authenticator, Refusal
+from hub.host.http_auth import MCP, WELL_KNOWN, Authenticator
 from hub.host.http_checks import Checks
 from hub.host.http_oauth import CALLBACK as OAUTH_CALLBACK
 from hub.host.http_oauth import START as OAUTH_START
@@ -49,7 +49,6 @@ from hub.host.http_status import PATHS as STATUS_PATHS
 from hub.host.http_status import StatusPage
 from hub.host.port import HubPort
 from hub.host.session import HostSession
-from hub.observe.recent import Recent
 from hub.protocol import revisions
 from hub.protocol.jsonrpc import (
     HEADER_MISMATCH,
@@ -65,7 +64,6 @@ from hub.protocol.jsonrpc import (
     parse,
 )
 
-MCP = "/mcp"
 # The revision a --stateless request without MCP-Protocol-Version is taken to speak (the transport spec's rule).
 STATELESS_DEFAULT_VERSION = "2025-03-26"
 
@@ -79,9 +77,7 @@ class HttpFront:
         self.sessions = Sessions(hub, hub.settings.http)
         self._stateless_labels = itertools.count(1)
         self.auth = Authenticator(hub)
-        # The status page's calls, recorded where the call log is written (the hub is built with them for HTTP).
-        recent = hub.recent if hub.recent is not None else Recent()
-        self.status = StatusPage(hub, checks, self.auth, recent, self._refuse)
+        self.status = StatusPage(hub, checks, self.auth)
         # Sign-in links of OAuth children, at the origin browsers reach the hub at.
         self.sign_ins: SignIns | None = None
         if hub.oauth is not None:
@@ -118,25 +114,15 @@ class HttpFront:
         elif scope["method"] not in ("GET", "HEAD"):
             await reply(send, 405, b'{"error":"GET only"}', [*JSON, (b"allow", b"GET, OPTIONS")])
         else:
-            metadata = self.auth.metadata(self._resource(scope))
-            await reply(send, 200, metadata, [*JSON, *cors, (b"cache-control", b"max-age=300")])
-
-    def _resource(self, scope: Scope) -> str:
-        host = next((v.decode("latin-1") for k, v in scope["headers"] if k == b"host"), "localhost")
-        return self.auth.resource(scope.get("scheme", "http"), host, MCP)
+            await reply(send, 200, self.auth.metadata(scope), [*JSON, *cors, (b"cache-control", b"max-age=300")])
 
     async def _caller(self, scope: Scope, headers: dict[str, str], send: Send) -> Identity | None:
         """Who sent the request; None if it was refused (and answered)."""
         found = await self.auth.identify(headers, scope.get("query_string", b""))
         if isinstance(found, Identity):
             return found
-        await self._refuse(scope, send, found)
+        await self.auth.refuse(scope, send, found)
         return None
-
-    async def _refuse(self, scope: Scope, send: Send, refusal: Refusal) -> None:
-        challenge = self.auth.challenge(self._resource(scope), refusal)
-        extra = [(b"www-authenticate", challenge)] if refusal.status == 401 else []
-        await error(send, refusal.status, f"Unauthorized: {refusal.description}", extra=extra)
 
     # ---- administrative routes -------------------------------------------------------------------------------
 
@@ -189,9 +175,7 @@ class HttpFront:
 
     async def _mcp(self, scope: Scope, receive: Receive, send: Send) -> None:
         method = scope["method"]
-        refused = await self.checks.refused(scope)
-        if refused is not None:
-            await refused(scope, receive, send)
+        if await self.checks.refused(scope, receive, send):
             return
         headers = headers_of(scope)
         identity = await self._caller(scope, headers, send)
@@ -218,12 +202,11 @@ class HttpFront:
     async def _session(
         self, headers: dict[str, str], identity: Identity, send: Send, about: RequestId | None = None
     ) -> HttpSession | None:
-        """The request's session, if it is one of this caller's; else None, answered 404 (closed or expired, or
-        opened on another replica, named). Another identity's session id is not found: a session id that leaks does
-        not let anyone else act in that session."""
+        """The request's session, if it is one of this caller's (`Sessions.get`); else None, answered 404 (closed or
+        expired, or opened on another replica, named)."""
         session_id = headers.get("mcp-session-id", "")
-        session = self.sessions.get(session_id)
-        if session is not None and session.host.identity == identity:
+        session = self.sessions.get(session_id, identity)
+        if session is not None:
             return session
         why = "Session not found"
         owner, dot, _ = session_id.partition(".")
@@ -302,8 +285,8 @@ class HttpFront:
             await reply(send, 400, b"[" + b",".join(a.rstrip(b"\n") for a in answers) + b"]")
             return
         if parsed.response:
-            answered = self.sessions.get(headers.get("mcp-session-id", ""))
-            if answered is not None and answered.host.identity == identity:
+            answered = self.sessions.get(headers.get("mcp-session-id", ""), identity)
+            if answered is not None:
                 answered.host.handle(parsed, NOWHERE)
         await error(send, 400, parsed.reason, request_id(parsed), code=parsed.code)
 
@@ -365,10 +348,8 @@ class HttpFront:
         listen = message.method == "subscriptions/listen"
         has_json, has_sse = accepts(headers.get("accept", ""))
         if not has_json or (listen and not has_sse):
-            needed = "Not Acceptable: Client must accept application/json" + (
-                " and text/event-stream" if listen else ""
-            )
-            await error(send, 406, needed, message.id)
+            sse = " and text/event-stream" if listen else ""
+            await error(send, 406, f"Not Acceptable: Client must accept application/json{sse}", message.id)
             return
         raw = [k for k, _ in scope["headers"]]
         mismatch = self.checks.header_mismatch(raw, message, headers, self.hub.namespace.tools)

@@ -14,14 +14,17 @@ from dataclasses import dataclass
 from urllib.parse import parse_qs
 
 import structlog
+from starlette.types import Scope, Send
 
 from hub.access.identity import ANONYMOUS, Identity
 from hub.access.jwt import JwtRejected, JwtVerifier
 from hub.access.tokens import PREFIX, Rejected, TokenFile, TokenFileError
 from hub.config.access import AuthConfig, JwtConfig
+from hub.host.http_replies import error
 from hub.host.port import HubPort
 from hub.logs import Throttle
 
+MCP = "/mcp"
 WELL_KNOWN = "/.well-known/oauth-protected-resource"
 # A header this long is not a token any provider issues; it is refused before any work is done on it.
 MAX_TOKEN_CHARS = 16384
@@ -109,24 +112,31 @@ class Authenticator:
 
     # ---- RFC 9728 -----------------------------------------------------------------------------------------------
 
-    def resource(self, scheme: str, host: str, path: str) -> str:
+    def resource(self, scope: Scope) -> str:
         """The hub's URL as clients know it: the JWT audience when there is one (it must be the hub's own URL),
-        else what the request was addressed to."""
+        else the MCP endpoint at the host the request was addressed to."""
         config = self.hub.auth_config
         if config is not None and config.jwt is not None:
             return config.jwt.audience
-        return f"{scheme}://{host}{path}"
+        host = next((v.decode("latin-1") for k, v in scope["headers"] if k == b"host"), "localhost")
+        return f"{scope.get('scheme', 'http')}://{host}{MCP}"
 
-    def metadata(self, resource: str) -> bytes:
+    def metadata(self, scope: Scope) -> bytes:
         config = self.hub.auth_config
         document: dict[str, object] = {
-            "resource": resource,
+            "resource": self.resource(scope),
             "bearer_methods_supported": ["header"],
             "resource_name": "hub",
         }
         if config is not None and config.jwt is not None:
             document["authorization_servers"] = [config.jwt.issuer]
         return json.dumps(document).encode()
+
+    async def refuse(self, scope: Scope, send: Send, refusal: Refusal) -> None:
+        """Answer a refused request: its status, and on a 401 the challenge."""
+        challenge = self.challenge(self.resource(scope), refusal)
+        extra = [(b"www-authenticate", challenge)] if refusal.status == 401 else []
+        await error(send, refusal.status, f"Unauthorized: {refusal.description}", extra=extra)
 
     @staticmethod
     def challenge(resource: str, refusal: Refusal) -> bytes:

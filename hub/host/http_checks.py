@@ -15,7 +15,7 @@ from typing import Any
 
 import anyio
 from starlette.requests import Request as HttpRequest
-from starlette.types import ASGIApp, Scope
+from starlette.types import Receive, Scope, Send
 
 from hub.protocol import revisions
 from hub.protocol.headers import NAMED, TASK_NAMED
@@ -27,8 +27,6 @@ _ROUTING_HEADERS = (b"mcp-protocol-version", b"mcp-method", b"mcp-name")
 
 @dataclass(frozen=True)
 class Allowed:
-    """The Host and Origin values the front accepts."""
-
     hosts: list[str]
     origins: list[str]
 
@@ -63,7 +61,6 @@ class Checks:
         self._inbound: Any = None
 
     async def load(self) -> None:
-        """Import the SDK's checks (in a worker thread) and make them ready."""
         middleware, settings, inbound = await anyio.to_thread.run_sync(_imports)
         self._security = middleware(
             settings(
@@ -75,14 +72,16 @@ class Checks:
         self._inbound = inbound
         self._ready.set()
 
-    async def refused(self, scope: Scope, json_post: bool = True) -> ASGIApp | None:
-        """The response refusing this request (bad Host or Origin: 421/403; with `json_post`, a POST not JSON: 400),
-        or None."""
+    async def refused(self, scope: Scope, receive: Receive, send: Send, json_post: bool = True) -> bool:
+        """Whether this request is refused, and then answered (bad Host or Origin: 421/403; with `json_post`, a POST
+        not JSON: 400)."""
         await self._ready.wait()
-        response: ASGIApp | None = await self._security.validate_request(
+        response = await self._security.validate_request(
             HttpRequest(scope), is_post=json_post and scope["method"] == "POST"
         )
-        return response
+        if response is not None:
+            await response(scope, receive, send)
+        return response is not None
 
     # Below: only after `refused`, so loaded.
 

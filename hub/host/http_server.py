@@ -46,7 +46,8 @@ class _Uvicorn(uvicorn.Server):
 
 
 class _HeadDeadline(HttpToolsProtocol):
-    """uvicorn's HTTP/1.1 protocol (httptools, a dependency), with a deadline on each request's head.
+    """uvicorn's HTTP/1.1 protocol (httptools, a dependency: less CPU per request than h11), with a deadline on each
+    request's head.
 
     uvicorn arms no timer while a request line and headers arrive: a client that connects and sends nothing, or a
     header a byte a minute, would hold its connection (and a file descriptor of the hub's) for ever. Here the head
@@ -98,7 +99,6 @@ async def serve_http(hub: HubPort, bind: str, allowed_hosts: list[str]) -> None:
     # reached at the machine's name.
     shown = socket.gethostname() if host in ("0.0.0.0", "::", "") else f"[{host}]" if ":" in host else host
     front = HttpFront(hub, checks, base_url=f"http://{shown}:{port}")
-    # http="auto" (uvicorn's default) picks httptools, a dependency: less hub CPU per request than h11.
     # log_config=None: uvicorn's warnings and errors become lines of the hub's own log (JSON, --log-file).
     config = uvicorn.Config(
         front,

@@ -96,8 +96,10 @@ class Sessions:
         self.limits = limits
         self._by_id: dict[str, HttpSession] = {}
 
-    def get(self, session_id: str) -> HttpSession | None:
-        return self._by_id.get(session_id)
+    def get(self, session_id: str, identity: Identity) -> HttpSession | None:
+        """The session, if it is `identity`'s: a session id that leaks does not let anyone else act in it."""
+        session = self._by_id.get(session_id)
+        return session if session is not None and session.host.identity == identity else None
 
     def open(self, address: str, identity: Identity) -> HttpSession | None:
         """A new session for a client, making room by closing an unused one if a bound is reached; None if full."""

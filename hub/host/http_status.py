@@ -12,7 +12,6 @@ from __future__ import annotations
 import json
 import re
 import secrets
-from collections.abc import Awaitable, Callable
 from urllib.parse import parse_qs
 
 from starlette.types import Receive, Scope, Send
@@ -20,10 +19,9 @@ from starlette.types import Receive, Scope, Send
 from hub.access.identity import ANONYMOUS, Identity
 from hub.host.http_auth import MAX_TOKEN_CHARS, Authenticator, Refusal
 from hub.host.http_checks import Checks
-from hub.host.http_replies import headers_of, insufficient_scope, read_body, reply
+from hub.host.http_replies import JSON, headers_of, insufficient_scope, read_body, reply
 from hub.host.port import HubPort
 from hub.host.status_page import render_live, render_login, render_refused, render_status
-from hub.observe.recent import Recent
 from hub.observe.status import ListingTokens, snapshot
 
 PAGES = frozenset({"/", "/status"})
@@ -35,13 +33,9 @@ COOKIE_HOURS = 12
 FORM_LIMIT = MAX_TOKEN_CHARS + 1024
 _ALLOW = {"/login": b"GET, HEAD, POST", "/logout": b"POST"}
 _TOKEN = re.compile(r"[A-Za-z0-9._~+/=-]+")
-_JSON = [
-    (b"content-type", b"application/json"),
-    (b"cache-control", b"no-store"),
-    (b"x-content-type-options", b"nosniff"),
-]
-
-Refuse = Callable[[Scope, Send, Refusal], Awaitable[None]]
+# Every status-page response: never cached, never content-sniffed.
+_PRIVATE = [(b"cache-control", b"no-store"), (b"x-content-type-options", b"nosniff")]
+_JSON = [*JSON, *_PRIVATE]
 
 
 def _html_headers(nonce: str) -> list[tuple[bytes, bytes]]:
@@ -52,8 +46,7 @@ def _html_headers(nonce: str) -> list[tuple[bytes, bytes]]:
     return [
         (b"content-type", b"text/html; charset=utf-8"),
         (b"content-security-policy", policy.encode()),
-        (b"cache-control", b"no-store"),
-        (b"x-content-type-options", b"nosniff"),
+        *_PRIVATE,
         (b"x-frame-options", b"DENY"),
         (b"referrer-policy", b"same-origin"),  # no-referrer would make a form's Origin "null"
     ]
@@ -76,18 +69,14 @@ def _set_cookie(value: str, max_age: int) -> tuple[bytes, bytes]:
 class StatusPage:
     """The routes in `PATHS`; the contract is the module docstring."""
 
-    def __init__(self, hub: HubPort, checks: Checks, auth: Authenticator, recent: Recent, refuse: Refuse) -> None:
+    def __init__(self, hub: HubPort, checks: Checks, auth: Authenticator) -> None:
         self.hub = hub
         self.checks = checks
         self.auth = auth
-        self.recent = recent
         self.tokens = ListingTokens()
-        self._refuse = refuse
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        refused = await self.checks.refused(scope, json_post=False)
-        if refused is not None:
-            await refused(scope, receive, send)
+        if await self.checks.refused(scope, receive, send, json_post=False):
             return
         path, method = scope["path"], scope["method"]
         if path == "/login" and method in ("GET", "HEAD", "POST") and self.hub.auth_config is None:
@@ -108,7 +97,8 @@ class StatusPage:
         viewer = await self._viewer(scope, send, as_json)
         if viewer is None:
             return
-        data = snapshot(self.hub, self.recent, self.tokens, self.hub.redact)
+        assert self.hub.recent is not None  # the hub is built with it for the HTTP front
+        data = snapshot(self.hub, self.hub.recent, self.tokens, self.hub.redact)
         if as_json:
             await reply(send, 200, json.dumps(data).encode(), _JSON)
             return
@@ -130,7 +120,7 @@ class StatusPage:
         found = await self.auth.identify(headers, scope.get("query_string", b""))
         if isinstance(found, Refusal):
             if as_json or found.status != 401:
-                await self._refuse(scope, send, found)
+                await self.auth.refuse(scope, send, found)
             else:
                 why = "Your sign-in is no longer valid: sign in again." if cookie is not None else ""
                 await self._login_page(send, 401, why)

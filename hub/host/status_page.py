@@ -253,8 +253,7 @@ def render_login(nonce: str, hours: int, message: str = "") -> str:
     """The sign-in form: a token (`hub token create`, or a JWT) that becomes the page's cookie for `hours`."""
     note = f'<p class="bad">{_e(message)}</p>' if message else ""
     body = (
-        '<main id="status"><h1>hub status</h1>'
-        f"{note}"
+        f'<main id="status"><h1>hub status</h1>{note}'
         '<form class="login" method="post" action="login">'
         '<label for="token">Access token</label>'
         '<input id="token" name="token" type="password" autocomplete="current-password" required>'
