@@ -262,7 +262,7 @@ def load_config(path: str | Path, environ: Mapping[str, str] | None = None) -> L
     file = Path(path)
     if not file.exists():
         raise ConfigError(f"{file}: no such file; pass --config PATH or create it (see docs/configuration.md)")
-    merged, environ = _merged(file, os.environ if environ is None else environ)
+    merged, environ = _merged(file, environ)
     config = validate_tree(merged.tree, file, environ)
     where = absolute(file)
     try:
@@ -276,14 +276,14 @@ def read_unchecked(path: Path, environ: Mapping[str, str] | None = None) -> tupl
     """The file with its includes merged, not validated, and the environment its `${VAR}` see (`environ`, else the
     process's, over servers.env): for `hub logs`, which needs part of a file whose rest need not be valid, and
     `hub install`, which asks what a host's environment would see."""
-    merged, environ = _merged(path, os.environ if environ is None else environ)
+    merged, environ = _merged(path, environ)
     return merged.tree, environ
 
 
-def _merged(file: Path, environ: Mapping[str, str]) -> tuple[Merged, dict[str, str]]:
-    """The file with its includes merged, and `environ` over its servers.env (where `hub import` puts secrets)."""
+def _merged(file: Path, environ: Mapping[str, str] | None) -> tuple[Merged, dict[str, str]]:
+    """The file with its includes merged, and `environ` (None: the process's) over its servers.env."""
     try:
-        seen = {**read_env_file(env_file_path(file)), **environ}
+        seen = {**read_env_file(env_file_path(file)), **(os.environ if environ is None else environ)}
         return resolve(file, _read_file), seen
     except (EnvFileError, IncludeError) as exc:
         raise ConfigError(str(exc)) from None
