@@ -118,10 +118,9 @@ def _expand_tree(tree: Any, environ: Mapping[str, str], path: tuple[str | int, .
         try:
             return expand_env(tree, environ)
         except KeyError as missing:
-            where = _where(root, file, path)
             raise ConfigError(
-                f"{where}: environment variable {missing.args[0]} is not set; export it before starting the hub, "
-                f"or give a default as ${{{missing.args[0]}:-value}}"
+                f"{_where(root, file, path)}: environment variable {missing.args[0]} is not set; export it before "
+                f"starting the hub, or give a default as ${{{missing.args[0]}:-value}}"
             ) from None
     return tree
 
