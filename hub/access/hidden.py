@@ -52,12 +52,10 @@ class Explanation:
 
     @property
     def empty(self) -> bool:
-        """Nothing listed at all (no tool, prompt, resource or template)."""
         return self.shown == 0
 
     @property
     def worth_saying(self) -> bool:
-        """The listings are empty, or the policy hid something."""
         return self.empty or self.hidden > 0
 
     @property

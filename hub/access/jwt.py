@@ -174,38 +174,30 @@ def _number(claims: dict[str, Any], name: str) -> float | None:
     return float(value)
 
 
+@dataclass(eq=False)
 class JwtVerifier:
     """An MCP SDK `TokenVerifier` (see the module's docstring)."""
 
-    def __init__(
-        self,
-        issuer: str,
-        audience: str,
-        jwks_url: str,
-        groups_claim: str = "groups",
-        algorithms: tuple[str, ...] = ALGORITHMS,
-        leeway_s: float = 30.0,
-        fetch_timeout_s: float = 5.0,
-        refetch_interval_s: float = 60.0,
-        clock: Callable[[], float] = time.time,
-    ) -> None:
-        if not issuer or not audience or not groups_claim:
+    issuer: str
+    audience: str
+    jwks_url: str
+    groups_claim: str = "groups"
+    algorithms: tuple[str, ...] = ALGORITHMS
+    leeway_s: float = 30.0
+    fetch_timeout_s: float = 5.0
+    refetch_interval_s: float = 60.0
+    clock: Callable[[], float] = time.time
+    failures: dict[str, int] = field(default_factory=dict, init=False)
+    fetches: int = field(default=0, init=False)
+
+    def __post_init__(self) -> None:
+        if not self.issuer or not self.audience or not self.groups_claim:
             raise ValueError("issuer, audience and groups_claim must not be empty")
-        if not jwks_url.startswith(("https://", "http://")):
+        if not self.jwks_url.startswith(("https://", "http://")):
             raise ValueError("jwks_url must be an http:// or https:// URL")
-        if leeway_s < 0 or fetch_timeout_s <= 0 or refetch_interval_s < 0:
+        if self.leeway_s < 0 or self.fetch_timeout_s <= 0 or self.refetch_interval_s < 0:
             raise ValueError("leeway_s and refetch_interval_s must be >= 0, fetch_timeout_s > 0")
-        self.issuer = issuer
-        self.audience = audience
-        self.jwks_url = jwks_url
-        self.groups_claim = groups_claim
-        self.leeway_s = leeway_s
-        self.fetch_timeout_s = fetch_timeout_s
-        self.refetch_interval_s = refetch_interval_s
-        self.failures: dict[str, int] = {}
-        self.fetches = 0
-        self._allowed = _checked_algorithms(tuple(algorithms))
-        self._clock = clock
+        self._allowed = _checked_algorithms(tuple(self.algorithms))
         self._lock = anyio.Lock()
         self._keys: tuple[_Key, ...] | None = None
         self._fetched_at: float | None = None
@@ -285,7 +277,7 @@ class JwtVerifier:
         audiences = [audience] if isinstance(audience, str) else audience
         if not isinstance(audiences, list) or self.audience not in audiences:
             raise JwtRejected("wrong audience")
-        now = self._clock()
+        now = self.clock()
         expires, not_before, issued = _number(claims, "exp"), _number(claims, "nbf"), _number(claims, "iat")
         if expires is None:
             raise JwtRejected("missing expiry")
@@ -320,7 +312,7 @@ class JwtVerifier:
         async with self._lock:
             if self._attempts_done != attempts:
                 return
-            now = self._clock()
+            now = self.clock()
             if self._fetched_at is not None and 0 <= now - self._fetched_at < self.refetch_interval_s:
                 return
             self._fetched_at = now

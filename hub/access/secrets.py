@@ -43,8 +43,7 @@ class Secrets:
             value = self._from_file(name)
             if value is not None:
                 return value
-        environ = os.environ if self.environ is None else self.environ
-        return environ.get(name)
+        return (os.environ if self.environ is None else self.environ).get(name)
 
     def where(self) -> str:
         """Where secrets are looked for, for an error message."""

@@ -71,15 +71,14 @@ class TokenFile:
         """The file's entries as they are on disk now (re-read when it changed; none if it does not exist)."""
         try:
             st = os.stat(self.path)
+            stamp = (st.st_mtime_ns, st.st_size, st.st_ino)
+            if stamp != self._stamp:
+                self._entries = _parse(self.path)
+                self._stamp = stamp
         except FileNotFoundError:
             self._stamp, self._entries = None, ()
-            return ()
         except OSError as exc:
             raise TokenFileError(f"cannot read the token file {self.path}: {exc.strerror}") from exc
-        stamp = (st.st_mtime_ns, st.st_size, st.st_ino)
-        if stamp != self._stamp:
-            self._entries = _parse(self.path)
-            self._stamp = stamp
         return self._entries
 
     def check(self, presented: str, now: float | None = None) -> Identity | Rejected:
@@ -157,9 +156,7 @@ def _seconds(value: Any, where: str) -> float | None:
 def _parse(path: Path) -> tuple[Entry, ...]:
     try:
         document = json.loads(path.read_text(encoding="utf-8"))
-    except OSError as exc:
-        raise TokenFileError(f"cannot read the token file {path}: {exc.strerror}") from exc
-    except (ValueError, UnicodeDecodeError) as exc:
+    except ValueError as exc:  # not UTF-8 (UnicodeDecodeError is one), not JSON
         raise TokenFileError(f"the token file {path} is not valid JSON: {exc}") from None
     items = document.get("tokens") if isinstance(document, dict) else None
     if not isinstance(items, list):

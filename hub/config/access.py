@@ -24,8 +24,7 @@ class JwtConfig(Strict):
     @field_validator("algorithms")
     @classmethod
     def _asymmetric_only(cls, value: tuple[str, ...]) -> tuple[str, ...]:
-        refused = [a for a in value if a not in ALGORITHMS]
-        if refused or not value:
+        if not value or any(a not in ALGORITHMS for a in value):
             raise ValueError(f"algorithms may only be among {', '.join(ALGORITHMS)} (never none or HS*)")
         return value
 

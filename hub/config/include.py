@@ -39,6 +39,12 @@ class Merged:
 Reader = Callable[[Path], Any]  # a file's parsed YAML tree (hub.config.loader), raising for what it cannot read
 
 
+def absolute(path: Path) -> Path:
+    """`path` made absolute, symlinks not followed: a Kubernetes ConfigMap is a link swapped to a new directory on
+    every update, and the watcher must keep reading the link, not the directory the kubelet is about to delete."""
+    return Path(os.path.abspath(path))
+
+
 def resolve(root: Path, read: Reader) -> Merged:
     """The tree of `root` with its includes merged in (`read` parses one file)."""
     merged = Merged()
@@ -52,7 +58,8 @@ def _resolve(file: Path, read: Reader, chain: tuple[Path, ...], merged: Merged) 
     if file.resolve() in {p.resolve() for p in chain}:
         raise IncludeError(f"{chain[-1]}: include cycle: {_chain(chain, file)}")
     tree = read(file)
-    merged.files.append(Path(os.path.abspath(file)))  # links kept: a ConfigMap's swap must stay visible
+    here = absolute(file)
+    merged.files.append(here)
     listed = tree.pop("include", []) if isinstance(tree, dict) else []
     listed = [listed] if isinstance(listed, str) else listed
     if not isinstance(listed, list) or not all(isinstance(p, str) for p in listed):
@@ -71,13 +78,13 @@ def _resolve(file: Path, read: Reader, chain: tuple[Path, ...], merged: Merged) 
             )
         for included in matches:
             part = _resolve(included, read, (*chain, file), merged)
-            base = part if base is None else merge(base, part, included, merged.origins)
+            base = part if base is None else merge(base, part, absolute(included), merged.origins)
     if base is None:
         servers = tree.get("servers") if isinstance(tree, dict) else None
         for name in servers if isinstance(servers, dict) else ():
-            merged.origins.setdefault(str(name), (file, {}))
+            merged.origins.setdefault(str(name), (here, {}))
         return tree
-    return merge(base, tree, file, merged.origins)
+    return merge(base, tree, here, merged.origins)
 
 
 def _chain(chain: tuple[Path, ...], file: Path) -> str:

@@ -20,7 +20,7 @@ from pydantic import BaseModel, ValidationError
 
 from hub.config.envfile import EnvFileError, env_file_path, read_env_file
 from hub.config.expansion import expand_env
-from hub.config.include import IncludeError, Merged, resolve
+from hub.config.include import IncludeError, Merged, absolute, resolve
 from hub.config.lock import LockError, load_lock, lock_path
 from hub.config.schema import PREFIX_PATTERN, HubConfig, LoadedConfig
 
@@ -82,9 +82,7 @@ class _Mapping(dict[Any, Any]):
         """`key` now holds `source`'s value: its line and file are `source`'s."""
         if isinstance(source, _Mapping):
             self.lines[key] = source.lines.get(key, source.line)
-            where = source.file_of(key)
-            if where is not None:
-                self.files[key] = where
+            self.files[key] = source.file_of(key)
 
 
 _LineLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _construct_mapping)
@@ -120,10 +118,9 @@ def _expand_tree(tree: Any, environ: Mapping[str, str], path: tuple[str | int, .
         try:
             return expand_env(tree, environ)
         except KeyError as missing:
-            where = _where(root, file, path)
             raise ConfigError(
-                f"{where}: environment variable {missing.args[0]} is not set; export it before starting the hub, "
-                f"or give a default as ${{{missing.args[0]}:-value}}"
+                f"{_where(root, file, path)}: environment variable {missing.args[0]} is not set; export it before "
+                f"starting the hub, or give a default as ${{{missing.args[0]}:-value}}"
             ) from None
     return tree
 
@@ -264,38 +261,31 @@ def load_config(path: str | Path, environ: Mapping[str, str] | None = None) -> L
     file = Path(path)
     if not file.exists():
         raise ConfigError(f"{file}: no such file; pass --config PATH or create it (see docs/configuration.md)")
-    merged, environ = _merged(file, os.environ if environ is None else environ)
+    merged, environ = _merged(file, environ)
     config = validate_tree(merged.tree, file, environ)
-    # Absolute, but symlinks not followed: a Kubernetes ConfigMap is a link swapped to a new directory on every
-    # update, and the watcher must keep reading the link, not the directory the kubelet is about to delete.
-    where = _absolute(file)
+    where = absolute(file)
     try:
         lock = load_lock(lock_path(where))
     except LockError as exc:
         raise ConfigError(str(exc)) from None
-    origins = {n: (_absolute(f), {k: _absolute(v) for k, v in keys.items()}) for n, (f, keys) in merged.origins.items()}
-    return LoadedConfig(where, config, lock, tuple(merged.files), tuple(merged.globs), origins)
+    return LoadedConfig(where, config, lock, tuple(merged.files), tuple(merged.globs), merged.origins)
 
 
 def read_unchecked(path: Path, environ: Mapping[str, str] | None = None) -> tuple[Any, dict[str, str]]:
     """The file with its includes merged, not validated, and the environment its `${VAR}` see (`environ`, else the
     process's, over servers.env): for `hub logs`, which needs part of a file whose rest need not be valid, and
     `hub install`, which asks what a host's environment would see."""
-    merged, environ = _merged(path, os.environ if environ is None else environ)
+    merged, environ = _merged(path, environ)
     return merged.tree, environ
 
 
-def _merged(file: Path, environ: Mapping[str, str]) -> tuple[Merged, dict[str, str]]:
-    """The file with its includes merged, and `environ` over its servers.env (where `hub import` puts secrets)."""
+def _merged(file: Path, environ: Mapping[str, str] | None) -> tuple[Merged, dict[str, str]]:
+    """The file with its includes merged, and `environ` (None: the process's) over its servers.env."""
     try:
-        seen = {**read_env_file(env_file_path(file)), **environ}
+        seen = {**read_env_file(env_file_path(file)), **(os.environ if environ is None else environ)}
         return resolve(file, _read_file), seen
     except (EnvFileError, IncludeError) as exc:
         raise ConfigError(str(exc)) from None
-
-
-def _absolute(path: Path) -> Path:
-    return Path(os.path.abspath(path))
 
 
 def _read_file(file: Path) -> _Mapping:

@@ -29,8 +29,6 @@ PROMPT_FIELDS = ("name", "title", "description", "arguments")
 
 Verdict = Literal["pinned", "changed", "new"]
 
-_ABSENT = object()  # a field the definition does not have (distinct from a field whose value is null)
-
 
 class LockError(Exception):
     """The lock file cannot be read, parsed or written; the message names the file and what is wrong."""
@@ -175,11 +173,10 @@ def _changes(pins: Mapping[str, Pin], item: Any, fields: tuple[str, ...]) -> lis
     after = _pick(item, fields)
     changes = []
     for key in fields:
-        old, new = before.get(key, _ABSENT), after.get(key, _ABSENT)
-        if old is _ABSENT and new is _ABSENT:
+        if key not in before and key not in after:
             continue
-        if old is _ABSENT or new is _ABSENT or not _same(old, new):
-            changes.append(FieldChange(key, None if old is _ABSENT else old, None if new is _ABSENT else new))
+        if key not in before or key not in after or not _same(before[key], after[key]):
+            changes.append(FieldChange(key, before.get(key), after.get(key)))
     return changes
 
 

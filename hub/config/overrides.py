@@ -37,8 +37,7 @@ class DescriptionEdit(Strict):
     def apply(self, description: str | None) -> str:
         if self.replace is not None:
             return self.replace
-        parts = [self.prepend, description, self.append]
-        return "\n\n".join(p for p in parts if p)
+        return "\n\n".join(p for p in (self.prepend, description, self.append) if p)
 
 
 class ArgumentConstraint(Strict):

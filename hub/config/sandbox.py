@@ -1,5 +1,5 @@
-"""`sandbox:` of a stdio child, and its default under `hub:`: what people type (docs/sandbox.md), checked and
-turned into the platform's `Grants`."""
+"""`sandbox:` of a stdio child, and its default under `hub:`: what people type (docs/sandbox.md), checked
+(`ServerConfig.grants` turns it into the platform's `Grants`)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,6 @@ from typing import Literal
 from pydantic import Field, field_validator, model_validator
 
 from hub.config.model import Strict
-from hub.platform.sandbox import Grants
 
 
 class SandboxConfig(Strict):
@@ -67,10 +66,3 @@ class SandboxConfig(Strict):
 
 
 NO_SANDBOX = SandboxConfig(mode="none")
-
-
-def grants(setting: SandboxConfig | None) -> Grants | None:
-    """The platform's grants of a setting; None: no sandbox."""
-    if setting is None or setting.mode == "none":
-        return None
-    return Grants(setting.network, setting.write, setting.read, setting.container, setting.runtime)

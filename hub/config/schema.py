@@ -21,7 +21,7 @@ from hub.config.access import AuthConfig, PolicyRule
 from hub.config.lock import Lock
 from hub.config.model import ExposureMode, OutputMode, Strict
 from hub.config.overrides import ToolOverride
-from hub.config.sandbox import SandboxConfig, grants
+from hub.config.sandbox import SandboxConfig
 from hub.config.settings import HubSettings
 from hub.platform.sandbox import Grants
 
@@ -199,7 +199,10 @@ class ServerConfig(Strict):
     def grants(self) -> Grants | None:
         """The sandbox this stdio child runs in (hub.platform.sandbox); None: none. Set from hub.sandbox when the
         server sets none (HubConfig)."""
-        return grants(self.sandbox)
+        box = self.sandbox
+        if box is None or box.mode == "none":
+            return None
+        return Grants(box.network, box.write, box.read, box.container, box.runtime)
 
     def launch_settings(self) -> dict[str, object]:
         """What a running child depends on: everything but the keys that only shape what the host sees of it (a
