@@ -115,7 +115,6 @@ class SessionConnection:
         while not connection.done.is_set():
             idle = time.monotonic() - connection.last_active
             if not connection.inflight and idle >= limit:
-                self.error = None
                 self.registry.log.info("identity_connection_idle", host_session=self.label, idle_s=round(idle))
                 return
             with anyio.move_on_after(max(limit - idle, 1.0) if not connection.inflight else limit):
