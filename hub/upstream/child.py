@@ -168,10 +168,6 @@ class Child:
         """The host session has ended: its own connection closes."""
         self.own_connections.close(owner)
 
-    def connections(self) -> list[Connection]:
-        shared = [self.shared] if self.shared is not None else []
-        return shared + self.own_connections.connections()
-
     def timeout_for(self, tool: str) -> float:
         """`config.timeout_for`, remembered per tool name."""
         seconds = self._timeouts.get(tool)
@@ -250,7 +246,6 @@ class Child:
                     await anyio.sleep(delay)
         finally:
             self.state = ChildState.STOPPED
-            self.shared = None
             self._tg = None
 
     async def _run_once(self) -> None:
@@ -294,12 +289,9 @@ class Child:
                 self.state = ChildState.RESTARTING
                 tg.cancel_scope.cancel()
         except Exception as exc:  # the child's failure is reported, never the hub's
-            # Out of the task group, fail_after's TimeoutError or a SignInRequired may come wrapped in a group.
+            self.last_error = self.describe_failure(exc, "connect and list")
+            # Out of the task group, a SignInRequired may come wrapped in a group.
             group = exc if isinstance(exc, ExceptionGroup) else ExceptionGroup("", [exc])
-            if group.split(TimeoutError)[1] is None:
-                self.last_error = f"did not connect and list within {self.config.connect_timeout:g}s"
-            else:
-                self.last_error = self.describe_failure(exc)
             self._needs_sign_in = self._needs_sign_in or group.subgroup(SignInRequired) is not None
         finally:
             self.shared = None
@@ -345,9 +337,13 @@ class Child:
 
         return auth_for
 
-    def describe_failure(self, exc: BaseException) -> str:
+    def describe_failure(self, exc: BaseException, attempt: str) -> str:
+        """Why an attempt to `attempt` ("connect", "connect and list") failed; out of a task group, `exc` comes
+        wrapped in a group."""
         if isinstance(exc, BaseExceptionGroup):
-            return "; ".join(self.describe_failure(e) for e in exc.exceptions[:3])
+            return "; ".join(self.describe_failure(e, attempt) for e in exc.exceptions[:3])
+        if isinstance(exc, TimeoutError):  # fail_after's: the attempt ran out of connect_timeout
+            return f"did not {attempt} within {self.config.connect_timeout:g}s"
         if isinstance(exc, FileNotFoundError):
             if self.config.cwd is not None and exc.filename == self.config.cwd:
                 return f"working directory not found: {self.config.cwd!r} (check 'cwd:')"

@@ -99,11 +99,10 @@ async def read_lists(connection: Connection, kinds: list[str], base: Listing) ->
             hint = CacheHint.of(page) if hint is None else hint.merge(CacheHint.of(page))
             found = page.get(key)
             items.extend(item for item in (found if isinstance(found, list) else ()) if isinstance(item, dict))
-            next_cursor = page.get("nextCursor")
-            if not isinstance(next_cursor, str) or not next_cursor or next_cursor in seen:
+            cursor = page.get("nextCursor")
+            if not isinstance(cursor, str) or not cursor or cursor in seen:
                 break
-            cursor = next_cursor
-            seen.add(next_cursor)
+            seen.add(cursor)
         updates[kind] = tuple(items)
         if hint is None:  # not served: no list of this kind to merge
             hints.pop(kind, None)
@@ -152,12 +151,10 @@ async def listen(connection: Connection, log: structlog.typing.FilteringBoundLog
         try:  # the stream is answered only when it ends; the connection's end ends it too
             await connection.request("subscriptions/listen", {"notifications": notifications}, math.inf)
             reason = "the stream ended"
-        except errors.ChildError as exc:
-            if exc.code == METHOD_NOT_FOUND:
+        except errors.HubError as exc:
+            if isinstance(exc, errors.ChildError) and exc.code == METHOD_NOT_FOUND:
                 log.warning("child_listen_unsupported")
                 return
-            reason = exc.message
-        except errors.HubError as exc:
             reason = exc.message
         log.warning("child_listen_lost", error=reason)
         await anyio.sleep(delay)

@@ -343,8 +343,8 @@ class Credentials:
 @dataclass
 class _Storage:
     """The SDK's `TokenStorage` over one identity's record: tokens are stored with the client they were issued to;
-    a client is looked up first as that identity's, then as the hub's registration for the redirect URI, then as
-    the configured `client_id`."""
+    the client is the configured `client_id` if there is one, else that identity's, else the hub's registration for
+    the redirect URI."""
 
     credentials: Credentials
     child: str

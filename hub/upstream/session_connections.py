@@ -35,7 +35,7 @@ class SessionConnections:
         name: str,
         config: ServerConfig,
         open_connection: OpenConnection,
-        describe_failure: Callable[[BaseException], str],
+        describe_failure: Callable[[BaseException, str], str],
         idle_timeout: float,
     ) -> None:
         self.name = name
@@ -91,9 +91,6 @@ class SessionConnections:
         for session in list(self._by_owner.values()):
             session.close()
 
-    def connections(self) -> list[Connection]:
-        return [s.connection for s in self._by_owner.values() if s.connection is not None]
-
 
 class SessionConnection:
     """One host session's or identity's own connection (see the module docstring)."""
@@ -118,7 +115,6 @@ class SessionConnection:
         while not connection.done.is_set():
             idle = time.monotonic() - connection.last_active
             if not connection.inflight and idle >= limit:
-                self.error = None
                 self.registry.log.info("identity_connection_idle", host_session=self.label, idle_s=round(idle))
                 return
             with anyio.move_on_after(max(limit - idle, 1.0) if not connection.inflight else limit):
@@ -148,10 +144,8 @@ class SessionConnection:
                     else:
                         await self._until_idle(connection)
                     tg.cancel_scope.cancel()
-        except TimeoutError:
-            self.error = f"did not connect within {config.connect_timeout:g}s"
         except Exception as exc:
-            self.error = registry.describe_failure(exc)
+            self.error = registry.describe_failure(exc, "connect")
         finally:
             self.connection = None
             self.ready.set()

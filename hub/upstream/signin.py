@@ -55,10 +55,9 @@ async def sign_in(
         "accept": "application/json, text/event-stream",
         "mcp-protocol-version": LATEST_HANDSHAKE,
     }
-    timeout = httpx2.Timeout(EXCHANGE_SECONDS)
     try:
         with anyio.fail_after(SIGN_IN_SECONDS + EXCHANGE_SECONDS):
-            async with httpx2.AsyncClient(auth=provider, timeout=timeout) as http:
+            async with httpx2.AsyncClient(auth=provider, timeout=httpx2.Timeout(EXCHANGE_SECONDS)) as http:
                 await http.post(config.url, json=probe, headers=headers)
     except TimeoutError:
         raise SignInFailed(f"the sign-in to server '{child}' was not completed within {SIGN_IN_SECONDS:g}s") from None

@@ -109,12 +109,11 @@ async def open_url(
     Raises:
         SignInRequired: (from `auth_for`) an OAuth child this identity has not signed in to.
     """
-    assert config.url is not None
     wire = UrlWire(name, tools)
     connection = Connection(name, wire, events)
     auth = await auth_for(connection.ended) if auth_for is not None else None
     async with _transport(config, auth) as (read, write):
-        tg.start_soon(_read_all, read, connection, name)
+        tg.start_soon(_read_all, read, connection)
         tg.start_soon(wire.write_all, write)
         try:
             yield connection
@@ -123,8 +122,8 @@ async def open_url(
             connection.ended(f"server '{name}': the connection to {config.url} was closed")
 
 
-async def _read_all(read: Any, connection: Connection, name: str) -> None:
-    log = structlog.get_logger("hub.child").bind(child=name)
+async def _read_all(read: Any, connection: Connection) -> None:
+    log = structlog.get_logger("hub.child").bind(child=connection.name)
     try:
         async for item in read:
             if isinstance(item, Exception):
@@ -133,7 +132,7 @@ async def _read_all(read: Any, connection: Connection, name: str) -> None:
             connection.handle(classify(item.message.model_dump(by_alias=True, mode="json", exclude_none=True), b""))
     except (anyio.ClosedResourceError, anyio.BrokenResourceError, anyio.EndOfStream):
         pass
-    connection.ended(f"server '{name}': the connection ended")
+    connection.ended(f"server '{connection.name}': the connection ended")
 
 
 @asynccontextmanager
