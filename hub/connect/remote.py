@@ -260,9 +260,13 @@ class Remote:
         under its envelope, say which arguments go in `Mcp-Param-*` headers (if that fails, the call goes as it is)."""
         listing = Request("hub-connect-tools", "tools/list", {"_meta": meta} if isinstance(meta, dict) else {}, b"")
         with suppress(RemoteError):
-            body = request_line(listing.id, listing.method, listing.params)
-            async with self._post(body, self._modern_headers(listing), prompt=True) as response:
-                await self._answer(listing.id, response, self._tool_headers.reading(_discard))
+            await self._own(listing, self._modern_headers(listing), self._tool_headers.reading(_discard))
+
+    async def _own(self, request: Request, headers: dict[str, str], deliver: Deliver = _discard) -> None:
+        """A request of hub connect's own, not the host's; its answer goes to `deliver` (by default, nowhere)."""
+        body = request_line(request.id, request.method, request.params)
+        async with self._post(body, headers, prompt=True) as response:
+            await self._answer(request.id, response, deliver)
 
     @asynccontextmanager
     async def _post(self, body: bytes, headers: dict[str, str], prompt: bool = False) -> AsyncIterator[httpx2.Response]:
@@ -411,12 +415,8 @@ class Remote:
         restore = [("logging/setLevel", self._log_level)] if self._log_level is not None else []
         restore += [("resources/subscribe", {"uri": uri}) for uri in sorted(self._subscriptions)]
         for number, (method, params) in enumerate(restore):
-            request_id = f"{own}-{number}"
             try:
-                async with self._post(
-                    request_line(request_id, method, params), self._session_headers(), True
-                ) as response:
-                    await self._answer(request_id, response, _discard)
+                await self._own(Request(f"{own}-{number}", method, params, b""), self._session_headers())
             except RemoteError as exc:
                 _log.warning("connect_session_restore_failed", method=method, error=str(exc))
 
