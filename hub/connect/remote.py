@@ -180,8 +180,10 @@ class Remote:
             RemoteError: the request could not be sent (`Unreachable`), its answer did not come back (`Dropped`), or
                 the hub refused the token (`Refused`).
         """
-        if request.method == "initialize":
-            await self._initialize(request, deliver)
+        if request.method == "initialize":  # a new session; its params are kept for a renewal
+            async with self._lock:
+                if await self._open(request.raw, request.id, deliver):
+                    self._init_params = request.params
             return
         self._remember(request)
         stale = self.session_id
@@ -353,12 +355,6 @@ class Remote:
         if self._down:
             self._down = False
             _log.info("connect_hub_reachable", url=self.url)
-
-    async def _initialize(self, request: Request, deliver: Deliver) -> None:
-        """The host's `initialize`: a new session, its answer to the host; the params are kept for a renewal."""
-        async with self._lock:
-            if await self._open(request.raw, request.id, deliver):
-                self._init_params = request.params
 
     async def _open(self, body: bytes, request_id: RequestId, deliver: Deliver) -> bool:
         """POST an `initialize`; the session's id, revision and capabilities from its answer. Whether it opened.
