@@ -139,15 +139,10 @@ def read_lines(handle: IO[bytes]) -> Iterator[str]:
         yield raw.decode("utf-8", "replace").rstrip("\r\n")
 
 
-def file_identity(handle: IO[bytes]) -> tuple[int, int]:
-    """What tells one file from another whatever its name: device and inode."""
-    info = os.fstat(handle.fileno())
-    return info.st_dev, info.st_ino
-
-
-def _path_identity(path: Path) -> tuple[int, int] | None:
+def file_identity(file: IO[bytes] | Path) -> tuple[int, int] | None:
+    """What tells one file from another whatever its name: device and inode; None when no file is at the path."""
     try:
-        info = os.stat(path)
+        info = os.stat(file if isinstance(file, Path) else file.fileno())
     except OSError:
         return None
     return info.st_dev, info.st_ino
@@ -257,7 +252,7 @@ def opened_siblings(path: Path) -> Iterator[list[IO[bytes]]]:
             for sibling in rotated_siblings(path):
                 with contextlib.suppress(OSError):
                     handles.append(open(sibling, "rb"))  # noqa: SIM115 - closed in the finally below
-            if [_path_identity(p) for p in rotated_siblings(path)] == [file_identity(h) for h in handles]:
+            if [file_identity(p) for p in rotated_siblings(path)] == [file_identity(h) for h in handles]:
                 break
         yield handles
     finally:

@@ -29,7 +29,6 @@ WATCH_INTERVAL = 1.0
 
 async def serve(hub: Hub, http: str | None, allowed_hosts: list[str]) -> None:
     """Serve until the host leaves (stdio), or a stop signal comes; every child is stopped, each in bounded time."""
-    log = structlog.get_logger("hub")
     stop = anyio.CancelScope()
     async with hub.running(), anyio.create_task_group() as tg:
         tg.start_soon(watch_config, hub)
@@ -50,7 +49,7 @@ async def serve(hub: Hub, http: str | None, allowed_hosts: list[str]) -> None:
             if hub.record.tracing is not None:  # the spans still queued (bounded by `Tracing.shutdown`)
                 with anyio.CancelScope(shield=True):
                     await anyio.to_thread.run_sync(hub.record.tracing.shutdown)
-    log.info("hub_stopped")
+    structlog.get_logger("hub").info("hub_stopped")
 
 
 def _stamp(path: Path) -> tuple[int, int] | None:

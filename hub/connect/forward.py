@@ -109,7 +109,7 @@ class Forwarder:
             answer = Response(message.id, None, {"code": message.code, "message": reason})
             self._queue.append((error_line(message.id, message.code, reason), answer))
             self._wake.set()
-        elif message.id is not None and not message.response:
+        elif message.id is not None:
             self.send(error_line(message.id, message.code, message.reason))
         else:
             self._noisy(message.reason)

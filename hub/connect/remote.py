@@ -180,8 +180,10 @@ class Remote:
             RemoteError: the request could not be sent (`Unreachable`), its answer did not come back (`Dropped`), or
                 the hub refused the token (`Refused`).
         """
-        if request.method == "initialize":
-            await self._initialize(request, deliver)
+        if request.method == "initialize":  # a new session; its params are kept for a renewal
+            async with self._lock:
+                if await self._open(request.raw, request.id, deliver):
+                    self._init_params = request.params
             return
         self._remember(request)
         stale = self.session_id
@@ -260,9 +262,13 @@ class Remote:
         under its envelope, say which arguments go in `Mcp-Param-*` headers (if that fails, the call goes as it is)."""
         listing = Request("hub-connect-tools", "tools/list", {"_meta": meta} if isinstance(meta, dict) else {}, b"")
         with suppress(RemoteError):
-            body = request_line(listing.id, listing.method, listing.params)
-            async with self._post(body, self._modern_headers(listing), prompt=True) as response:
-                await self._answer(listing.id, response, self._tool_headers.reading(_discard))
+            await self._own(listing, self._modern_headers(listing), self._tool_headers.reading(_discard))
+
+    async def _own(self, request: Request, headers: dict[str, str], deliver: Deliver = _discard) -> None:
+        """A request of hub connect's own, not the host's; its answer goes to `deliver` (by default, nowhere)."""
+        body = request_line(request.id, request.method, request.params)
+        async with self._post(body, headers, prompt=True) as response:
+            await self._answer(request.id, response, deliver)
 
     @asynccontextmanager
     async def _post(self, body: bytes, headers: dict[str, str], prompt: bool = False) -> AsyncIterator[httpx2.Response]:
@@ -350,12 +356,6 @@ class Remote:
             self._down = False
             _log.info("connect_hub_reachable", url=self.url)
 
-    async def _initialize(self, request: Request, deliver: Deliver) -> None:
-        """The host's `initialize`: a new session, its answer to the host; the params are kept for a renewal."""
-        async with self._lock:
-            if await self._open(request.raw, request.id, deliver):
-                self._init_params = request.params
-
     async def _open(self, body: bytes, request_id: RequestId, deliver: Deliver) -> bool:
         """POST an `initialize`; the session's id, revision and capabilities from its answer. Whether it opened.
 
@@ -411,12 +411,8 @@ class Remote:
         restore = [("logging/setLevel", self._log_level)] if self._log_level is not None else []
         restore += [("resources/subscribe", {"uri": uri}) for uri in sorted(self._subscriptions)]
         for number, (method, params) in enumerate(restore):
-            request_id = f"{own}-{number}"
             try:
-                async with self._post(
-                    request_line(request_id, method, params), self._session_headers(), True
-                ) as response:
-                    await self._answer(request_id, response, _discard)
+                await self._own(Request(f"{own}-{number}", method, params, b""), self._session_headers())
             except RemoteError as exc:
                 _log.warning("connect_session_restore_failed", method=method, error=str(exc))
 

@@ -1,1 +1,1 @@
-"""What the hub reports about itself: metrics."""
+"""What the hub reports about itself: metrics, recent calls, the status snapshot, spans."""

@@ -27,6 +27,8 @@ from typing import TYPE_CHECKING, Any
 
 import structlog
 
+from hub import __version__
+
 if TYPE_CHECKING:
     from opentelemetry.context import Context
     from opentelemetry.sdk.resources import Resource
@@ -58,8 +60,6 @@ class Tracing:
 
     def __init__(self, provider: TracerProvider) -> None:
         from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapPropagator
-
-        from hub import __version__
 
         self._provider = provider
         self._tracer = provider.get_tracer("hub", __version__)

@@ -157,8 +157,7 @@ def wrap(
         private = tempfile.mkdtemp(prefix=f"hub-{name}-")
         roots = install_roots(argv, env)
         profile = macos_profile(grants, private, roots)
-        shown = (*MACOS_SYSTEM_PATHS, *roots, *grants.read, *grants.write, private)
-        exposure = Exposure(shown, (*grants.write, private), (), grants.network)
+        exposure = macos_exposure(grants, private, roots)
         return Wrapped(
             ("/usr/bin/sandbox-exec", "-p", profile, *argv), {"TMPDIR": private}, ("/bin/rm", "-rf", private), exposure
         )
@@ -342,6 +341,13 @@ def _slug(name: str) -> str:
     return "".join(c if c.isalnum() or c in "-_." else "-" for c in name) or "child"
 
 
+def macos_exposure(grants: Grants, private_tmp: str, roots: Sequence[str] = ()) -> Exposure:
+    """What `macos_profile` lets a child read and write, from the same paths: the system, the command's install
+    directory, the grants, and its private temporary directory."""
+    shown = (*MACOS_SYSTEM_PATHS, *roots, *grants.read, *grants.write, private_tmp)
+    return Exposure(shown, (*grants.write, private_tmp), (), grants.network)
+
+
 def macos_profile(grants: Grants, private_tmp: str, roots: Sequence[str] = ()) -> str:
     """A sandbox-exec (SBPL) profile: everything denied but process basics, reads of the system, the command's
     install directory and the grants, writes to the grants and `private_tmp`, and the network only if granted."""
@@ -349,10 +355,9 @@ def macos_profile(grants: Grants, private_tmp: str, roots: Sequence[str] = ()) -
     def quote(path: str) -> str:
         return '"' + path.replace("\\", "\\\\").replace('"', '\\"') + '"'
 
-    reads = " ".join(
-        f"(subpath {quote(p)})" for p in (*MACOS_SYSTEM_PATHS, *roots, *grants.read, *grants.write, private_tmp)
-    )
-    writes = " ".join(f"(subpath {quote(p)})" for p in (*grants.write, private_tmp))
+    exposure = macos_exposure(grants, private_tmp, roots)
+    reads = " ".join(f"(subpath {quote(p)})" for p in exposure.readable)
+    writes = " ".join(f"(subpath {quote(p)})" for p in exposure.writable)
     lines = [
         "(version 1)",
         "(deny default)",

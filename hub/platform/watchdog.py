@@ -175,8 +175,8 @@ def _watch(table: ProcessTable) -> tuple[set[int], Known]:
         sign, _, number = line.decode(errors="replace").strip().partition(" ")
         if number.isdigit() and int(number) > 1:
             (children.add if sign == "+" else children.discard)(int(number))
-            early_until = next_scan = time.monotonic()
-            early_until += EARLY_PERIOD
+            next_scan = time.monotonic()
+            early_until = next_scan + EARLY_PERIOD
         if time.monotonic() >= next_scan:
             next_scan = time.monotonic() + (EARLY_SCAN_INTERVAL if time.monotonic() < early_until else SCAN_INTERVAL)
             if children:

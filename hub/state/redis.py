@@ -70,8 +70,7 @@ class RedisState:
 
     async def use_nonce(self, nonce: str, expiry: float) -> bool:
         seconds = max(1, int(expiry - time.time()) + 1)
-        done = await self._call(self._client.set, NONCE_PREFIX + nonce, b"1", nx=True, ex=seconds)
-        return bool(done)
+        return bool(await self._call(self._client.set, NONCE_PREFIX + nonce, b"1", nx=True, ex=seconds))
 
     async def take(self, identity: str, per_minute: int) -> RateDecision:
         """The time is this replica's wall clock: replicas' clocks must agree (NTP) to the precision wanted."""
