@@ -73,8 +73,9 @@ class SessionConnections:
             tg.start_soon(session.run)
         with anyio.move_on_after(self.config.connect_timeout):
             await session.ready.wait()
-        if session.connection is None:
-            raise errors.Unavailable(f"server '{self.name}': this session's connection failed: {session.error}")
+        if session.connection is None:  # failed, or still connecting when the wait ran out
+            why = session.error or f"did not connect within {self.config.connect_timeout:g}s"
+            raise errors.Unavailable(f"server '{self.name}': this session's connection failed: {why}")
         return session.connection
 
     def forget(self, owner: object, session: SessionConnection) -> None:

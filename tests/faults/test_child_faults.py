@@ -31,6 +31,7 @@ from tests.faults._helpers import (
     running_hub,
 )
 from tests.support.children import write_config
+from tests.support.mcp_client import Host, connect_hub, hub_params, wait_for_tools
 from tests.support.paths import REPO
 from tests.support.waits import WAIT, wait_for_file
 
@@ -376,3 +377,20 @@ async def test_hub_check_reports_the_failed_child_with_its_exit_code_and_stderr(
     assert rows["kitchen"].split()[1] == "ready", done.stdout
     assert rows["dies"].split()[1] == "failed", done.stdout
     assert "exited with code 3" in rows["dies"] and "cannot open /etc/imaginary.conf" in rows["dies"], done.stdout
+
+
+async def test_a_session_connection_that_does_not_connect_in_time_says_so(tmp_path: Path) -> None:
+    """A `sessions: per-host` child whose connection for this session does not answer within connect_timeout: the
+    call fails naming the wait, not an empty reason. The shared connection starts (the gate is there), then the gate
+    is taken away, so the session's own process never answers."""
+    gate = tmp_path / "gate"
+    gate.touch()
+    lane = {**fault_child("slow_start", "--gate", str(gate)), "sessions": "per-host", "connect_timeout": 3}
+    config = write_config(tmp_path, {"lane": lane})
+    host = Host()
+    async with connect_hub(hub_params(config, tmp_path / "hub.log"), host) as client:
+        await wait_for_tools(client, host, {"lane_echo"})  # the shared connection is up (retried if it was slow)
+        gate.unlink()
+        result = await client.call_tool("lane_echo", {"text": "hi"})
+    text = result.content[0].text  # type: ignore[union-attr]
+    assert result.is_error and "this session's connection failed: did not connect within 3s" in text, text
