@@ -46,7 +46,11 @@ TOKEN_ENV = "HUB_TEST_TOKEN"
 
 def team_config(directory: Path) -> Path:
     path = directory / "servers.yaml"
-    document = {"auth": {"tokens": "tokens.json"}, "servers": {"kitchen": python_child("tests.children.kitchen")}}
+    document = {
+        "hub": {"startup_listing_wait": 60},  # a first listing waits (bounded) for kitchen on a loaded machine too
+        "auth": {"tokens": "tokens.json"},
+        "servers": {"kitchen": python_child("tests.children.kitchen")},
+    }
     path.write_text(yaml.safe_dump(document, sort_keys=False))
     return path
 
