@@ -6,7 +6,6 @@ line when it ends. A task does not outlive its child's connection: when that end
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -16,7 +15,7 @@ from anyio.abc import TaskGroup
 
 from hub.protocol import errors
 from hub.protocol.jsonrpc import INTERNAL_ERROR, INVALID_REQUEST, Request
-from hub.relay.attribution import ask_host
+from hub.relay.attribution import Spawn, ask_host
 from hub.relay.call import refusal
 from hub.relay.hosts import Hosts
 from hub.relay.naming import expose_uri, map_uris
@@ -35,7 +34,6 @@ MAX_FAILURES = 5  # consecutive tasks/get that fail before the task is given up
 COLLECT_LIMIT = 600.0  # a tasks/result opened for a task's input requests stays open this long at most
 STOP_LIMIT = 3.0  # when the hub stops, each task it runs is failed (and cancelled at its child) within this
 
-Spawn = Callable[..., None]  # runs a coroutine function with its arguments in the relay's task group
 _log = structlog.get_logger("hub.relay")
 
 

@@ -20,6 +20,7 @@ import structlog
 from hub.access.identity import Identity
 from hub.protocol import errors, revisions
 from hub.protocol.jsonrpc import INTERNAL_ERROR, encode
+from hub.relay.attribution import Spawn
 from hub.relay.call import Call, answer_error
 from hub.relay.hosts import Hosts
 from hub.relay.ports import HostRequest, StandIn
@@ -41,7 +42,7 @@ from hub.relay.task_records import (
     task_support,
     with_related,
 )
-from hub.relay.task_runner import Running, Spawn, TaskRunner, outcome
+from hub.relay.task_runner import Running, TaskRunner, outcome
 from hub.state import SharedState
 from hub.upstream.child import Child
 
