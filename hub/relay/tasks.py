@@ -189,7 +189,7 @@ class Tasks:
                 result = await self._list(request)
             else:
                 found = await self._find(request)
-                result = await self._answer(request, found)
+                result = await self._answer(request, found, modern)
             body = encode(revisions.stamp(result, request.method) if modern else result)
             request.respond(body)
             size = len(body)
@@ -231,8 +231,7 @@ class Tasks:
             self.record.task_ended(record, outcome(record))
         return record
 
-    async def _answer(self, request: HostRequest, record: dict[str, Any]) -> dict[str, Any]:
-        modern = revisions.is_modern(request.version)
+    async def _answer(self, request: HostRequest, record: dict[str, Any], modern: bool) -> dict[str, Any]:
         running = self.runner.running.get(record["key"])
         if request.method == "tasks/get":
             if running is not None:
