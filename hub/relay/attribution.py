@@ -110,10 +110,12 @@ class Attribution:
         elif owner is not None:
             self._during_call(owner, connection, request, kind)
         else:
-            session: Session | None = (
-                connection.owner if connection.owner is not None else self.hosts.only(connection.identity)
-            )
-            self._to_session(child, connection, request, kind, session)
+            self._to_session(child, connection, request, kind, self._session_of(connection))
+
+    def _session_of(self, connection: Connection) -> Session | None:
+        """The session a connection's message goes to outside any call: the one that owns the connection, else the
+        only one there is (of the connection's identity, for a connection opened for one)."""
+        return connection.owner if connection.owner is not None else self.hosts.only(connection.identity)
 
     def _to_session(
         self, child: Child, connection: Connection, request: Request, kind: str, session: SessionPort | None
@@ -176,11 +178,7 @@ class Attribution:
         """A child's `notifications/elicitation/complete`: to the session asked that elicitation, and only to it."""
         elicitation = params.get("elicitationId")
         asked = self._url_asked.get(connection, {}).pop(elicitation, None) if isinstance(elicitation, str) else None
-        session: Session | None
-        if asked is not None:
-            session = next((s for s in self.hosts.sessions if s is asked), None)  # None: it has ended since
-        else:
-            session = connection.owner if connection.owner is not None else self.hosts.only(connection.identity)
+        session = self.hosts.connected(asked) if asked is not None else self._session_of(connection)
         if session is None or session.modern:
             _log.info("child_elicitation_complete_unrouted", child=child.name, elicitation=quote(elicitation))
             return

@@ -130,10 +130,9 @@ class Builtins:
         per_line = max(80, (INSTRUCTIONS_LIMIT - 200) // max(1, len(shown)))
         for child in shown:
             tools = owned.get(child.name, [])
-            head = f"- {child.prefix + '_' if child.prefix else '(no prefix)'} {child.name}"
-            own = f"{child.prefix}_" if child.prefix else ""  # said once, in `head`
+            own = f"{child.prefix}_" if child.prefix else ""  # said once, before the tools' names
             listed = ", ".join(t.removeprefix(own) for t in tools) if tools else str(child.state)
-            line = f"{head} ({len(tools)} tools: {listed})"
+            line = f"- {own or '(no prefix)'} {child.name} ({len(tools)} tools: {listed})"
             lines.append(line if len(line) <= per_line else line[: per_line - 4] + "...)")
         if searching:
             lines.append("Some tools are not listed: find them with hub_search_tools and call them with hub_call_tool.")

@@ -84,6 +84,10 @@ class Hosts:
         if self._tell_child is not None:
             self._tell_child(uri, subscribe)
 
+    def connected(self, session: object) -> Session | None:
+        """`session`, while it is still connected (a task's or an elicitation's creator may have ended since)."""
+        return next((s for s in self.sessions if s is session), None)
+
     def only(self, identity: Identity | None = None) -> Session | None:
         """The one handshake-era session (of `identity`, if given), if there is exactly one (always so over stdio)."""
         sessions = self.sessions if identity is None else [s for s in self.sessions if s.identity == identity]

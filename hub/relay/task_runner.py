@@ -6,7 +6,6 @@ line when it ends. A task does not outlive its child's connection: when that end
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -16,7 +15,7 @@ from anyio.abc import TaskGroup
 
 from hub.protocol import errors
 from hub.protocol.jsonrpc import INTERNAL_ERROR, INVALID_REQUEST, Request
-from hub.relay.attribution import ask_host
+from hub.relay.attribution import Spawn, ask_host
 from hub.relay.call import refusal
 from hub.relay.hosts import Hosts
 from hub.relay.naming import expose_uri, map_uris
@@ -35,7 +34,6 @@ MAX_FAILURES = 5  # consecutive tasks/get that fail before the task is given up
 COLLECT_LIMIT = 600.0  # a tasks/result opened for a task's input requests stays open this long at most
 STOP_LIMIT = 3.0  # when the hub stops, each task it runs is failed (and cancelled at its child) within this
 
-Spawn = Callable[..., None]  # runs a coroutine function with its arguments in the relay's task group
 _log = structlog.get_logger("hub.relay")
 
 
@@ -155,7 +153,7 @@ class TaskRunner:
             return False
         named = {**(meta if isinstance(meta, dict) else {}), RELATED_TASK: {"taskId": task.record["id"]}}
         relayed = Request(request.id, request.method, {**request.params, "_meta": named}, request.raw)
-        session = next((s for s in self.hosts.sessions if s is task.session), None)
+        session = self.hosts.connected(task.session)
         if task.modern and kind in task.can_ask:  # the host gets it in tasks/get, answers it with tasks/update
             task.asked += 1
             task.asks[f"{kind}-{task.asked}"] = relayed
@@ -240,8 +238,7 @@ class TaskRunner:
             changed = await self._answered(task)
             changed = absorb(record, got) or changed
             if record.get("status") in TERMINAL:
-                await self._outcome(task)
-                await self._end(task)
+                await self._end_with_outcome(task)
             elif changed:
                 await self.store(record)
                 self._notify(task)
@@ -275,11 +272,11 @@ class TaskRunner:
             record.update(status="cancelled", lastUpdatedAt=now_iso())
             if message is not None or not record.get("statusMessage"):
                 record["statusMessage"] = message or "The task was cancelled by request."
-        await self._outcome(task)
-        await self._end(task)
+        await self._end_with_outcome(task)
 
-    async def _outcome(self, task: Running) -> None:
-        """What tasks/result answers for the task: the child's own answer (its result or its error)."""
+    async def _end_with_outcome(self, task: Running) -> None:
+        """The task is over at its child: it ends with what tasks/result answers for it, the child's own answer (its
+        result or its error)."""
         record = task.record
         try:
             if task.connection.closed is not None:
@@ -297,7 +294,7 @@ class TaskRunner:
                 record["error"]["data"] = error.data
         except TimeoutError:
             record["error"] = {"code": INTERNAL_ERROR, "message": "the task's server did not give its result in time"}
-        record["final"] = True
+        await self._end(task)
 
     async def _end(self, task: Running) -> None:
         record = task.record
@@ -308,11 +305,9 @@ class TaskRunner:
 
     def _notify(self, task: Running) -> None:
         """The owning host session gets the task's new status, if it is still connected here (handshake era)."""
-        if task.modern:
-            return
-        for session in self.hosts.sessions:
-            if session is task.session:
-                session.notify("notifications/tasks/status", shown(task.record, modern=False))
+        session = self.hosts.connected(task.session)
+        if session is not None and not task.modern:
+            session.notify("notifications/tasks/status", shown(task.record, modern=False))
 
 
 def outcome(record: dict[str, Any]) -> str:

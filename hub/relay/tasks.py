@@ -20,6 +20,7 @@ import structlog
 from hub.access.identity import Identity
 from hub.protocol import errors, revisions
 from hub.protocol.jsonrpc import INTERNAL_ERROR, encode
+from hub.relay.attribution import Spawn
 from hub.relay.call import Call, answer_error
 from hub.relay.hosts import Hosts
 from hub.relay.ports import HostRequest, StandIn
@@ -41,7 +42,7 @@ from hub.relay.task_records import (
     task_support,
     with_related,
 )
-from hub.relay.task_runner import Running, Spawn, TaskRunner, outcome
+from hub.relay.task_runner import Running, TaskRunner, outcome
 from hub.state import SharedState
 from hub.upstream.child import Child
 
@@ -188,7 +189,7 @@ class Tasks:
                 result = await self._list(request)
             else:
                 found = await self._find(request)
-                result = await self._answer(request, found)
+                result = await self._answer(request, found, modern)
             body = encode(revisions.stamp(result, request.method) if modern else result)
             request.respond(body)
             size = len(body)
@@ -230,8 +231,7 @@ class Tasks:
             self.record.task_ended(record, outcome(record))
         return record
 
-    async def _answer(self, request: HostRequest, record: dict[str, Any]) -> dict[str, Any]:
-        modern = revisions.is_modern(request.version)
+    async def _answer(self, request: HostRequest, record: dict[str, Any], modern: bool) -> dict[str, Any]:
         running = self.runner.running.get(record["key"])
         if request.method == "tasks/get":
             if running is not None:
