@@ -264,12 +264,11 @@ def _hide_arg(arg: str, flag: str, index: int, label: str, store: SecretStore, c
         return f"{name}=" + _hide_arg(value, name, index, label, store, converted)
     header = _HEADER_ARG.match(arg)
     if header and flag in _HEADER_FLAGS and secret_header(header.group(1), header.group(2)):
-        shown, credential = split_scheme(header.group(2))
-        if not is_reference(credential.strip()):
-            var = variable_name(label, "token" if shown else header.group(1))
-            return f"{header.group(1)}:{' ' if arg[len(header.group(1)) + 1 :].startswith(' ') else ''}{shown}" + (
-                _reference(store, converted, credential.strip(), var)
-            )
+        shown, credential = split_scheme(header.group(2))  # secret_header: the credential is not a reference
+        var = variable_name(label, "token" if shown else header.group(1))
+        return f"{header.group(1)}:{' ' if arg[len(header.group(1)) + 1 :].startswith(' ') else ''}{shown}" + (
+            _reference(store, converted, credential.strip(), var)
+        )
     if equals and name.startswith("-") and value and secret_name(name) and not is_reference(value):
         return f"{name}=" + _reference(store, converted, value, variable_name(label, name))
     if flag.startswith("-") and "=" not in flag and secret_name(flag) and arg and not is_reference(arg):

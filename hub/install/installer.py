@@ -148,7 +148,6 @@ def apply(change: Change, now: datetime, run: Runner = run_command) -> Change:
     change.backup = backup(change.target.file, now)
     if not change.commands:
         write_atomic(change.target.file, change.after)
-        return change
     for argv in change.commands:
         status = run(argv)
         if status != 0:

@@ -281,8 +281,7 @@ def _insert(text: str, node: Node, key: str, value: Any, unit: str, newline: str
         return [(node.start + 1, closing, f"{newline}{inner}{member}{newline}{outer}")]
     last = node.members[-1]
     indent = _own_line_indent(text, last.key_start)
-    rendered = _render(value, indent, unit, newline)
-    member = f"{json.dumps(key, ensure_ascii=False)}: {rendered}"
+    member = f"{json.dumps(key, ensure_ascii=False)}: {_render(value, indent, unit, newline)}"
     if indent is None:  # an object written on one line: stay on it
         if last.comma is None:
             return [(last.value.end, last.value.end, f", {member}")]
@@ -322,24 +321,18 @@ def _find(node: Node | None, path: Sequence[str]) -> Node | None:
 def _removal(text: str, node: Node, index: int) -> list[_Edit]:
     """The edits that take the member at `index` out of the object `node`: its text, and one comma."""
     member = node.members[index]
-    previous = node.members[index - 1] if index > 0 else None
-    after = member.value.end if member.comma is None else member.comma + 1
-    closing = node.end - 1
+    comma_before = node.members[index - 1].comma if index > 0 else None  # set: only the last member has none
     if _own_line_indent(text, member.key_start) is not None:
         start = _line_start(text, member.key_start) - 1  # the line break before it
         start -= 1 if start > 0 and text[start - 1] == "\r" else 0
-        edits = [(max(start, node.start + 1), _same_line_end(text, after, closing), "")]
-    elif previous is not None and previous.comma is not None and member.comma is None:
-        return [(previous.comma, member.value.end, "")]
-    elif member.comma is not None:
-        start = previous.comma + 1 if previous is not None and previous.comma is not None else node.start + 1
-        end = member.comma + 1
-        while previous is None and end < closing and text[end] in " \t":
-            end += 1
-        return [(start, end, "")]
-    else:
-        edits = [(member.key_start, member.value.end, "")]
-    last = index == len(node.members) - 1
-    if last and member.comma is None and previous is not None and previous.comma is not None:
-        edits.append((previous.comma, previous.comma + 1, ""))
-    return edits
+        after = member.value.end if member.comma is None else member.comma + 1
+        edits = [(max(start, node.start + 1), _same_line_end(text, after, node.end - 1), "")]
+        if member.comma is None and comma_before is not None:  # the last member: the comma before it goes too
+            edits.append((comma_before, comma_before + 1, ""))
+        return edits
+    if member.comma is None:
+        return [(member.key_start if comma_before is None else comma_before, member.value.end, "")]
+    end = member.comma + 1
+    while comma_before is None and end < node.end - 1 and text[end] in " \t":
+        end += 1
+    return [(node.start + 1 if comma_before is None else comma_before + 1, end, "")]

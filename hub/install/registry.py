@@ -226,7 +226,7 @@ class _Builder:
         self.entry.placeholders.setdefault(var, what)
         return f"${{{var}}}"
 
-    def fill(self, template: str, variables: Mapping[str, Any], label: str) -> str:
+    def fill(self, template: str, variables: Mapping[str, Any]) -> str:
         """`template`'s `{name}`s: a variable's default unless it is secret, else a placeholder."""
 
         def one(match: re.Match[str]) -> str:
@@ -246,7 +246,7 @@ class _Builder:
         without either: left out, and named in the notes)."""
         what = item.get("description") or label
         if isinstance(item.get("value"), str):
-            return self.fill(item["value"], item.get("variables") or {}, label)
+            return self.fill(item["value"], item.get("variables") or {})
         if item.get("default") is not None and not _get(item, "isSecret"):
             return _literal(item["default"])
         if _get(item, "isRequired"):
@@ -313,7 +313,7 @@ class _Builder:
         return ["run", "-i", "--rm", *passed, *extra, image]
 
     def remote(self, remote: Mapping[str, Any]) -> dict[str, Any]:
-        child: dict[str, Any] = {"url": self.fill(str(remote["url"]), remote.get("variables") or {}, "the URL")}
+        child: dict[str, Any] = {"url": self.fill(str(remote["url"]), remote.get("variables") or {})}
         kind = remote.get("type") or _get(remote, "transportType")
         if isinstance(kind, str) and kind in _TRANSPORTS:
             child["transport"] = _TRANSPORTS[kind]
