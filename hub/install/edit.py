@@ -175,10 +175,7 @@ class TomlServers(ServersDoc):
         import tomlkit
 
         document = self._document()
-        servers = document.get(self.key[0])
-        if servers is None:
-            servers = tomlkit.table(is_super_table=True)
-            document[self.key[0]] = servers
+        servers = document.setdefault(self.key[0], tomlkit.table(is_super_table=True))
         if len(path) == 1:
             table = tomlkit.table()
             table.update(value)

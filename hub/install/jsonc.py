@@ -172,10 +172,6 @@ def loads(text: str) -> Any:
     return None if root is None else root.data
 
 
-def _newline(text: str) -> str:
-    return "\r\n" if "\r\n" in text else "\n"
-
-
 def _line_start(text: str, pos: int) -> int:
     return text.rfind("\n", 0, pos) + 1
 
@@ -250,7 +246,7 @@ def set_value(text: str, path: Sequence[str], value: Any) -> str:
         JsoncError: the text is not JSON with comments, or something on the path is not an object.
     """
     root = parse(text)
-    newline = _newline(text)
+    newline = "\r\n" if "\r\n" in text else "\n"
     if root is None:
         lead = text if not text or text.endswith("\n") else text + newline
         return lead + _render(_nested(path, value), "", DEFAULT_INDENT, newline) + newline
