@@ -272,11 +272,8 @@ def edit_servers(text: str | None, change: Callable[[Any, int], None]) -> str:
 
 def _mapping_indent(text: str) -> int:
     """The file's mapping indentation: that of its first indented key (ruamel.yaml guesses only sequences')."""
-    for line in text.splitlines():
-        match = re.match(r"^( +)[^\s#-][^:]*:(\s|$)", line)
-        if match:
-            return len(match.group(1))
-    return 2
+    match = re.search(r"^( +)[^\s#-][^:\n]*:(\s|$)", text, re.MULTILINE)
+    return len(match.group(1)) if match else 2
 
 
 def _commented(value: Any) -> Any:

@@ -57,7 +57,7 @@ class _Parser:
 
     def fail(self, what: str) -> JsoncError:
         line = self.text.count("\n", 0, self.pos) + 1
-        column = self.pos - (self.text.rfind("\n", 0, self.pos) + 1) + 1
+        column = self.pos - _line_start(self.text, self.pos) + 1
         return JsoncError(f"line {line}, column {column}: {what}")
 
     def skip(self) -> None:
