@@ -183,11 +183,9 @@ class TomlServers(ServersDoc):
             servers[path[0]] = table
         else:
             servers[path[0]][path[1]] = value
-        self._store(tomlkit.dumps(document))
+        self._store(document.as_string())
 
     def remove_entry(self, name: str) -> None:
-        import tomlkit
-
         document = self._document()
         servers = document.get(self.key[0])
         if servers is None or name not in servers:
@@ -195,7 +193,7 @@ class TomlServers(ServersDoc):
         del servers[name]
         if not servers and getattr(servers, "is_super_table", lambda: False)():
             del document[self.key[0]]  # `[mcp_servers.NAME]` made it; with no NAME left it has no text of its own
-        self._store(tomlkit.dumps(document))
+        self._store(document.as_string())
 
     def _store(self, text: str) -> None:
         """Keep the file's ending: tomlkit separates an appended table with blank lines that, at the end of the
