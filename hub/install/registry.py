@@ -174,13 +174,12 @@ def server_entry(
     )
     if status == "deprecated":
         entry.notes.append(f"{name} is deprecated in the registry")
-    builder = _Builder(entry)
     package = _pick_package(document, use)
     remotes = [r for r in document.get("remotes") or [] if isinstance(r, dict) and r.get("url")]
     if package is not None:
-        entry.child = builder.package(package)
+        entry.child = _Builder(entry).package(package)
     elif remotes and use in (None, "remote"):
-        entry.child = builder.remote(remotes[0])
+        entry.child = _Builder(entry).remote(remotes[0])
     else:
         kinds = sorted({str(_get(p, "registryType")) for p in document.get("packages") or [] if isinstance(p, dict)})
         offered = ", ".join(kinds + (["remote"] if remotes else [])) or "nothing"
@@ -191,8 +190,6 @@ def server_entry(
 
 def _pick_package(document: Mapping[str, Any], use: str | None) -> dict[str, Any] | None:
     """The first stdio package of kind `use` (any known kind when None), preferring one whose runner is on PATH."""
-    if use == "remote":
-        return None
     packages = [
         p
         for p in document.get("packages") or []
