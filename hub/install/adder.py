@@ -18,11 +18,10 @@ from typing import Any
 from hub.install.convert import Converted, hide_secrets
 from hub.install.edit import EditError, read_text
 from hub.install.importer import (
-    ENV_MODE,
     FileChange,
     add_children,
     edit_servers,
-    env_text_with,
+    env_change,
     existing_children,
     gitignore_change,
     secret_store,
@@ -74,8 +73,7 @@ def plan_add(
     edit = ServerEdit(name, FileChange(into, text, after), secrets=converted.secrets, notes=converted.notes)
     edit.placeholders = dict(store.placeholders)
     if store.added or store.placeholders:
-        env_after = env_text_with(env_text, store.added, store.placeholders, into.name)
-        edit.env = FileChange(env_path, env_text, env_after, ENV_MODE)
+        edit.env = env_change(env_path, env_text, store, into.name)
         edit.gitignore = gitignore_change(into.parent / ".gitignore", env_path.name)
     return edit
 
