@@ -94,8 +94,13 @@ def plan(target: Target, name: str, command: list[str] | None, remove: Sequence[
         raise EditError(f"{target.file}: {exc}") from None
     changed = (before or "") != document.text
     change = Change(target, _summary(name, command, current, gone, changed), before, document.text)
-    if target.cli is not None and change.changes:
-        change.commands = _cli_commands(target, name, command, current, gone, document.entries())
+    if target.cli is not None and change.changes:  # `claude mcp remove|add` rather than a write
+        cli_remove = [target.cli, "mcp", "remove", "--scope", target.scope]
+        change.commands = [[*cli_remove, entry_name] for entry_name in gone]
+        if command is not None and current.get(name) != document.entries().get(name):
+            if name in current:
+                change.commands.append([*cli_remove, name])
+            change.commands.append([target.cli, "mcp", "add", "--scope", target.scope, name, "--", *command])
     return change
 
 
@@ -107,24 +112,6 @@ def _summary(name: str, command: list[str] | None, current: dict[str, Any], gone
     if not changed:
         return f"{name!r} is up to date"
     return f"updated {name!r}" if name in current else f"added {name!r}"
-
-
-def _cli_commands(
-    target: Target,
-    name: str,
-    command: list[str] | None,
-    current: dict[str, Any],
-    gone: list[str],
-    after: dict[str, Any],
-) -> list[list[str]]:
-    assert target.cli is not None
-    remove = [target.cli, "mcp", "remove", "--scope", target.scope]
-    commands = [[*remove, entry_name] for entry_name in gone]
-    if command is not None and current.get(name) != after.get(name):
-        if name in current:
-            commands.append([*remove, name])
-        commands.append([target.cli, "mcp", "add", "--scope", target.scope, name, "--", *command])
-    return commands
 
 
 def uninstall_plan(target: Target, name: str) -> Change:
