@@ -90,8 +90,7 @@ def plan_remove(into: Path, name: str) -> ServerEdit:
         raise EditError(f"{into}: no such file")
     names = list(existing_children(text, into))
     if name not in names:
-        known = ", ".join(names) or "none"
-        raise EditError(f"{into} has no server named {name!r} (it has: {known})")
+        raise EditError(f"{into} has no server named {name!r} (it has: {', '.join(names) or 'none'})")
     after = _cut(text, name)
     if after is None:  # not the block layout `_cut` knows: ruamel.yaml's round trip (may leave a comment behind)
         after = edit_servers(text, lambda servers, _indent: servers.pop(name))

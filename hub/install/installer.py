@@ -115,11 +115,7 @@ def _summary(name: str, command: list[str] | None, current: dict[str, Any], gone
 
 
 def uninstall_plan(target: Target, name: str) -> Change:
-    """Take the entry `name` out, and nothing else.
-
-    Raises:
-        EditError: the file cannot be read or parsed.
-    """
+    """`plan` taking the entry `name` out and nothing else (raising what `plan` raises)."""
     return plan(target, name, None, [name])
 
 
