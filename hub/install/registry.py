@@ -60,13 +60,10 @@ def entry_from_registry(
         RegistryError: not found, not readable, or nothing in it the hub can run.
     """
     if file:
-        document, status = _read_file(Path(file).expanduser()), None
-        source = str(file)
-    else:
-        assert spec is not None
-        document, status = fetch_server(base_url, spec)
-        source = f"{base_url.rstrip('/')} ({spec})"
-    return server_entry(document, source, status, use, name)
+        return server_entry(_read_file(Path(file).expanduser()), file, None, use, name)
+    assert spec is not None
+    document, status = fetch_server(base_url, spec)
+    return server_entry(document, f"{base_url.rstrip('/')} ({spec})", status, use, name)
 
 
 def fetch_server(base_url: str, spec: str) -> tuple[dict[str, Any], str | None]:
@@ -88,7 +85,7 @@ def fetch_server(base_url: str, spec: str) -> tuple[dict[str, Any], str | None]:
     document = answer.get("server", answer) if isinstance(answer, dict) else None
     if not isinstance(document, dict):
         raise RegistryError(f"{url}: not a server document")
-    meta = answer.get("_meta") if isinstance(answer, dict) else None
+    meta = answer.get("_meta")
     official = meta.get(_OFFICIAL) if isinstance(meta, dict) else None
     return document, official.get("status") if isinstance(official, dict) else None
 
@@ -209,8 +206,7 @@ def _literal(value: Any) -> str:
 
 def _runner(package: Mapping[str, Any]) -> str:
     hint = _get(package, "runtimeHint")
-    kind = str(_get(package, "registryType"))
-    return hint if isinstance(hint, str) and hint in ("npx", "uvx", "docker", "bunx") else _RUNNERS[kind]
+    return hint if hint in ("npx", "uvx", "docker", "bunx") else _RUNNERS[str(_get(package, "registryType"))]
 
 
 class _Builder:
