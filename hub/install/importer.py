@@ -63,11 +63,9 @@ def open_source(spec: str, paths: Paths, scope: Scope) -> Source:
 
 
 def _inputs(text: str) -> dict[str, str]:
-    """VS Code's `inputs` (`[{"id": "apiKey", "description": "Your API key", ...}]`): what each prompt asks for."""
-    try:
-        data = jsonc.loads(text)
-    except jsonc.JsoncError:
-        return {}
+    """VS Code's `inputs` (`[{"id": "apiKey", "description": "Your API key", ...}]`): what each prompt asks for.
+    `text` is valid: its servers were read from it."""
+    data = jsonc.loads(text)
     found = data.get("inputs") if isinstance(data, dict) else None
     return {
         str(i["id"]): str(i.get("description") or i["id"])
