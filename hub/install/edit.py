@@ -177,8 +177,7 @@ class TomlServers(ServersDoc):
         document = self._document()
         servers = document.setdefault(self.key[0], tomlkit.table(is_super_table=True))
         if len(path) == 1:
-            table = tomlkit.table()
-            table.update(value)
+            table = tomlkit.item(value)
             table.add(tomlkit.nl())  # a blank line before whatever table follows it
             servers[path[0]] = table
         else:
