@@ -149,9 +149,8 @@ def plan_import(source: Source, into: Path, paths: Paths) -> ImportPlan:
     """
     yaml_text = read_text(into)
     env_path, env_text, store = secret_store(into, paths.env)
-    existing = existing_children(yaml_text, into)
     variables = {"userHome": str(paths.home), "workspaceFolder": str(paths.cwd)}
-    items = _items(source, existing, store, variables)
+    items = _items(source, existing_children(yaml_text, into), store, variables)
     added = [i for i in items if i.state == "added"]
     label = source.client.name if source.client else source.target.file.name
     after = add_children(
