@@ -62,20 +62,9 @@ class _Parser:
 
     def skip(self) -> None:
         """Past blanks and comments."""
-        text = self.text
-        while self.pos < len(text):
-            if text[self.pos] in " \t\r\n\ufeff":
-                self.pos += 1
-            elif text.startswith("//", self.pos):
-                end = text.find("\n", self.pos)
-                self.pos = len(text) if end < 0 else end
-            elif text.startswith("/*", self.pos):
-                end = text.find("*/", self.pos + 2)
-                if end < 0:
-                    raise self.fail("a /* comment is not closed")
-                self.pos = end + 2
-            else:
-                return
+        self.pos = _skip(self.text, self.pos, len(self.text), " \t\r\n\ufeff")
+        if self.at("/*"):
+            raise self.fail("a /* comment is not closed")
 
     def at(self, char: str) -> bool:
         return self.text.startswith(char, self.pos)
@@ -145,6 +134,22 @@ class _Parser:
         return node
 
 
+def _skip(text: str, pos: int, limit: int, blanks: str) -> int:
+    """From `pos`, past `blanks` and comments: the first other character (a /* comment that is not closed is one),
+    or `limit`."""
+    while pos < limit:
+        if text[pos] in blanks:
+            pos += 1
+        elif text.startswith("//", pos):
+            end = text.find("\n", pos, limit)
+            pos = limit if end < 0 else end
+        elif text.startswith("/*", pos) and (end := text.find("*/", pos + 2)) >= 0:
+            pos = end + 2
+        else:
+            break
+    return pos
+
+
 def parse(text: str) -> Node | None:
     """The document's top-level value with its spans; None for a text of only blanks and comments.
 
@@ -196,16 +201,7 @@ def _line_indent(text: str, pos: int) -> str:
 def _same_line_end(text: str, pos: int, limit: int) -> int:
     """From `pos`, past blanks and the comments that start on this line: where the line's content ends (before its
     line break), or the first other character, or `limit`."""
-    while pos < limit:
-        if text[pos] in " \t":
-            pos += 1
-        elif text.startswith("//", pos):
-            end = text.find("\n", pos, limit)
-            pos = limit if end < 0 else end
-        elif text.startswith("/*", pos):
-            pos = text.find("*/", pos + 2) + 2
-        else:
-            break
+    pos = _skip(text, pos, limit, " \t")
     if pos < limit and text[pos] == "\n" and text[pos - 1] == "\r":
         pos -= 1
     return pos
