@@ -18,7 +18,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from hub.install.clients import CLIENTS, SCOPES, Client, Paths, Scope, config_of, runs_hub
+from hub.install.clients import CLIENTS, SCOPES, Client, Paths, Scope, runs_hub
 from hub.install.edit import EditError, backup, backups, open_servers, read_text, unified_diff, write_atomic
 
 Runner = Callable[[list[str]], int]  # runs a command line, its output going where the hub's goes; its exit status
@@ -228,6 +228,13 @@ def drift(actual: list[str], expected: list[str]) -> str | None:
     parts = []
     if actual[:here] != expected[:serve]:
         parts.append(f"runs {shlex.join(actual[:here]) or 'nothing'}, not {shlex.join(expected[:serve])}")
-    if config_of({"args": actual}) != config_of({"args": expected}):
-        parts.append(f"serves {config_of({'args': actual})}, not {config_of({'args': expected})}")
+    if _config(actual) != _config(expected):
+        parts.append(f"serves {_config(actual)}, not {_config(expected)}")
     return "; ".join(parts) or f"runs `{shlex.join(actual)}`, not `{shlex.join(expected)}`"
+
+
+def _config(command: list[str]) -> str | None:
+    """The `--config` a hub's command line passes, if any."""
+    if "--config" not in command[:-1]:
+        return None
+    return command[command.index("--config") + 1]
