@@ -37,13 +37,12 @@ class Member:
 
 @dataclass
 class Node:
-    """A value with its span `[start, end)` in the text; an object's members in order."""
+    """A value with its span `[start, end)` in the text; an object's members in order (other values have none)."""
 
     start: int
     end: int
     data: Any
     members: list[Member] = field(default_factory=list)
-    is_object: bool = False
 
     def member(self, key: str) -> Member | None:
         """The member named `key` (the last one, as JSON.parse keeps the last of duplicate keys)."""
@@ -88,7 +87,7 @@ class _Parser:
         return Node(match.start(), self.pos, json.loads(match.group()))
 
     def object(self) -> Node:
-        node = Node(self.pos, self.pos, {}, is_object=True)
+        node = Node(self.pos, self.pos, {})
         self.pos += 1
         self.skip()
         while not self.at("}"):
@@ -249,7 +248,7 @@ def set_value(text: str, path: Sequence[str], value: Any) -> str:
     unit = _indent_unit(root, text)
     node = root
     for depth, key in enumerate(path):
-        if not node.is_object:
+        if not isinstance(node.data, dict):
             raise JsoncError(f"{'.'.join(path[:depth]) or 'the top level'} is not an object")
         member = node.member(key)
         if member is None:
@@ -292,7 +291,7 @@ def remove_member(text: str, path: Sequence[str]) -> str:
         JsoncError: the text is not JSON with comments.
     """
     node = _find(parse(text), path[:-1])
-    if node is None or not node.is_object or node.member(path[-1]) is None:
+    if node is None or node.member(path[-1]) is None:
         return text
     index = max(i for i, m in enumerate(node.members) if m.key == path[-1])
     result = _apply(text, _removal(text, node, index))
@@ -305,7 +304,7 @@ def remove_member(text: str, path: Sequence[str]) -> str:
 
 def _find(node: Node | None, path: Sequence[str]) -> Node | None:
     for key in path:
-        member = node.member(key) if node is not None and node.is_object else None
+        member = node.member(key) if node is not None else None
         node = member.value if member is not None else None
     return node
 
