@@ -107,10 +107,10 @@ def _cut(text: str, name: str) -> str | None:
     lines = text.splitlines(keepends=True)
     top = next((i for i, line in enumerate(lines) if re.match(r"^servers:\s*(#.*)?$", line)), None)
     key = re.compile(rf"^( +)(?:{re.escape(name)}|\"{re.escape(name)}\"|'{re.escape(name)}'):(\s|$)")
-    found = next(
-        ((i, m) for i, line in enumerate(lines) if top is not None and i > top and (m := key.match(line))), None
-    )
-    if found is None or top is None:
+    if top is None:
+        return None
+    found = next(((i, m) for i, line in enumerate(lines) if i > top and (m := key.match(line))), None)
+    if found is None:
         return None
     index, match = found
     indent = len(match.group(1))
