@@ -100,13 +100,12 @@ class _Parser:
         return node
 
     def member(self) -> Member:
-        key_start = self.pos
-        key = self.scalar(_STRING, "expected a string in double quotes").data
+        key = self.scalar(_STRING, "expected a string in double quotes")
         self.skip()
         if not self.at(":"):
             raise self.fail("expected ':'")
         self.pos += 1
-        member = Member(key, key_start, self.value())
+        member = Member(key.data, key.start, self.value())
         self.skip()
         if self.at(","):
             member.comma = self.pos
