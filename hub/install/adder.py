@@ -18,11 +18,10 @@ from typing import Any
 from hub.install.convert import Converted, hide_secrets
 from hub.install.edit import EditError, read_text
 from hub.install.importer import (
-    ENV_MODE,
     FileChange,
     add_children,
     edit_servers,
-    env_text_with,
+    env_change,
     existing_children,
     gitignore_change,
     secret_store,
@@ -74,8 +73,7 @@ def plan_add(
     edit = ServerEdit(name, FileChange(into, text, after), secrets=converted.secrets, notes=converted.notes)
     edit.placeholders = dict(store.placeholders)
     if store.added or store.placeholders:
-        env_after = env_text_with(env_text, store.added, store.placeholders, into.name)
-        edit.env = FileChange(env_path, env_text, env_after, ENV_MODE)
+        edit.env = env_change(env_path, env_text, store, into.name)
         edit.gitignore = gitignore_change(into.parent / ".gitignore", env_path.name)
     return edit
 
@@ -92,8 +90,7 @@ def plan_remove(into: Path, name: str) -> ServerEdit:
         raise EditError(f"{into}: no such file")
     names = list(existing_children(text, into))
     if name not in names:
-        known = ", ".join(names) or "none"
-        raise EditError(f"{into} has no server named {name!r} (it has: {known})")
+        raise EditError(f"{into} has no server named {name!r} (it has: {', '.join(names) or 'none'})")
     after = _cut(text, name)
     if after is None:  # not the block layout `_cut` knows: ruamel.yaml's round trip (may leave a comment behind)
         after = edit_servers(text, lambda servers, _indent: servers.pop(name))
@@ -110,10 +107,10 @@ def _cut(text: str, name: str) -> str | None:
     lines = text.splitlines(keepends=True)
     top = next((i for i, line in enumerate(lines) if re.match(r"^servers:\s*(#.*)?$", line)), None)
     key = re.compile(rf"^( +)(?:{re.escape(name)}|\"{re.escape(name)}\"|'{re.escape(name)}'):(\s|$)")
-    found = next(
-        ((i, m) for i, line in enumerate(lines) if top is not None and i > top and (m := key.match(line))), None
-    )
-    if found is None or top is None:
+    if top is None:
+        return None
+    found = next(((i, m) for i, line in enumerate(lines) if i > top and (m := key.match(line))), None)
+    if found is None:
         return None
     index, match = found
     indent = len(match.group(1))

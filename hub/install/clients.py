@@ -206,12 +206,3 @@ def runs_hub(entry: Mapping[str, Any]) -> bool:
     if program == "hub":
         return args[:1] in (["serve"], ["connect"])
     return program.startswith("python") and args[:2] == ["-m", "hub"] and args[2:3] in (["serve"], ["connect"])
-
-
-def config_of(entry: Mapping[str, Any]) -> str | None:
-    """The `--config` a hub entry passes, if any."""
-    args = entry.get("args")
-    if isinstance(args, list) and "--config" in args:
-        at = args.index("--config") + 1
-        return str(args[at]) if at < len(args) else None
-    return None

@@ -189,9 +189,7 @@ def hide_secrets(
             child["env"][name] = _hide_embedded(value, label, store, converted)
     for name, value in list(child.get("headers", {}).items()):
         if secret_header(name, value):
-            shown, credential = split_scheme(value)
-            var = variable_name(prefix, "token" if shown else name)
-            child["headers"][name] = shown + _reference(store, converted, credential, var)
+            child["headers"][name] = _hide_header(name, value, prefix, store, converted)
     if "args" in child:  # `--token=...`, the word after `--api-key`, `--header "Authorization: ..."` (mcp-remote)
         args = child["args"]
         child["args"] = [
@@ -258,26 +256,26 @@ def _reference(store: SecretStore, converted: Converted, value: str, *names: str
     return f"${{{var}}}"
 
 
+def _hide_header(name: str, value: str, label: str, store: SecretStore, converted: Converted) -> str:
+    shown, credential = split_scheme(value)
+    return shown + _reference(store, converted, credential, variable_name(label, "token" if shown else name))
+
+
 def _hide_arg(arg: str, flag: str, index: int, label: str, store: SecretStore, converted: Converted) -> str:
     name, equals, value = arg.partition("=")
     if equals and name in _HEADER_FLAGS:  # `--header=Authorization: Bearer ...`
         return f"{name}=" + _hide_arg(value, name, index, label, store, converted)
     header = _HEADER_ARG.match(arg)
     if header and flag in _HEADER_FLAGS and secret_header(header.group(1), header.group(2)):
-        shown, credential = split_scheme(header.group(2))
-        if not is_reference(credential.strip()):
-            var = variable_name(label, "token" if shown else header.group(1))
-            return f"{header.group(1)}:{' ' if arg[len(header.group(1)) + 1 :].startswith(' ') else ''}{shown}" + (
-                _reference(store, converted, credential.strip(), var)
-            )
+        space = " " if arg[len(header.group(1)) + 1 :].startswith(" ") else ""
+        hidden = _hide_header(header.group(1), header.group(2).strip(), label, store, converted)
+        return f"{header.group(1)}:{space}{hidden}"
     if equals and name.startswith("-") and value and secret_name(name) and not is_reference(value):
         return f"{name}=" + _reference(store, converted, value, variable_name(label, name))
     if flag.startswith("-") and "=" not in flag and secret_name(flag) and arg and not is_reference(arg):
         return _reference(store, converted, arg, variable_name(label, flag))
     if header and secret_header(header.group(1), header.group(2)) and secret_name(header.group(1)):
-        shown, credential = split_scheme(header.group(2))
-        var = variable_name(label, "token" if shown else header.group(1))
-        return f"{header.group(1)}: {shown}" + _reference(store, converted, credential, var)
+        return f"{header.group(1)}: " + _hide_header(header.group(1), header.group(2), label, store, converted)
     if looks_secret(arg):
         return _reference(store, converted, arg, variable_name(label, "arg", str(index + 1)))
     return _hide_embedded(arg, label, store, converted)

@@ -175,22 +175,16 @@ class TomlServers(ServersDoc):
         import tomlkit
 
         document = self._document()
-        servers = document.get(self.key[0])
-        if servers is None:
-            servers = tomlkit.table(is_super_table=True)
-            document[self.key[0]] = servers
+        servers = document.setdefault(self.key[0], tomlkit.table(is_super_table=True))
         if len(path) == 1:
-            table = tomlkit.table()
-            table.update(value)
+            table = tomlkit.item(value)
             table.add(tomlkit.nl())  # a blank line before whatever table follows it
             servers[path[0]] = table
         else:
             servers[path[0]][path[1]] = value
-        self._store(tomlkit.dumps(document))
+        self._store(document.as_string())
 
     def remove_entry(self, name: str) -> None:
-        import tomlkit
-
         document = self._document()
         servers = document.get(self.key[0])
         if servers is None or name not in servers:
@@ -198,7 +192,7 @@ class TomlServers(ServersDoc):
         del servers[name]
         if not servers and getattr(servers, "is_super_table", lambda: False)():
             del document[self.key[0]]  # `[mcp_servers.NAME]` made it; with no NAME left it has no text of its own
-        self._store(tomlkit.dumps(document))
+        self._store(document.as_string())
 
     def _store(self, text: str) -> None:
         """Keep the file's ending: tomlkit separates an appended table with blank lines that, at the end of the

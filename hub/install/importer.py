@@ -63,11 +63,9 @@ def open_source(spec: str, paths: Paths, scope: Scope) -> Source:
 
 
 def _inputs(text: str) -> dict[str, str]:
-    """VS Code's `inputs` (`[{"id": "apiKey", "description": "Your API key", ...}]`): what each prompt asks for."""
-    try:
-        data = jsonc.loads(text)
-    except jsonc.JsoncError:
-        return {}
+    """VS Code's `inputs` (`[{"id": "apiKey", "description": "Your API key", ...}]`): what each prompt asks for.
+    `text` is valid: its servers were read from it."""
+    data = jsonc.loads(text)
     found = data.get("inputs") if isinstance(data, dict) else None
     return {
         str(i["id"]): str(i.get("description") or i["id"])
@@ -151,23 +149,21 @@ def plan_import(source: Source, into: Path, paths: Paths) -> ImportPlan:
     """
     yaml_text = read_text(into)
     env_path, env_text, store = secret_store(into, paths.env)
-    existing = existing_children(yaml_text, into)
     variables = {"userHome": str(paths.home), "workspaceFolder": str(paths.cwd)}
-    items = _items(source, existing, store, variables)
+    items = _items(source, existing_children(yaml_text, into), store, variables)
     added = [i for i in items if i.state == "added"]
     label = source.client.name if source.client else source.target.file.name
     after = add_children(
         yaml_text, [(i.prefix, i.converted.child, f"imported from {label} ({i.name!r})") for i in added]
     )
     validate_servers(after, into)
-    env_after = env_text_with(env_text, store.added, store.placeholders, into.name)
     wrote_env = store.added or store.placeholders or env_text
     gitignore = gitignore_change(into.parent / ".gitignore", env_path.name) if wrote_env else None
     return ImportPlan(
         source,
         items,
         FileChange(into, yaml_text, after if added else (yaml_text or "")),
-        FileChange(env_path, env_text, env_after, ENV_MODE),
+        env_change(env_path, env_text, store, into.name),
         gitignore or FileChange(into.parent / ".gitignore", None, ""),
         list(store.added),
     )
@@ -272,11 +268,8 @@ def edit_servers(text: str | None, change: Callable[[Any, int], None]) -> str:
 
 def _mapping_indent(text: str) -> int:
     """The file's mapping indentation: that of its first indented key (ruamel.yaml guesses only sequences')."""
-    for line in text.splitlines():
-        match = re.match(r"^( +)[^\s#-][^:]*:(\s|$)", line)
-        if match:
-            return len(match.group(1))
-    return 2
+    match = re.search(r"^( +)[^\s#-][^:\n]*:(\s|$)", text, re.MULTILINE)
+    return len(match.group(1)) if match else 2
 
 
 def _commented(value: Any) -> Any:
@@ -308,19 +301,18 @@ def validate_servers(text: str, into: Path, what: str = "the imported servers") 
         raise EditError(f"{what} would not make a valid configuration: {exc}") from None
 
 
-def env_text_with(
-    before: str | None, added: Mapping[str, str], placeholders: Mapping[str, str], config: str = "servers.yaml"
-) -> str:
-    """The env file's text with `added` values appended, then each placeholder as an empty `NAME=` line under a
+def env_change(path: Path, before: str | None, store: SecretStore, config: str) -> FileChange:
+    """The env file with the store's new values appended, then each placeholder as an empty `NAME=` line under a
     comment saying what to fill in (empty, the hub still starts; the server may then refuse until it is filled).
     A new file's first line names `config`, the file whose `${VAR}` it serves."""
     text = before or ""
-    if (added or placeholders) and text and not text.endswith("\n"):
+    if (store.added or store.placeholders) and text and not text.endswith("\n"):
         text += "\n"
-    if (added or placeholders) and not text:
+    if (store.added or store.placeholders) and not text:
         text = f"# Secrets of {config}'s servers. Keep this file out of git; the hub reads it.\n"
-    text += "".join(format_env_line(name, value) + "\n" for name, value in added.items())
-    return text + "".join(f"# fill in: {what}\n{name}=\n" for name, what in placeholders.items())
+    text += "".join(format_env_line(name, value) + "\n" for name, value in store.added.items())
+    text += "".join(f"# fill in: {what}\n{name}=\n" for name, what in store.placeholders.items())
+    return FileChange(path, before, text, ENV_MODE)
 
 
 def gitignore_change(path: Path, name: str) -> FileChange | None:

@@ -18,7 +18,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from hub.install.clients import CLIENTS, SCOPES, Client, Paths, Scope, config_of, runs_hub
+from hub.install.clients import CLIENTS, SCOPES, Client, Paths, Scope, runs_hub
 from hub.install.edit import EditError, backup, backups, open_servers, read_text, unified_diff, write_atomic
 
 Runner = Callable[[list[str]], int]  # runs a command line, its output going where the hub's goes; its exit status
@@ -94,8 +94,13 @@ def plan(target: Target, name: str, command: list[str] | None, remove: Sequence[
         raise EditError(f"{target.file}: {exc}") from None
     changed = (before or "") != document.text
     change = Change(target, _summary(name, command, current, gone, changed), before, document.text)
-    if target.cli is not None and change.changes:
-        change.commands = _cli_commands(target, name, command, current, gone, document.entries())
+    if target.cli is not None and change.changes:  # `claude mcp remove|add` rather than a write
+        cli_remove = [target.cli, "mcp", "remove", "--scope", target.scope]
+        change.commands = [[*cli_remove, entry_name] for entry_name in gone]
+        if command is not None and current.get(name) != document.entries().get(name):
+            if name in current:
+                change.commands.append([*cli_remove, name])
+            change.commands.append([target.cli, "mcp", "add", "--scope", target.scope, name, "--", *command])
     return change
 
 
@@ -109,30 +114,8 @@ def _summary(name: str, command: list[str] | None, current: dict[str, Any], gone
     return f"updated {name!r}" if name in current else f"added {name!r}"
 
 
-def _cli_commands(
-    target: Target,
-    name: str,
-    command: list[str] | None,
-    current: dict[str, Any],
-    gone: list[str],
-    after: dict[str, Any],
-) -> list[list[str]]:
-    assert target.cli is not None
-    remove = [target.cli, "mcp", "remove", "--scope", target.scope]
-    commands = [[*remove, entry_name] for entry_name in gone]
-    if command is not None and current.get(name) != after.get(name):
-        if name in current:
-            commands.append([*remove, name])
-        commands.append([target.cli, "mcp", "add", "--scope", target.scope, name, "--", *command])
-    return commands
-
-
 def uninstall_plan(target: Target, name: str) -> Change:
-    """Take the entry `name` out, and nothing else.
-
-    Raises:
-        EditError: the file cannot be read or parsed.
-    """
+    """`plan` taking the entry `name` out and nothing else (raising what `plan` raises)."""
     return plan(target, name, None, [name])
 
 
@@ -148,7 +131,6 @@ def apply(change: Change, now: datetime, run: Runner = run_command) -> Change:
     change.backup = backup(change.target.file, now)
     if not change.commands:
         write_atomic(change.target.file, change.after)
-        return change
     for argv in change.commands:
         status = run(argv)
         if status != 0:
@@ -246,6 +228,13 @@ def drift(actual: list[str], expected: list[str]) -> str | None:
     parts = []
     if actual[:here] != expected[:serve]:
         parts.append(f"runs {shlex.join(actual[:here]) or 'nothing'}, not {shlex.join(expected[:serve])}")
-    if config_of({"args": actual}) != config_of({"args": expected}):
-        parts.append(f"serves {config_of({'args': actual})}, not {config_of({'args': expected})}")
+    if _config(actual) != _config(expected):
+        parts.append(f"serves {_config(actual)}, not {_config(expected)}")
     return "; ".join(parts) or f"runs `{shlex.join(actual)}`, not `{shlex.join(expected)}`"
+
+
+def _config(command: list[str]) -> str | None:
+    """The `--config` a hub's command line passes, if any."""
+    if "--config" not in command[:-1]:
+        return None
+    return command[command.index("--config") + 1]

@@ -37,13 +37,12 @@ class Member:
 
 @dataclass
 class Node:
-    """A value with its span `[start, end)` in the text; an object's members in order."""
+    """A value with its span `[start, end)` in the text; an object's members in order (other values have none)."""
 
     start: int
     end: int
     data: Any
     members: list[Member] = field(default_factory=list)
-    is_object: bool = False
 
     def member(self, key: str) -> Member | None:
         """The member named `key` (the last one, as JSON.parse keeps the last of duplicate keys)."""
@@ -57,25 +56,14 @@ class _Parser:
 
     def fail(self, what: str) -> JsoncError:
         line = self.text.count("\n", 0, self.pos) + 1
-        column = self.pos - (self.text.rfind("\n", 0, self.pos) + 1) + 1
+        column = self.pos - _line_start(self.text, self.pos) + 1
         return JsoncError(f"line {line}, column {column}: {what}")
 
     def skip(self) -> None:
         """Past blanks and comments."""
-        text = self.text
-        while self.pos < len(text):
-            if text[self.pos] in " \t\r\n\ufeff":
-                self.pos += 1
-            elif text.startswith("//", self.pos):
-                end = text.find("\n", self.pos)
-                self.pos = len(text) if end < 0 else end
-            elif text.startswith("/*", self.pos):
-                end = text.find("*/", self.pos + 2)
-                if end < 0:
-                    raise self.fail("a /* comment is not closed")
-                self.pos = end + 2
-            else:
-                return
+        self.pos = _skip(self.text, self.pos, len(self.text), " \t\r\n\ufeff")
+        if self.at("/*"):
+            raise self.fail("a /* comment is not closed")
 
     def at(self, char: str) -> bool:
         return self.text.startswith(char, self.pos)
@@ -99,7 +87,7 @@ class _Parser:
         return Node(match.start(), self.pos, json.loads(match.group()))
 
     def object(self) -> Node:
-        node = Node(self.pos, self.pos, {}, is_object=True)
+        node = Node(self.pos, self.pos, {})
         self.pos += 1
         self.skip()
         while not self.at("}"):
@@ -112,13 +100,12 @@ class _Parser:
         return node
 
     def member(self) -> Member:
-        key_start = self.pos
-        key = self.scalar(_STRING, "expected a string in double quotes").data
+        key = self.scalar(_STRING, "expected a string in double quotes")
         self.skip()
         if not self.at(":"):
             raise self.fail("expected ':'")
         self.pos += 1
-        member = Member(key, key_start, self.value())
+        member = Member(key.data, key.start, self.value())
         self.skip()
         if self.at(","):
             member.comma = self.pos
@@ -143,6 +130,22 @@ class _Parser:
         self.pos += 1
         node.end = self.pos
         return node
+
+
+def _skip(text: str, pos: int, limit: int, blanks: str) -> int:
+    """From `pos`, past `blanks` and comments: the first other character (a /* comment that is not closed is one),
+    or `limit`."""
+    while pos < limit:
+        if text[pos] in blanks:
+            pos += 1
+        elif text.startswith("//", pos):
+            end = text.find("\n", pos, limit)
+            pos = limit if end < 0 else end
+        elif text.startswith("/*", pos) and (end := text.find("*/", pos + 2)) >= 0:
+            pos = end + 2
+        else:
+            break
+    return pos
 
 
 def parse(text: str) -> Node | None:
@@ -172,10 +175,6 @@ def loads(text: str) -> Any:
     return None if root is None else root.data
 
 
-def _newline(text: str) -> str:
-    return "\r\n" if "\r\n" in text else "\n"
-
-
 def _line_start(text: str, pos: int) -> int:
     return text.rfind("\n", 0, pos) + 1
 
@@ -200,16 +199,7 @@ def _line_indent(text: str, pos: int) -> str:
 def _same_line_end(text: str, pos: int, limit: int) -> int:
     """From `pos`, past blanks and the comments that start on this line: where the line's content ends (before its
     line break), or the first other character, or `limit`."""
-    while pos < limit:
-        if text[pos] in " \t":
-            pos += 1
-        elif text.startswith("//", pos):
-            end = text.find("\n", pos, limit)
-            pos = limit if end < 0 else end
-        elif text.startswith("/*", pos):
-            pos = text.find("*/", pos + 2) + 2
-        else:
-            break
+    pos = _skip(text, pos, limit, " \t")
     if pos < limit and text[pos] == "\n" and text[pos - 1] == "\r":
         pos -= 1
     return pos
@@ -250,14 +240,14 @@ def set_value(text: str, path: Sequence[str], value: Any) -> str:
         JsoncError: the text is not JSON with comments, or something on the path is not an object.
     """
     root = parse(text)
-    newline = _newline(text)
+    newline = "\r\n" if "\r\n" in text else "\n"
     if root is None:
         lead = text if not text or text.endswith("\n") else text + newline
         return lead + _render(_nested(path, value), "", DEFAULT_INDENT, newline) + newline
     unit = _indent_unit(root, text)
     node = root
     for depth, key in enumerate(path):
-        if not node.is_object:
+        if not isinstance(node.data, dict):
             raise JsoncError(f"{'.'.join(path[:depth]) or 'the top level'} is not an object")
         member = node.member(key)
         if member is None:
@@ -281,8 +271,7 @@ def _insert(text: str, node: Node, key: str, value: Any, unit: str, newline: str
         return [(node.start + 1, closing, f"{newline}{inner}{member}{newline}{outer}")]
     last = node.members[-1]
     indent = _own_line_indent(text, last.key_start)
-    rendered = _render(value, indent, unit, newline)
-    member = f"{json.dumps(key, ensure_ascii=False)}: {rendered}"
+    member = f"{json.dumps(key, ensure_ascii=False)}: {_render(value, indent, unit, newline)}"
     if indent is None:  # an object written on one line: stay on it
         if last.comma is None:
             return [(last.value.end, last.value.end, f", {member}")]
@@ -301,7 +290,7 @@ def remove_member(text: str, path: Sequence[str]) -> str:
         JsoncError: the text is not JSON with comments.
     """
     node = _find(parse(text), path[:-1])
-    if node is None or not node.is_object or node.member(path[-1]) is None:
+    if node is None or node.member(path[-1]) is None:
         return text
     index = max(i for i, m in enumerate(node.members) if m.key == path[-1])
     result = _apply(text, _removal(text, node, index))
@@ -314,7 +303,7 @@ def remove_member(text: str, path: Sequence[str]) -> str:
 
 def _find(node: Node | None, path: Sequence[str]) -> Node | None:
     for key in path:
-        member = node.member(key) if node is not None and node.is_object else None
+        member = node.member(key) if node is not None else None
         node = member.value if member is not None else None
     return node
 
@@ -322,24 +311,18 @@ def _find(node: Node | None, path: Sequence[str]) -> Node | None:
 def _removal(text: str, node: Node, index: int) -> list[_Edit]:
     """The edits that take the member at `index` out of the object `node`: its text, and one comma."""
     member = node.members[index]
-    previous = node.members[index - 1] if index > 0 else None
-    after = member.value.end if member.comma is None else member.comma + 1
-    closing = node.end - 1
+    comma_before = node.members[index - 1].comma if index > 0 else None  # set: only the last member has none
     if _own_line_indent(text, member.key_start) is not None:
         start = _line_start(text, member.key_start) - 1  # the line break before it
         start -= 1 if start > 0 and text[start - 1] == "\r" else 0
-        edits = [(max(start, node.start + 1), _same_line_end(text, after, closing), "")]
-    elif previous is not None and previous.comma is not None and member.comma is None:
-        return [(previous.comma, member.value.end, "")]
-    elif member.comma is not None:
-        start = previous.comma + 1 if previous is not None and previous.comma is not None else node.start + 1
-        end = member.comma + 1
-        while previous is None and end < closing and text[end] in " \t":
-            end += 1
-        return [(start, end, "")]
-    else:
-        edits = [(member.key_start, member.value.end, "")]
-    last = index == len(node.members) - 1
-    if last and member.comma is None and previous is not None and previous.comma is not None:
-        edits.append((previous.comma, previous.comma + 1, ""))
-    return edits
+        after = member.value.end if member.comma is None else member.comma + 1
+        edits = [(max(start, node.start + 1), _same_line_end(text, after, node.end - 1), "")]
+        if member.comma is None and comma_before is not None:  # the last member: the comma before it goes too
+            edits.append((comma_before, comma_before + 1, ""))
+        return edits
+    if member.comma is None:
+        return [(member.key_start if comma_before is None else comma_before, member.value.end, "")]
+    end = member.comma + 1
+    while comma_before is None and end < node.end - 1 and text[end] in " \t":
+        end += 1
+    return [(node.start + 1 if comma_before is None else comma_before + 1, end, "")]

@@ -60,13 +60,10 @@ def entry_from_registry(
         RegistryError: not found, not readable, or nothing in it the hub can run.
     """
     if file:
-        document, status = _read_file(Path(file).expanduser()), None
-        source = str(file)
-    else:
-        assert spec is not None
-        document, status = fetch_server(base_url, spec)
-        source = f"{base_url.rstrip('/')} ({spec})"
-    return server_entry(document, source, status, use, name)
+        return server_entry(_read_file(Path(file).expanduser()), file, None, use, name)
+    assert spec is not None
+    document, status = fetch_server(base_url, spec)
+    return server_entry(document, f"{base_url.rstrip('/')} ({spec})", status, use, name)
 
 
 def fetch_server(base_url: str, spec: str) -> tuple[dict[str, Any], str | None]:
@@ -88,7 +85,7 @@ def fetch_server(base_url: str, spec: str) -> tuple[dict[str, Any], str | None]:
     document = answer.get("server", answer) if isinstance(answer, dict) else None
     if not isinstance(document, dict):
         raise RegistryError(f"{url}: not a server document")
-    meta = answer.get("_meta") if isinstance(answer, dict) else None
+    meta = answer.get("_meta")
     official = meta.get(_OFFICIAL) if isinstance(meta, dict) else None
     return document, official.get("status") if isinstance(official, dict) else None
 
@@ -174,13 +171,12 @@ def server_entry(
     )
     if status == "deprecated":
         entry.notes.append(f"{name} is deprecated in the registry")
-    builder = _Builder(entry)
     package = _pick_package(document, use)
     remotes = [r for r in document.get("remotes") or [] if isinstance(r, dict) and r.get("url")]
     if package is not None:
-        entry.child = builder.package(package)
+        entry.child = _Builder(entry).package(package)
     elif remotes and use in (None, "remote"):
-        entry.child = builder.remote(remotes[0])
+        entry.child = _Builder(entry).remote(remotes[0])
     else:
         kinds = sorted({str(_get(p, "registryType")) for p in document.get("packages") or [] if isinstance(p, dict)})
         offered = ", ".join(kinds + (["remote"] if remotes else [])) or "nothing"
@@ -191,8 +187,6 @@ def server_entry(
 
 def _pick_package(document: Mapping[str, Any], use: str | None) -> dict[str, Any] | None:
     """The first stdio package of kind `use` (any known kind when None), preferring one whose runner is on PATH."""
-    if use == "remote":
-        return None
     packages = [
         p
         for p in document.get("packages") or []
@@ -212,8 +206,7 @@ def _literal(value: Any) -> str:
 
 def _runner(package: Mapping[str, Any]) -> str:
     hint = _get(package, "runtimeHint")
-    kind = str(_get(package, "registryType"))
-    return hint if isinstance(hint, str) and hint in ("npx", "uvx", "docker", "bunx") else _RUNNERS[kind]
+    return hint if hint in ("npx", "uvx", "docker", "bunx") else _RUNNERS[str(_get(package, "registryType"))]
 
 
 class _Builder:
@@ -226,7 +219,7 @@ class _Builder:
         self.entry.placeholders.setdefault(var, what)
         return f"${{{var}}}"
 
-    def fill(self, template: str, variables: Mapping[str, Any], label: str) -> str:
+    def fill(self, template: str, variables: Mapping[str, Any]) -> str:
         """`template`'s `{name}`s: a variable's default unless it is secret, else a placeholder."""
 
         def one(match: re.Match[str]) -> str:
@@ -246,7 +239,7 @@ class _Builder:
         without either: left out, and named in the notes)."""
         what = item.get("description") or label
         if isinstance(item.get("value"), str):
-            return self.fill(item["value"], item.get("variables") or {}, label)
+            return self.fill(item["value"], item.get("variables") or {})
         if item.get("default") is not None and not _get(item, "isSecret"):
             return _literal(item["default"])
         if _get(item, "isRequired"):
@@ -313,7 +306,7 @@ class _Builder:
         return ["run", "-i", "--rm", *passed, *extra, image]
 
     def remote(self, remote: Mapping[str, Any]) -> dict[str, Any]:
-        child: dict[str, Any] = {"url": self.fill(str(remote["url"]), remote.get("variables") or {}, "the URL")}
+        child: dict[str, Any] = {"url": self.fill(str(remote["url"]), remote.get("variables") or {})}
         kind = remote.get("type") or _get(remote, "transportType")
         if isinstance(kind, str) and kind in _TRANSPORTS:
             child["transport"] = _TRANSPORTS[kind]

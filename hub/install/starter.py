@@ -1,9 +1,7 @@
 """`hub init`: a first servers.yaml, commented, and what `hub import` could bring in from the hosts on this machine.
 
-The file holds one server that needs nothing but the hub's own install (mcp-server-time, installed with the hub)
-and comments that say how to add more; below it, one comment line per host whose config lists servers (its user
-file, and its project file in the current directory), with the command that imports them. `--import CLIENT` imports
-them at once, through `hub import`'s own plan (secrets to servers.env).
+The file holds one server that needs nothing but the hub's own install, and comments that say how to add more;
+below them, one comment line per host config (user or project) that lists servers, with the command that imports them.
 """
 
 from __future__ import annotations
