@@ -165,9 +165,20 @@ class TomlServers(ServersDoc):
         except ParseError as exc:
             raise EditError(f"not valid TOML: {exc}") from None
 
+    def _servers(self, document: Any) -> Any:
+        """The servers' table (an inline one too), None if the file has none.
+
+        Raises:
+            EditError: the key holds something other than a table.
+        """
+        servers = document.get(self.key[0])
+        if servers is not None and not isinstance(servers, dict):
+            raise EditError(f"'{self.key[0]}' is not a table; left as it is")
+        return servers
+
     def entries(self) -> dict[str, dict[str, Any]]:
-        servers = self._document().get(self.key[0])
-        if servers is None or not hasattr(servers, "unwrap"):
+        servers = self._servers(self._document())
+        if servers is None:
             return {}
         return {name: entry for name, entry in servers.unwrap().items() if isinstance(entry, dict)}
 
@@ -175,7 +186,9 @@ class TomlServers(ServersDoc):
         import tomlkit
 
         document = self._document()
-        servers = document.setdefault(self.key[0], tomlkit.table(is_super_table=True))
+        servers = self._servers(document)
+        if servers is None:
+            servers = document[self.key[0]] = tomlkit.table(is_super_table=True)
         if len(path) == 1:
             table = tomlkit.item(value)
             table.add(tomlkit.nl())  # a blank line before whatever table follows it
@@ -186,7 +199,7 @@ class TomlServers(ServersDoc):
 
     def remove_entry(self, name: str) -> None:
         document = self._document()
-        servers = document.get(self.key[0])
+        servers = self._servers(document)
         if servers is None or name not in servers:
             return
         del servers[name]

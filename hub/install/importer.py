@@ -77,8 +77,11 @@ def _inputs(text: str) -> dict[str, str]:
 def _file_target(file: Path) -> Target:
     if file.suffix == ".toml":
         return Target(str(file), file, ("mcp_servers",), True, ENTRY_FOR_KEY["mcp_servers"])
+    text = read_text(file)
+    if text is None:
+        raise EditError(f"{file}: no such file")
     try:
-        data = jsonc.loads(read_text(file) or "")
+        data = jsonc.loads(text)
     except jsonc.JsoncError as exc:
         raise EditError(f"{file}: not valid JSON: {exc}") from None
     key = next((k for k in _SOURCE_KEYS if isinstance(data, dict) and isinstance(data.get(k), dict)), None)

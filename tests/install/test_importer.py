@@ -218,6 +218,8 @@ def test_a_source_without_servers_is_an_error(tmp_path: Path) -> None:
         open_source("settings.json", paths, "user")
     with pytest.raises(EditError, match="no such file"):
         open_source("cursor", paths, "user")
+    with pytest.raises(EditError, match=r"missing\.json: no such file"):  # a path, not a host's name
+        open_source("missing.json", paths, "user")
 
 
 def test_consolidating_a_zed_file_keeps_its_comments(tmp_path: Path) -> None:
