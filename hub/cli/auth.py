@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import datetime
+import html
 import sys
 import time
 import webbrowser
@@ -184,8 +185,6 @@ async def _request_query(stream: SocketStream) -> dict[str, str] | None:
 
 
 async def _answer(stream: SocketStream, status: int, text: str) -> None:
-    import html
-
     body = f"<!doctype html><meta charset=utf-8><title>hub</title><p>{html.escape(text)}</p>".encode()
     head = (
         f"HTTP/1.1 {status} {'OK' if status == 200 else 'Not Found'}\r\ncontent-type: text/html; charset=utf-8"
@@ -195,7 +194,6 @@ async def _answer(stream: SocketStream, status: int, text: str) -> None:
 
 
 async def _status(credentials: Credentials, as_json: bool) -> int:
-    everyone = await credentials.everyone()
     rows = [
         {
             "server": s.child,
@@ -205,7 +203,7 @@ async def _status(credentials: Credentials, as_json: bool) -> int:
             else datetime.datetime.fromtimestamp(s.expires_at, datetime.UTC).isoformat(timespec="seconds"),
             "refreshable": bool(s.tokens.get("refresh_token")),
         }
-        for s in sorted(everyone, key=lambda s: (s.child, s.identity))
+        for s in sorted(await credentials.everyone(), key=lambda s: (s.child, s.identity))
     ]
     if as_json:
         print_json({"signed_in": rows}, sys.stdout)

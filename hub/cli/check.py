@@ -106,7 +106,7 @@ def _size(value: Any, count: Callable[[str], int]) -> tuple[int, int]:
 
 def _owners(hub: Hub) -> dict[str, str]:
     """The server of each exposed tool of a child (the hub's own are not in it)."""
-    return {name: route.child for name, route in hub.catalog.namespace.tool_routes.items()}
+    return {name: route.child for name, route in hub.namespace.tool_routes.items()}
 
 
 def explain_listing(hub: Hub) -> Explanation:
@@ -129,7 +129,6 @@ async def print_list(hub: Hub, host: InProcessHost, as_json: bool, out: TextIO, 
     resources = (await host.request("resources/list", {}))["resources"]
     templates = (await host.request("resources/templates/list", {}))["resourceTemplates"]
     prompts = (await host.request("prompts/list", {}))["prompts"]
-    namespace = hub.catalog.namespace
     owner = _owners(hub)
     per_child: dict[str, list[dict[str, Any]]] = {}
     for tool in tools:
@@ -151,7 +150,7 @@ async def print_list(hub: Hub, host: InProcessHost, as_json: bool, out: TextIO, 
             "prompts": prompts,
             "servers": servers,
             "total": {"tools": len(tools), "bytes": total_bytes, "approx_tokens": total_tokens},
-            "collisions": [c.__dict__ for c in namespace.collisions],
+            "collisions": [c.__dict__ for c in hub.namespace.collisions],
             "identity": {"name": hub.local.name, "groups": sorted(hub.local.groups), "auth": hub.local.method},
             "policy": explanation.document(),
         }
@@ -171,7 +170,7 @@ async def print_list(hub: Hub, host: InProcessHost, as_json: bool, out: TextIO, 
     rows += [[s["name"], s["state"], str(s["tools"]), str(s["bytes"]), str(s["approx_tokens"])] for s in servers]
     rows.append(["total", "", str(len(tools)), str(total_bytes), str(total_tokens)])
     print_table(rows, out)
-    for c in namespace.collisions:
+    for c in hub.namespace.collisions:
         out.write(f"collision: {c.kind} {c.exposed!r} kept from '{c.kept}', dropped from '{c.dropped}'\n")
     if explanation.worth_saying:
         out.flush()  # the table first, then why it is short, when both go to one terminal
@@ -182,7 +181,6 @@ async def print_list(hub: Hub, host: InProcessHost, as_json: bool, out: TextIO, 
 async def print_cost(hub: Hub, host: InProcessHost, as_json: bool, out: TextIO) -> int:
     count, method = counter()
     listed = {t["name"] for t in (await host.request("tools/list", {}))["tools"]}
-    namespace = hub.catalog.namespace
     owner = _owners(hub)
     rows = [
         {
@@ -191,7 +189,7 @@ async def print_cost(hub: Hub, host: InProcessHost, as_json: bool, out: TextIO) 
             "listed": t["name"] in listed,
             "tokens": count(_compact(t)),
         }
-        for t in (*hub.builtin_tools(), *namespace.tools)
+        for t in (*hub.builtin_tools(), *hub.namespace.tools)
     ]
     columns = ("tools", "listed_tools", "tokens", "listed_tokens")
     servers: dict[str, dict[str, int]] = {}
