@@ -103,9 +103,8 @@ def _add(args: argparse.Namespace, into: Path, out: TextIO) -> int:
             return fail(str(exc))
         name, child, comment = found.name, found.child, found.comment
         placeholders, notes = found.placeholders, found.notes
-        child.setdefault("env", {}).update(_pairs(args.env, "--env"))
-        if not child["env"]:
-            del child["env"]
+        if args.env:
+            child.setdefault("env", {}).update(_pairs(args.env, "--env"))
     else:
         if not args.name:
             return fail("name the server: hub add NAME -- COMMAND ... or hub add NAME --url URL", EXIT_USAGE)

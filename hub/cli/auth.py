@@ -11,6 +11,7 @@ reads them (hub.upstream.oauth): a running hub uses them from its next connectio
 from __future__ import annotations
 
 import argparse
+import contextlib
 import datetime
 import html
 import sys
@@ -89,10 +90,8 @@ async def _listener(credentials: Credentials, server: str, port: int) -> MultiLi
     for uri in await credentials.redirect_uris(server):
         parts = urlsplit(uri)
         if parts.hostname == "127.0.0.1" and parts.port and parts.path == "/oauth/callback":
-            try:
+            with contextlib.suppress(OSError):  # taken now: another registration, or a new one
                 return await anyio.create_tcp_listener(local_host="127.0.0.1", local_port=parts.port)
-            except OSError:
-                continue  # taken now: another registration, or a new one
     return await anyio.create_tcp_listener(local_host="127.0.0.1", local_port=0)
 
 

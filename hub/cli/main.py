@@ -6,11 +6,10 @@ configuration's schema; the others run a hub in this process (hub.cli.start).
 
 from __future__ import annotations
 
-import argparse
 import os
 import sys
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 
 from hub.cli.add import run_add_command, run_init, split_command
 from hub.cli.install import run_install_command
@@ -50,48 +49,32 @@ def _main(argv: Sequence[str] | None) -> int:
     args = build_parser().parse_args(words)
     if command_line is not None:
         args.argv = command_line  # `hub add NAME ... -- COMMAND ARGS...`
-    if args.command in _NO_HUB:
-        return _NO_HUB[args.command](args)
+    # The commands that start no hub in this process: a module the parser has not imported already is imported
+    # only when its command runs.
+    if args.command in ("install", "import"):
+        return run_install_command(args)
+    if args.command in ("add", "remove"):
+        return run_add_command(args)
+    if args.command == "init":
+        return run_init(args)
+    if args.command == "logs":
+        return run_logs_command(args)
+    if args.command == "connect":
+        from hub.cli.connect import run_connect
+
+        return run_connect(args)
+    if args.command == "reload":
+        from hub.cli.reload import run_reload
+
+        return run_reload(args)
+    if args.command == "auth":
+        from hub.cli.auth import run_auth_command
+
+        return run_auth_command(args)
+    if args.command == "token":
+        from hub.cli.auth import run_token_command
+
+        return run_token_command(args)
     from hub.cli.start import run_hub_command
 
     return run_hub_command(args, started)
-
-
-def _connect(args: argparse.Namespace) -> int:
-    from hub.cli.connect import run_connect
-
-    return run_connect(args)
-
-
-def _reload(args: argparse.Namespace) -> int:
-    from hub.cli.reload import run_reload
-
-    return run_reload(args)
-
-
-def _auth(args: argparse.Namespace) -> int:
-    from hub.cli.auth import run_auth_command
-
-    return run_auth_command(args)
-
-
-def _token(args: argparse.Namespace) -> int:
-    from hub.cli.auth import run_token_command
-
-    return run_token_command(args)
-
-
-# The commands that start no hub in this process, and the function that runs each. A module the parser does not
-# import already is imported only when its command runs.
-_NO_HUB: dict[str, Callable[[argparse.Namespace], int]] = {
-    "connect": _connect,
-    "reload": _reload,
-    "install": run_install_command,
-    "import": run_install_command,
-    "init": run_init,
-    "add": run_add_command,
-    "remove": run_add_command,
-    "logs": run_logs_command,
-    "auth": _auth,
-    "token": _token,
-}
