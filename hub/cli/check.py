@@ -61,8 +61,7 @@ def print_check(hub: Hub, as_json: bool, late: Collection[str], out: TextIO, wai
         counts = [str(s[key]) for key in ("tools", "resources", "prompts")]
         rows.append([s["name"], s["state"], *counts, start_ms, str(s["restarts"]), s["sandbox"], s["error"] or ""])
     print_table(rows, out)
-    for c in report["collisions"]:
-        out.write(f"collision: {c['kind']} {c['exposed']!r} kept from '{c['kept']}', dropped from '{c['dropped']}'\n")
+    out.writelines(map(_collision, report["collisions"]))
     for s in report["servers"]:
         if s["quarantined"]:
             held = ", ".join(s["quarantined"])
@@ -76,6 +75,11 @@ def print_check(hub: Hub, as_json: bool, late: Collection[str], out: TextIO, wai
             out.write(line + "\n")
     out.write(f"{report['ready']}/{report['total']} servers ready ({hub.loaded.path})\n")
     return status
+
+
+def _collision(c: dict[str, str]) -> str:
+    """A line of `hub check` and `hub list`: which server kept an exposed name that two of them have."""
+    return f"collision: {c['kind']} {c['exposed']!r} kept from '{c['kept']}', dropped from '{c['dropped']}'\n"
 
 
 def _origin(hub: Hub, name: str) -> dict[str, Any]:
@@ -170,8 +174,7 @@ async def print_list(hub: Hub, host: InProcessHost, as_json: bool, out: TextIO, 
     rows += [[s["name"], s["state"], str(s["tools"]), str(s["bytes"]), str(s["approx_tokens"])] for s in servers]
     rows.append(["total", "", str(len(tools)), str(total_bytes), str(total_tokens)])
     print_table(rows, out)
-    for c in hub.namespace.collisions:
-        out.write(f"collision: {c.kind} {c.exposed!r} kept from '{c.kept}', dropped from '{c.dropped}'\n")
+    out.writelines(_collision(c.__dict__) for c in hub.namespace.collisions)
     if explanation.worth_saying:
         out.flush()  # the table first, then why it is short, when both go to one terminal
         err.write("".join(f"hub: {line}\n" for line in explanation.lines()))
