@@ -43,12 +43,11 @@ def add_commands(commands: Any, common: argparse.ArgumentParser) -> None:
     registry = os.environ.get(REGISTRY_ENV, DEFAULT_REGISTRY)
     add.add_argument("--registry-url", default=registry, metavar="URL", help=help)
     add.add_argument("--registry-file", metavar="PATH", help="a server.json on disk instead of the registry")
-    add.add_argument(
-        "--use",
-        choices=["npm", "pypi", "oci", "remote"],
-        help="with --registry: which of the server's packages or remotes to use (default: the first stdio package "
-        "whose runner, npx, uvx or docker, is installed; else the first remote)",
+    help = (
+        "with --registry: which of the server's packages or remotes to use (default: the first stdio package "
+        "whose runner, npx, uvx or docker, is installed; else the first remote)"
     )
+    add.add_argument("--use", choices=["npm", "pypi", "oci", "remote"], help=help)
     add.add_argument("--dry-run", action="store_true", help="print what would be written; write nothing")
     help = "remove a server from servers.yaml (comments stay; its secrets stay in servers.env)"
     remove = commands.add_parser("remove", parents=[common], help=help)
@@ -104,9 +103,8 @@ def _add(args: argparse.Namespace, into: Path, out: TextIO) -> int:
             return fail(str(exc))
         name, child, comment = found.name, found.child, found.comment
         placeholders, notes = found.placeholders, found.notes
-        child.setdefault("env", {}).update(_pairs(args.env, "--env"))
-        if not child["env"]:
-            del child["env"]
+        if args.env:
+            child.setdefault("env", {}).update(_pairs(args.env, "--env"))
     else:
         if not args.name:
             return fail("name the server: hub add NAME -- COMMAND ... or hub add NAME --url URL", EXIT_USAGE)
@@ -164,8 +162,7 @@ def _finish(edit: Any, dry_run: bool, done: str, out: TextIO) -> int:
     if dry_run:
         out.write(edit.servers.after)
         return 0
-    written = write_edit(edit)
-    if not written:
+    if not write_edit(edit):
         return fail("nothing to change", EXIT_FAILED)
     out.write(f"{done}\n")
     env_name = edit.env.path.name if edit.env else "servers.env"

@@ -11,7 +11,9 @@ reads them (hub.upstream.oauth): a running hub uses them from its next connectio
 from __future__ import annotations
 
 import argparse
+import contextlib
 import datetime
+import html
 import sys
 import time
 import webbrowser
@@ -88,10 +90,8 @@ async def _listener(credentials: Credentials, server: str, port: int) -> MultiLi
     for uri in await credentials.redirect_uris(server):
         parts = urlsplit(uri)
         if parts.hostname == "127.0.0.1" and parts.port and parts.path == "/oauth/callback":
-            try:
+            with contextlib.suppress(OSError):  # taken now: another registration, or a new one
                 return await anyio.create_tcp_listener(local_host="127.0.0.1", local_port=parts.port)
-            except OSError:
-                continue  # taken now: another registration, or a new one
     return await anyio.create_tcp_listener(local_host="127.0.0.1", local_port=0)
 
 
@@ -184,8 +184,6 @@ async def _request_query(stream: SocketStream) -> dict[str, str] | None:
 
 
 async def _answer(stream: SocketStream, status: int, text: str) -> None:
-    import html
-
     body = f"<!doctype html><meta charset=utf-8><title>hub</title><p>{html.escape(text)}</p>".encode()
     head = (
         f"HTTP/1.1 {status} {'OK' if status == 200 else 'Not Found'}\r\ncontent-type: text/html; charset=utf-8"
@@ -195,7 +193,6 @@ async def _answer(stream: SocketStream, status: int, text: str) -> None:
 
 
 async def _status(credentials: Credentials, as_json: bool) -> int:
-    everyone = await credentials.everyone()
     rows = [
         {
             "server": s.child,
@@ -205,7 +202,7 @@ async def _status(credentials: Credentials, as_json: bool) -> int:
             else datetime.datetime.fromtimestamp(s.expires_at, datetime.UTC).isoformat(timespec="seconds"),
             "refreshable": bool(s.tokens.get("refresh_token")),
         }
-        for s in sorted(everyone, key=lambda s: (s.child, s.identity))
+        for s in sorted(await credentials.everyone(), key=lambda s: (s.child, s.identity))
     ]
     if as_json:
         print_json({"signed_in": rows}, sys.stdout)

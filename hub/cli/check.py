@@ -61,8 +61,7 @@ def print_check(hub: Hub, as_json: bool, late: Collection[str], out: TextIO, wai
         counts = [str(s[key]) for key in ("tools", "resources", "prompts")]
         rows.append([s["name"], s["state"], *counts, start_ms, str(s["restarts"]), s["sandbox"], s["error"] or ""])
     print_table(rows, out)
-    for c in report["collisions"]:
-        out.write(f"collision: {c['kind']} {c['exposed']!r} kept from '{c['kept']}', dropped from '{c['dropped']}'\n")
+    out.writelines(map(_collision, report["collisions"]))
     for s in report["servers"]:
         if s["quarantined"]:
             held = ", ".join(s["quarantined"])
@@ -76,6 +75,11 @@ def print_check(hub: Hub, as_json: bool, late: Collection[str], out: TextIO, wai
             out.write(line + "\n")
     out.write(f"{report['ready']}/{report['total']} servers ready ({hub.loaded.path})\n")
     return status
+
+
+def _collision(c: dict[str, str]) -> str:
+    """A line of `hub check` and `hub list`: which server kept an exposed name that two of them have."""
+    return f"collision: {c['kind']} {c['exposed']!r} kept from '{c['kept']}', dropped from '{c['dropped']}'\n"
 
 
 def _origin(hub: Hub, name: str) -> dict[str, Any]:
@@ -106,7 +110,7 @@ def _size(value: Any, count: Callable[[str], int]) -> tuple[int, int]:
 
 def _owners(hub: Hub) -> dict[str, str]:
     """The server of each exposed tool of a child (the hub's own are not in it)."""
-    return {name: route.child for name, route in hub.catalog.namespace.tool_routes.items()}
+    return {name: route.child for name, route in hub.namespace.tool_routes.items()}
 
 
 def explain_listing(hub: Hub) -> Explanation:
@@ -129,7 +133,6 @@ async def print_list(hub: Hub, host: InProcessHost, as_json: bool, out: TextIO, 
     resources = (await host.request("resources/list", {}))["resources"]
     templates = (await host.request("resources/templates/list", {}))["resourceTemplates"]
     prompts = (await host.request("prompts/list", {}))["prompts"]
-    namespace = hub.catalog.namespace
     owner = _owners(hub)
     per_child: dict[str, list[dict[str, Any]]] = {}
     for tool in tools:
@@ -151,7 +154,7 @@ async def print_list(hub: Hub, host: InProcessHost, as_json: bool, out: TextIO, 
             "prompts": prompts,
             "servers": servers,
             "total": {"tools": len(tools), "bytes": total_bytes, "approx_tokens": total_tokens},
-            "collisions": [c.__dict__ for c in namespace.collisions],
+            "collisions": [c.__dict__ for c in hub.namespace.collisions],
             "identity": {"name": hub.local.name, "groups": sorted(hub.local.groups), "auth": hub.local.method},
             "policy": explanation.document(),
         }
@@ -171,8 +174,7 @@ async def print_list(hub: Hub, host: InProcessHost, as_json: bool, out: TextIO, 
     rows += [[s["name"], s["state"], str(s["tools"]), str(s["bytes"]), str(s["approx_tokens"])] for s in servers]
     rows.append(["total", "", str(len(tools)), str(total_bytes), str(total_tokens)])
     print_table(rows, out)
-    for c in namespace.collisions:
-        out.write(f"collision: {c.kind} {c.exposed!r} kept from '{c.kept}', dropped from '{c.dropped}'\n")
+    out.writelines(_collision(c.__dict__) for c in hub.namespace.collisions)
     if explanation.worth_saying:
         out.flush()  # the table first, then why it is short, when both go to one terminal
         err.write("".join(f"hub: {line}\n" for line in explanation.lines()))
@@ -182,7 +184,6 @@ async def print_list(hub: Hub, host: InProcessHost, as_json: bool, out: TextIO, 
 async def print_cost(hub: Hub, host: InProcessHost, as_json: bool, out: TextIO) -> int:
     count, method = counter()
     listed = {t["name"] for t in (await host.request("tools/list", {}))["tools"]}
-    namespace = hub.catalog.namespace
     owner = _owners(hub)
     rows = [
         {
@@ -191,7 +192,7 @@ async def print_cost(hub: Hub, host: InProcessHost, as_json: bool, out: TextIO) 
             "listed": t["name"] in listed,
             "tokens": count(_compact(t)),
         }
-        for t in (*hub.builtin_tools(), *namespace.tools)
+        for t in (*hub.builtin_tools(), *hub.namespace.tools)
     ]
     columns = ("tools", "listed_tools", "tokens", "listed_tokens")
     servers: dict[str, dict[str, int]] = {}

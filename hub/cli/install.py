@@ -7,13 +7,16 @@ Nothing heavy is imported here at module level: hub.cli.parser takes CLIENT_NAME
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import os
 import shlex
 import sys
+from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
 from hub.cli.output import EXIT_FAILED, EXIT_USAGE, fail, print_table
+from hub.connect.token import DEFAULT_ENV, DEFAULT_KEYRING_USER, TokenError, from_keyring
 
 if TYPE_CHECKING:
     from hub.install.clients import Paths
@@ -119,9 +122,6 @@ def _install_url(args: argparse.Namespace, client: Any, target: Any, out: TextIO
     """`hub install CLIENT --url URL`: the host's own HTTP entry with the token from `--token-env` where it takes
     one (written to the file directly: a host CLI would want the token itself), else a `hub connect` bridge; always
     the bridge with `--keyring`, since no host reads the OS keyring itself."""
-    import dataclasses
-
-    from hub.connect.token import DEFAULT_ENV, DEFAULT_KEYRING_USER
     from hub.install.clients import REMOTE, connect_command, hub_executable
     from hub.install.installer import plan
 
@@ -164,8 +164,6 @@ def _check_keyring(service: str, user: str) -> None:
     """Warn (stderr) when the keyring entry the written entry reads cannot be had now: not stored yet (the message
     names the command that stores it), no `keyring` package, a keyring that cannot be read. The token is read to
     know, and dropped."""
-    from hub.connect.token import TokenError, from_keyring
-
     try:
         from_keyring(service, user)
     except TokenError as exc:
@@ -173,8 +171,6 @@ def _check_keyring(service: str, user: str) -> None:
 
 
 def _carry_out(change: Change, dry_run: bool) -> Change:
-    from datetime import datetime
-
     from hub.install.installer import apply
 
     return change if dry_run else apply(change, datetime.now())
@@ -205,8 +201,7 @@ def _status(args: argparse.Namespace, paths: Paths, out: TextIO) -> int:
     from hub.install.clients import hub_executable, serve_command
     from hub.install.installer import status
 
-    config = servers_yaml(args.config, paths)[0]
-    expected = serve_command(hub_executable(), config)
+    expected = serve_command(hub_executable(), servers_yaml(args.config, paths)[0])
     rows = status(paths, args.name, expected)
     table = [["CLIENT", "SCOPE", "STATE", "ENTRY", "FILE"]]
     table += [[r.client, r.scope, r.state, r.name, str(r.file)] for r in rows]

@@ -8,6 +8,7 @@ a rotation hides no call; `--follow` polls every POLL_INTERVAL and follows the f
 from __future__ import annotations
 
 import argparse
+import contextlib
 import datetime
 import fnmatch
 import json
@@ -303,21 +304,18 @@ def _read(path: Path, printer: _Printer, err: TextIO) -> int:
     """The rotated files oldest first, then the file. The file is opened first: lines a rotation moves out of it
     while the others are read are still read, once."""
     try:
-        current: IO[bytes] | None = open(path, "rb")  # noqa: SIM115 - closed below
+        current: IO[bytes] | None = open(path, "rb")  # noqa: SIM115 - closed by the `with` below
     except FileNotFoundError:
-        current = None
-    rows: list[list[str]] = []
-    try:
-        if current is None and not rotated_siblings(path):
+        if not rotated_siblings(path):
             err.write(f"hub: no such file: {path}\n")
             return 1
+        current = None
+    rows: list[list[str]] = []
+    with current or contextlib.nullcontext():
         for lines in _siblings(path, file_identity(current) if current is not None else None):
             rows += printer.rows(lines)
         if current is not None:
             rows += printer.rows(read_lines(current))
-    finally:
-        if current is not None:
-            current.close()
     if rows:
         print_table([HEADER, *rows], printer.out, _RIGHT)
     printer.end(err)

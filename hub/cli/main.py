@@ -6,31 +6,19 @@ configuration's schema; the others run a hub in this process (hub.cli.start).
 
 from __future__ import annotations
 
-import importlib
 import os
 import sys
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 
-from hub.cli.add import split_command
+from hub.cli.add import run_add_command, run_init, split_command
+from hub.cli.install import run_install_command
+from hub.cli.logs import run_logs_command
 from hub.cli.parser import build_parser
 
 # stdout was closed by its reader (`hub list --json | head`): the status a process killed by SIGPIPE has, so that a
 # pipeline under `set -o pipefail` sees what it sees of any other command cut short; nothing is printed.
 EXIT_BROKEN_PIPE = 141
-# The commands that start no hub in this process: the hub.cli module and the function that runs each.
-_NO_HUB = {
-    "connect": ("connect", "run_connect"),
-    "reload": ("reload", "run_reload"),
-    "install": ("install", "run_install_command"),
-    "import": ("install", "run_install_command"),
-    "init": ("add", "run_init"),
-    "add": ("add", "run_add_command"),
-    "remove": ("add", "run_add_command"),
-    "logs": ("logs", "run_logs_command"),
-    "auth": ("auth", "run_auth_command"),
-    "token": ("auth", "run_token_command"),
-}
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -61,10 +49,32 @@ def _main(argv: Sequence[str] | None) -> int:
     args = build_parser().parse_args(words)
     if command_line is not None:
         args.argv = command_line  # `hub add NAME ... -- COMMAND ARGS...`
-    if args.command in _NO_HUB:
-        module, function = _NO_HUB[args.command]
-        run: Callable[..., int] = getattr(importlib.import_module(f"hub.cli.{module}"), function)
-        return run(args)
+    # The commands that start no hub in this process: a module the parser has not imported already is imported
+    # only when its command runs.
+    if args.command in ("install", "import"):
+        return run_install_command(args)
+    if args.command in ("add", "remove"):
+        return run_add_command(args)
+    if args.command == "init":
+        return run_init(args)
+    if args.command == "logs":
+        return run_logs_command(args)
+    if args.command == "connect":
+        from hub.cli.connect import run_connect
+
+        return run_connect(args)
+    if args.command == "reload":
+        from hub.cli.reload import run_reload
+
+        return run_reload(args)
+    if args.command == "auth":
+        from hub.cli.auth import run_auth_command
+
+        return run_auth_command(args)
+    if args.command == "token":
+        from hub.cli.auth import run_token_command
+
+        return run_token_command(args)
     from hub.cli.start import run_hub_command
 
     return run_hub_command(args, started)

@@ -41,19 +41,16 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-_CONFIG_HELP = (
-    "path of servers.yaml (default: $HUB_CONFIG, else ./servers.yaml if it exists, else servers.yaml in the user's "
-    "config directory, e.g. ~/.config/hub on Linux)"
-)
-_FORMAT_HELP = "json (default for serve and connect) or console (default for the other commands)"
-
-
 def _shared(parser: argparse.ArgumentParser, suppress: bool = True) -> None:
     """--config and the logs' options, which every command that reads servers.yaml takes, after the command or
     before it (`hub -c servers.yaml list`): after it they have no default of their own (`suppress`), so that they
     replace those before it only when given."""
-    _config(parser, _CONFIG_HELP, suppress)
-    _log_options(parser, _FORMAT_HELP, suppress)
+    help = (
+        "path of servers.yaml (default: $HUB_CONFIG, else ./servers.yaml if it exists, else servers.yaml in the user's "
+        "config directory, e.g. ~/.config/hub on Linux)"
+    )
+    _config(parser, help, suppress)
+    _log_options(parser, "json (default for serve and connect) or console (default for the other commands)", suppress)
 
 
 def _config(sub: argparse.ArgumentParser, help: str, suppress: bool = True) -> None:
@@ -77,7 +74,6 @@ def _identity(sub: argparse.ArgumentParser, help: str, group: bool = True) -> No
 
 
 def _wait(sub: argparse.ArgumentParser) -> None:
-    """--wait SECONDS: how long a one-shot command waits for the servers to start."""
     help = "how long to wait for servers to start (default: the longest connect_timeout)"
     sub.add_argument("--wait", type=float, metavar="SECONDS", help=help)
 
@@ -87,18 +83,16 @@ def _serve(commands: Commands, common: argparse.ArgumentParser) -> None:
     serve.add_argument("--http", metavar="[HOST:]PORT", help="serve Streamable HTTP at /mcp instead of stdio")
     help = "extra Host/Origin allowed over HTTP (DNS-rebinding protection); repeatable"
     serve.add_argument("--allow-host", action="append", default=[], metavar="HOST[:PORT]", help=help)
-    serve.add_argument(
-        "--stateless",
-        action="store_true",
-        help="with --http: answer every request on its own, with no session to keep, so that any replica serves any "
-        "request behind plain round robin (what that gives up: docs/deploy.md)",
+    help = (
+        "with --http: answer every request on its own, with no session to keep, so that any replica serves any "
+        "request behind plain round robin (what that gives up: docs/deploy.md)"
     )
-    serve.add_argument(
-        "--replica-id",
-        metavar="ID",
-        help="this replica's name among several behind one load balancer: it leads every session id, so a balancer "
-        "can route by it (default: $HUB_REPLICA_ID, else the host name)",
+    serve.add_argument("--stateless", action="store_true", help=help)
+    help = (
+        "this replica's name among several behind one load balancer: it leads every session id, so a balancer "
+        "can route by it (default: $HUB_REPLICA_ID, else the host name)"
     )
+    serve.add_argument("--replica-id", metavar="ID", help=help)
     help = "serve HTTP on a non-loopback address without auth: (anyone who can reach it uses every tool)"
     serve.add_argument("--insecure-no-auth", action="store_true", help=help)
     _identity(serve, _POLICY_IDENTITY)

@@ -199,10 +199,9 @@ async def _approve(hub: Hub, lock: Lock, path: Path, name: str, tool: str | None
         found = _find_tool(child, now, tool, hub.loaded.config.hub)
         if isinstance(found, str):
             return fail(found)
-        original = str(found["name"])
         pins = ChildPins({**before.tools, **pins_of([found], (), None).tools}, before.prompts, before.instructions)
         state = lock.tool_verdict(name, found)
-        message = f"approved {name}: tool {original}" + ("" if state == "pinned" else f" ({state})")
+        message = f"approved {name}: tool {found['name']}" + ("" if state == "pinned" else f" ({state})")
     try:
         save_lock(path, lock.with_child(name, pins))
     except LockError as exc:

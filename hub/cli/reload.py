@@ -12,6 +12,7 @@ import signal
 import sys
 
 from hub.cli.output import EXIT_USAGE, fail
+from hub.connect.token import TokenError, from_options
 
 
 def run_reload(args: argparse.Namespace) -> int:
@@ -30,8 +31,6 @@ def run_reload(args: argparse.Namespace) -> int:
     assert url is not None
     import urllib.error
     import urllib.request
-
-    from hub.connect.token import TokenError, from_options
 
     try:
         token = from_options(args.token_env, args.keyring, args.keyring_user, os.environ)

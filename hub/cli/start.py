@@ -7,6 +7,7 @@ the Hub is built. Nothing heavy is imported before: a desktop host times the hub
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import ipaddress
 import sys
 from typing import TYPE_CHECKING
@@ -73,8 +74,6 @@ async def _run(args: argparse.Namespace, started: float) -> int:
     from hub.app import Hub
 
     if args.command == "pin":  # pinning reads the servers' own definitions: nothing is held back by the old lock
-        import dataclasses
-
         loaded = dataclasses.replace(loaded, lock=None)
     return await _one_shot(Hub(loaded, call_log, started, identity), args)
 
