@@ -9,14 +9,13 @@ from __future__ import annotations
 
 from collections.abc import Callable, Coroutine, Mapping
 from pathlib import Path
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from hub.access.hidden import Explanation
 from hub.access.identity import Identity
 from hub.access.policy import View
 from hub.config.access import AuthConfig
 from hub.config.settings import HubSettings
-from hub.observe.metrics import Metrics
 from hub.observe.recent import Recent
 from hub.relay.catalog import Namespace
 from hub.relay.hosts import Listener, Session
@@ -24,6 +23,9 @@ from hub.relay.ports import HostRequest
 from hub.upstream.child import Child
 from hub.upstream.oauth import Credentials
 from hub.upstream.startup import StartupWait
+
+if TYPE_CHECKING:  # prometheus_client, which it loads, is for the HTTP front's start-up alone (hub.app)
+    from hub.observe.metrics import Metrics
 
 
 class HostRegistry(Protocol):

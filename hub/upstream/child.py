@@ -29,7 +29,6 @@ from hub.upstream.connection import Connection, Exchange
 from hub.upstream.credentials import MissingCredential
 from hub.upstream.listing import LIST_TIMEOUT, ListChanges, Listing, listen, offered, read_lists
 from hub.upstream.oauth import Credentials, SignInRequired
-from hub.upstream.oauth_refresh import connection_auth
 from hub.upstream.session_connections import SessionConnections
 from hub.upstream.slots import Slots
 from hub.upstream.stdio import open_stdio
@@ -330,6 +329,9 @@ class Child:
                 if identity is None:
                     self._needs_sign_in = True
                 ended(reason)
+
+            # httpx2's client, which it subclasses, loads here: only a hub with an OAuth child pays for it at start.
+            from hub.upstream.oauth_refresh import connection_auth
 
             return await connection_auth(
                 self.oauth, self.name, config, who.name, who.groups, refused, shared=identity is None
