@@ -4,6 +4,8 @@ URI routing, the encoded listings, and the catalog's rebuilds."""
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from dataclasses import replace
 from typing import Any
 
@@ -20,6 +22,7 @@ from hub.relay.builtins import HEALTH_TOOL_DEF
 from hub.relay.catalog import Catalog, Collision, Renamed, Route, build_namespace
 from hub.upstream.child import Child
 from hub.upstream.listing import CacheHint, Listing
+from tests.support.paths import REPO
 
 
 def child(
@@ -506,3 +509,20 @@ def test_a_tool_with_an_invalid_x_mcp_header_is_left_out_and_logged_by_name() ->
     rejected = [line for line in logs if line["event"] == "tool_rejected"]
     assert len(rejected) == 1, "each once"
     assert rejected[0]["tool"] == "bad" and rejected[0]["child"] == "srv" and "number" in rejected[0]["problem"]
+
+
+def test_an_unprefixed_child_without_templates_does_not_load_the_sdk() -> None:
+    """Routing an unprefixed child's URIs parses its templates with the SDK, whose package loads its client and
+    server whole: a child that lists none must not pay for it on the first listing (checked in a fresh
+    interpreter). One that lists some still has them parsed."""
+    code = (
+        "import sys\n"
+        "from hub.relay.catalog import build_namespace\n"
+        "from tests.relay.test_catalog import child\n"
+        "assert 'mcp' not in sys.modules\n"
+        "build_namespace([child('plain', '', tools=['t'], resources=['file:///a'])])\n"
+        "assert 'mcp' not in sys.modules, 'the SDK was loaded for a child without templates'\n"
+        "namespace = build_namespace([child('plain', '', templates=['file:///{path}'])])\n"
+        "assert 'mcp' in sys.modules and len(namespace.child_templates['plain']) == 1\n"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True, timeout=60, cwd=REPO)
